@@ -1,0 +1,48 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "warren",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "Warren", targets: ["Warren"]),
+        .library(name: "AMQP", targets: ["AMQP"]),
+        .library(name: "WarrenCLI", targets: ["WarrenCLI"]),
+        .executable(name: "warren", targets: ["warren"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CRabbitMQ",
+            pkgConfig: "librabbitmq",
+            providers: [.apt(["librabbitmq-dev"])]
+        ),
+        .target(name: "AMQP", dependencies: ["CRabbitMQ"]),
+        .target(
+            name: "Warren",
+            dependencies: [
+                "AMQP",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "WarrenCLI",
+            dependencies: [
+                "Warren",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(name: "warren", dependencies: ["WarrenCLI"]),
+        .testTarget(name: "AMQPTests", dependencies: ["AMQP"]),
+        .testTarget(name: "WarrenTests", dependencies: ["Warren"]),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["Warren", "AMQP"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

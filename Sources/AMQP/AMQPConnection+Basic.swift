@@ -1,0 +1,66 @@
+internal import CRabbitMQ
+
+/// Publishing, consuming and acknowledging.
+extension AMQPConnection {
+    /// Publishes a message. On a channel in confirm mode the broker confirms it later with an ``AMQPEvent/confirm``.
+    public func publish(
+        _ body: [UInt8], exchange: String, routingKey: String, properties: MessageProperties = MessageProperties(),
+        mandatory: Bool = false, channel: UInt16
+    ) throws {
+        let arena = CArena()
+        var props = properties.encoded(in: arena)
+        let status = amqp_basic_publish(
+            state, channel, arena.bytes(exchange), arena.bytes(routingKey), mandatory ? 1 : 0, 0, &props,
+            arena.bytes(body))
+        try check(status: status, "publish to exchange '\(exchange)'")
+    }
+
+    /// Starts a consumer on `queue` and returns its tag. Deliveries arrive through ``nextEvent()``.
+    @discardableResult
+    public func consume(
+        _ queue: String, consumerTag: String = "", noAck: Bool = false, exclusive: Bool = false,
+        arguments: AMQPTable = [:], channel: UInt16
+    ) throws -> String {
+        let arena = CArena()
+        let ok = amqp_basic_consume(
+            state, channel, arena.bytes(queue), arena.bytes(consumerTag), 0, noAck ? 1 : 0, exclusive ? 1 : 0,
+            arena.table(arguments))
+        try check(amqp_get_rpc_reply(state), "consume from queue '\(queue)'", channel: channel)
+        return ok.map { CDecode.string($0.pointee.consumer_tag) } ?? consumerTag
+    }
+
+    /// Stops a consumer. Deliveries already sent to it still arrive and must still be acknowledged.
+    public func cancelConsumer(_ consumerTag: String, channel: UInt16) throws {
+        let arena = CArena()
+        amqp_basic_cancel(state, channel, arena.bytes(consumerTag))
+        try check(amqp_get_rpc_reply(state), "cancel consumer '\(consumerTag)'", channel: channel)
+    }
+
+    /// Acknowledges a delivery; with `multiple`, every unacknowledged delivery up to `deliveryTag` too.
+    public func ack(_ deliveryTag: UInt64, multiple: Bool = false, channel: UInt16) throws {
+        try check(status: amqp_basic_ack(state, channel, deliveryTag, multiple ? 1 : 0), "acknowledge a delivery")
+    }
+
+    /// Rejects a delivery: back to its queue with `requeue`, otherwise to the queue's dead-letter exchange (or gone).
+    public func nack(_ deliveryTag: UInt64, multiple: Bool = false, requeue: Bool, channel: UInt16) throws {
+        try check(
+            status: amqp_basic_nack(state, channel, deliveryTag, multiple ? 1 : 0, requeue ? 1 : 0),
+            "reject a delivery")
+    }
+
+    /// Fetches one message with `basic.get`, or `nil` when the queue is empty.
+    public func get(_ queue: String, noAck: Bool = false, channel: UInt16) throws -> Delivery? {
+        let arena = CArena()
+        let reply = amqp_basic_get(state, channel, arena.bytes(queue), noAck ? 1 : 0)
+        try check(reply, "get from queue '\(queue)'", channel: channel)
+        guard reply.reply.id == AMQP_BASIC_GET_OK_METHOD else { return nil }
+        let ok = reply.reply.decoded.assumingMemoryBound(to: amqp_basic_get_ok_t.self).pointee
+        var message = amqp_message_t()
+        try check(amqp_read_message(state, channel, &message, 0), "read message from '\(queue)'", channel: channel)
+        defer { amqp_destroy_message(&message) }
+        return Delivery(
+            channel: channel, consumerTag: "", deliveryTag: ok.delivery_tag, redelivered: ok.redelivered != 0,
+            exchange: CDecode.string(ok.exchange), routingKey: CDecode.string(ok.routing_key),
+            properties: MessageProperties(message.properties), body: CDecode.bytes(message.body))
+    }
+}

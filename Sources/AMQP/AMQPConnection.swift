@@ -1,0 +1,165 @@
+internal import CRabbitMQ
+import Glibc
+
+/// One connection to a broker, wrapping a librabbitmq connection.
+///
+/// Thread safety: confined. librabbitmq connections are not thread safe, so an `AMQPConnection` is not `Sendable`:
+/// the thread that opens it is the only one that may call it, until ``close()``. Heartbeats are sent and checked
+/// only while that thread is inside a call, so it must call ``nextEvent()`` or ``waitForActivity(wakeUp:timeout:)``
+/// at least once per heartbeat interval.
+public final class AMQPConnection {
+    /// The configuration this connection was opened with.
+    public let configuration: AMQPConfiguration
+    let state: amqp_connection_state_t
+    private var isOpen = true
+
+    /// Opens a TCP (or TLS) connection, logs in and advertises publisher confirms, consumer cancel notifications
+    /// and `connection.blocked`.
+    /// - Throws: ``AMQPError`` with code `connectionFailed`, `authenticationFailed` or `connectionClosed`.
+    public init(configuration: AMQPConfiguration) throws {
+        self.configuration = configuration
+        state = amqp_new_connection()
+        do {
+            try open()
+        } catch {
+            amqp_destroy_connection(state)
+            throw error
+        }
+    }
+
+    deinit {
+        close()
+    }
+
+    private func open() throws {
+        let where_ = "\(configuration.host):\(configuration.port)"
+        let socket: OpaquePointer?
+        if configuration.usesTLS {
+            socket = amqp_ssl_socket_new(state)
+            if let path = configuration.caCertificatePath, amqp_ssl_socket_set_cacert(socket, path) != 0 {
+                throw AMQPError(.connectionFailed, "cannot read CA certificate file '\(path)'")
+            }
+            amqp_ssl_socket_set_verify_peer(socket, 1)
+            amqp_ssl_socket_set_verify_hostname(socket, 1)
+        } else {
+            socket = amqp_tcp_socket_new(state)
+        }
+        guard let socket else { throw AMQPError(.connectionFailed, "cannot create a socket") }
+        let timeout = configuration.connectTimeout.components
+        var tv = timeval(tv_sec: Int(timeout.seconds), tv_usec: Int(timeout.attoseconds / 1_000_000_000_000))
+        let status = amqp_socket_open_noblock(socket, configuration.host, Int32(configuration.port), &tv)
+        guard status == AMQP_STATUS_OK.rawValue else {
+            throw AMQPError(.connectionFailed, "cannot connect to \(where_): \(Self.statusText(status))")
+        }
+        let arena = CArena()
+        let capabilities: AMQPTable = [
+            "publisher_confirms": true, "consumer_cancel_notify": true, "connection.blocked": true,
+            "basic.nack": true, "authentication_failure_close": true,
+        ]
+        var properties = arena.table([
+            "product": "warren", "connection_name": .string(configuration.connectionName),
+            "capabilities": .table(capabilities),
+        ])
+        let reply = warren_login_plain(
+            state, configuration.virtualHost, 0, 131_072, Int32(configuration.heartbeat), &properties,
+            configuration.user, configuration.password)
+        if reply.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION,
+            reply.reply.id == AMQP_CONNECTION_CLOSE_METHOD,
+            let close = reply.reply.decoded?.assumingMemoryBound(to: amqp_connection_close_t.self).pointee,
+            close.reply_code == 403 || close.reply_code == 530
+        {
+            let text = CDecode.string(close.reply_text)
+            let what = close.reply_code == 530 ? "virtual host '\(configuration.virtualHost)' not allowed" : text
+            throw AMQPError(
+                .authenticationFailed, "broker at \(where_) refused user '\(configuration.user)': \(what)",
+                replyCode: close.reply_code, replyText: text)
+        }
+        if reply.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION, reply.library_error == AMQP_STATUS_CONNECTION_CLOSED.rawValue
+            || reply.library_error == AMQP_STATUS_SOCKET_CLOSED.rawValue
+        {
+            throw AMQPError(
+                .authenticationFailed,
+                "broker at \(where_) closed the connection during login: wrong user or password for '\(configuration.user)'"
+            )
+        }
+        try check(reply, "log in to \(where_)")
+    }
+
+    /// Closes the connection politely (`connection.close`) and frees it. Safe to call twice.
+    public func close() {
+        guard isOpen else { return }
+        isOpen = false
+        _ = amqp_connection_close(state, AMQP_REPLY_SUCCESS)
+        amqp_destroy_connection(state)
+    }
+
+    /// The socket's file descriptor, for `poll`.
+    public var socketDescriptor: Int32 {
+        amqp_get_sockfd(state)
+    }
+
+    /// Whether librabbitmq already holds frames or bytes that ``nextEvent()`` can return without reading the socket.
+    public var hasBufferedInput: Bool {
+        amqp_frames_enqueued(state) != 0 || amqp_data_in_buffer(state) != 0
+    }
+
+    // MARK: - Errors
+
+    /// Maps an RPC reply to an error; the one place where librabbitmq replies become ``AMQPError``.
+    func check(_ reply: amqp_rpc_reply_t, _ action: @autoclosure () -> String, channel: UInt16 = 0) throws {
+        switch reply.reply_type {
+        case AMQP_RESPONSE_NORMAL:
+            return
+        case AMQP_RESPONSE_SERVER_EXCEPTION:
+            throw serverError(reply.reply, action: action(), channel: channel)
+        case AMQP_RESPONSE_LIBRARY_EXCEPTION:
+            throw libraryError(reply.library_error, action: action())
+        default:
+            throw AMQPError(.library, "cannot \(action()): no reply from librabbitmq")
+        }
+    }
+
+    /// Turns a `channel.close` or `connection.close` from the broker into an error, answering it with close-ok.
+    func serverError(_ method: amqp_method_t, action: String, channel: UInt16) -> AMQPError {
+        switch method.id {
+        case AMQP_CHANNEL_CLOSE_METHOD:
+            let close = method.decoded.assumingMemoryBound(to: amqp_channel_close_t.self).pointee
+            acknowledgeChannelClose(channel)
+            return AMQPError(
+                .channelClosed, "cannot \(action): the broker closed channel \(channel)", replyCode: close.reply_code,
+                replyText: CDecode.string(close.reply_text), channel: channel)
+        case AMQP_CONNECTION_CLOSE_METHOD:
+            let close = method.decoded.assumingMemoryBound(to: amqp_connection_close_t.self).pointee
+            var ok = amqp_connection_close_ok_t(dummy: 0)
+            _ = amqp_send_method(state, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok)
+            return AMQPError(
+                .connectionClosed, "cannot \(action): the broker closed the connection",
+                replyCode: close.reply_code, replyText: CDecode.string(close.reply_text))
+        default:
+            return AMQPError(.library, "cannot \(action): unexpected method \(method.id) from the broker")
+        }
+    }
+
+    func libraryError(_ status: Int32, action: String) -> AMQPError {
+        let lost = [AMQP_STATUS_CONNECTION_CLOSED, AMQP_STATUS_SOCKET_ERROR, AMQP_STATUS_SOCKET_CLOSED,
+                    AMQP_STATUS_HEARTBEAT_TIMEOUT, AMQP_STATUS_SSL_ERROR, AMQP_STATUS_TCP_ERROR]
+        let code: AMQPError.Code = lost.contains(where: { $0.rawValue == status }) ? .connectionLost : .library
+        return AMQPError(code, "cannot \(action): \(Self.statusText(status))")
+    }
+
+    static func statusText(_ status: Int32) -> String {
+        String(cString: amqp_error_string2(status))
+    }
+
+    /// Checks the int status librabbitmq returns for methods that have no reply (publish, ack).
+    func check(status: Int32, _ action: @autoclosure () -> String) throws {
+        guard status != AMQP_STATUS_OK.rawValue else { return }
+        throw libraryError(status, action: action())
+    }
+
+    /// Sends channel.close-ok after the broker closed `channel` asynchronously.
+    func acknowledgeChannelClose(_ channel: UInt16) {
+        var ok = amqp_channel_close_ok_t(dummy: 0)
+        _ = amqp_send_method(state, channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok)
+    }
+}

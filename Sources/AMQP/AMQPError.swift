@@ -1,0 +1,55 @@
+/// An error from the AMQP connection: a library failure, or a channel or connection closed by the broker.
+///
+/// When the broker closed something, ``replyCode`` and ``replyText`` carry what it said
+/// (for example 404 `NOT_FOUND`, 403 `ACCESS_REFUSED`, 406 `PRECONDITION_FAILED`).
+public struct AMQPError: Error, Sendable, CustomStringConvertible {
+    /// What kind of failure this is. Extensible: match on the static members.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let name: String
+        public init(_ name: String) { self.name = name }
+        public var description: String { name }
+
+        /// The URL could not be parsed.
+        public static let invalidURL = Code("invalidURL")
+        /// The TCP (or TLS) connection could not be opened.
+        public static let connectionFailed = Code("connectionFailed")
+        /// The broker refused the credentials.
+        public static let authenticationFailed = Code("authenticationFailed")
+        /// The broker closed the connection (``AMQPError/replyCode`` says why).
+        public static let connectionClosed = Code("connectionClosed")
+        /// The broker closed a channel (``AMQPError/replyCode`` says why).
+        public static let channelClosed = Code("channelClosed")
+        /// The socket failed or the peer stopped answering heartbeats.
+        public static let connectionLost = Code("connectionLost")
+        /// librabbitmq reported an error that is none of the above.
+        public static let library = Code("library")
+    }
+
+    /// What kind of failure this is.
+    public var code: Code
+    /// A sentence a person can act on.
+    public var message: String
+    /// The broker's reply code, when the broker closed a channel or the connection.
+    public var replyCode: UInt16?
+    /// The broker's reply text, when the broker closed a channel or the connection.
+    public var replyText: String?
+    /// The channel the broker closed, for ``Code/channelClosed``.
+    public var channel: UInt16?
+
+    public init(
+        _ code: Code, _ message: String, replyCode: UInt16? = nil, replyText: String? = nil, channel: UInt16? = nil
+    ) {
+        self.code = code
+        self.message = message
+        self.replyCode = replyCode
+        self.replyText = replyText
+        self.channel = channel
+    }
+
+    public var description: String {
+        if let replyCode, let replyText {
+            return "\(message) (broker replied \(replyCode) \(replyText))"
+        }
+        return message
+    }
+}

@@ -1,0 +1,37 @@
+import Glibc
+
+/// A file descriptor other threads write to wake a thread blocked in ``AMQPConnection/waitForActivity(wakeUp:timeout:)``.
+///
+/// Thread safety: immutable; writes to and reads from a non-blocking pipe are atomic system calls.
+public final class WakeUpSignal: Sendable {
+    /// The read end, watched by `poll`.
+    let descriptor: Int32
+    private let writeDescriptor: Int32
+
+    public init() {
+        var ends: [Int32] = [0, 0]
+        precondition(pipe(&ends) == 0, "pipe failed: \(errno)")
+        for end in ends {
+            _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+        }
+        descriptor = ends[0]
+        writeDescriptor = ends[1]
+    }
+
+    deinit {
+        Glibc.close(descriptor)
+        Glibc.close(writeDescriptor)
+    }
+
+    /// Wakes the waiting thread (or makes its next wait return at once).
+    public func signal() {
+        var byte: UInt8 = 1
+        _ = write(writeDescriptor, &byte, 1)
+    }
+
+    func reset() {
+        var buffer = [UInt8](repeating: 0, count: 64)
+        while read(descriptor, &buffer, buffer.count) > 0 {}
+    }
+}

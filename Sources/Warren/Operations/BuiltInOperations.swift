@@ -1,0 +1,62 @@
+import Foundation
+
+/// Input of the built-in `sum` operation: ListAdder's `AdderOperation`.
+public struct SumInput: Codable, Sendable {
+    public var numbers: [Int]
+    /// Milliseconds to sleep before adding each number, so cancellation can be watched. Default: 0.
+    public var delayMs: Int?
+}
+
+/// Output of the built-in `sum` operation.
+public struct SumOutput: Codable, Sendable {
+    public var sum: Int
+    /// The numbers, formatted, as `AdderOperation` formats them.
+    public var formattedSum: String
+}
+
+/// Input of the built-in `sleep` operation.
+public struct SleepInput: Codable, Sendable {
+    public var seconds: Double
+}
+
+/// Input of the built-in `fail` operation.
+public struct FailInput: Codable, Sendable {
+    public var code: String?
+    public var message: String?
+    public var retryable: Bool?
+}
+
+extension OperationRegistry {
+    /// A registry holding the built-in operation types, for demos and tests:
+    /// - `sum` (blocking): adds `numbers`, sleeping `delayMs` before each and checking for cancellation between them.
+    /// - `sleep` (asynchronous): waits `seconds` without holding a thread; cancellable.
+    /// - `echo` (blocking): returns its input.
+    /// - `fail` (blocking): fails with `code` (default `requestedFailure`) and `message`.
+    public static var builtIn: OperationRegistry {
+        var registry = OperationRegistry()
+        registry.register("sum", blocking: sum)
+        registry.register("sleep", asynchronous: { (input: SleepInput, _: JobContext) in
+            try await Task.sleep(for: .seconds(input.seconds))
+            return ["slept": input.seconds]
+        })
+        registry.register("echo", blocking: { (input: JSONValue, _: JobContext) in input })
+        registry.register("fail", blocking: { (input: FailInput, _: JobContext) -> JSONValue in
+            throw JobError(
+                code: input.code ?? "requestedFailure", message: input.message ?? "failed on request",
+                retryable: input.retryable ?? false)
+        })
+        return registry
+    }
+
+    @Sendable private static func sum(_ input: SumInput, job: JobContext) throws -> SumOutput {
+        var total = 0
+        for number in input.numbers {
+            if let delay = input.delayMs, delay > 0 {
+                Thread.sleep(forTimeInterval: Double(delay) / 1000)
+            }
+            try job.checkCancellation()
+            total += number
+        }
+        return SumOutput(sum: total, formattedSum: total.formatted())
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// What an operation's code knows about the job it runs, and how it learns that it was cancelled.
+///
+/// Thread safety: immutable fields; the cancellation state is behind a `Mutex`. Safe from any thread.
+public final class JobContext: Sendable {
+    /// The job's id.
+    public let jobID: String
+    /// The operation type name.
+    public let type: String
+    public let key: String?
+    public let sequence: UInt64
+    public let priority: JobPriority
+    /// 1 for the first delivery of this job.
+    public let attempt: Int
+    public let deadline: Date?
+    /// A logger whose metadata carries the job id, type, attempt and worker id.
+    public let logger: Logger
+    private let cancellationState = Mutex<Cancellation?>(nil)
+
+    init(descriptor: OperationDescriptor, attempt: Int, logger: Logger) {
+        jobID = descriptor.id
+        type = descriptor.type
+        key = descriptor.key
+        sequence = descriptor.sequence
+        priority = descriptor.priority
+        self.attempt = attempt
+        deadline = descriptor.deadline
+        var logger = logger
+        logger[metadataKey: "job"] = "\(descriptor.id)"
+        logger[metadataKey: "type"] = "\(descriptor.type)"
+        logger[metadataKey: "attempt"] = "\(attempt)"
+        self.logger = logger
+    }
+
+    /// Whether the job was cancelled. Check it often, as `AdderOperation` checks between numbers,
+    /// and return (or throw `CancellationError`) as soon as it is `true`.
+    public var isCancelled: Bool {
+        cancellation != nil
+    }
+
+    /// Throws `CancellationError` when the job was cancelled.
+    public func checkCancellation() throws {
+        if isCancelled { throw CancellationError() }
+    }
+
+    /// Why the job was cancelled, or `nil`.
+    public var cancellation: Cancellation? {
+        cancellationState.withLock { $0 }
+    }
+
+    /// Records the first cancellation; returns `false` when the job was already cancelled.
+    func markCancelled(_ cancellation: Cancellation) -> Bool {
+        cancellationState.withLock { state in
+            guard state == nil else { return false }
+            state = cancellation
+            return true
+        }
+    }
+}

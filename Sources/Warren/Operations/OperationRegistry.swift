@@ -1,0 +1,120 @@
+import Foundation
+
+/// Maps operation type names to the code that runs them, like `NSInvocationOperation`'s selector chosen at run time.
+///
+/// Register blocking code (it runs on a thread of its local queue, for CPU work and synchronous I/O) or
+/// asynchronous code (it holds no thread while it awaits). Input and output are `Codable`.
+///
+/// ```swift
+/// var registry = OperationRegistry.builtIn
+/// registry.register("resize", on: "cpu", blocking: { (input: ResizeInput, job) in
+///     try resize(input, checkingCancellation: job)
+/// })
+/// ```
+public struct OperationRegistry: Sendable {
+    /// The local queue operations run on when registered without one.
+    public static let defaultLocalQueue = "default"
+
+    private(set) var operations: [String: RegisteredOperation] = [:]
+
+    /// An empty registry.
+    public init() {}
+
+    /// The operation types registered so far, sorted.
+    public var types: [String] {
+        operations.keys.sorted()
+    }
+
+    /// Registers blocking code for `type`, replacing any earlier registration.
+    /// - Parameters:
+    ///   - type: The name descriptors use in their `type` field.
+    ///   - localQueue: The worker's local queue it runs on. Default: `default`.
+    ///   - body: Runs on a thread of that queue; check `job.isCancelled` often.
+    public mutating func register<Input: Decodable & Sendable, Output: Encodable & Sendable>(
+        _ type: String, on localQueue: String = defaultLocalQueue,
+        blocking body: @escaping @Sendable (Input, JobContext) throws -> Output
+    ) {
+        operations[type] = RegisteredOperation(
+            localQueue: localQueue,
+            body: .blocking { input, job in
+                try Self.encode(body(try Self.decode(Input.self, from: input), job))
+            })
+    }
+
+    /// Registers asynchronous code for `type`, replacing any earlier registration.
+    /// - Parameters:
+    ///   - type: The name descriptors use in their `type` field.
+    ///   - localQueue: The worker's local queue it counts against. Default: `default`.
+    ///   - body: Runs in a task that is cancelled when the job is; it holds no thread while it awaits.
+    public mutating func register<Input: Decodable & Sendable, Output: Encodable & Sendable>(
+        _ type: String, on localQueue: String = defaultLocalQueue,
+        asynchronous body: @escaping @Sendable (Input, JobContext) async throws -> Output
+    ) {
+        operations[type] = RegisteredOperation(
+            localQueue: localQueue,
+            body: .asynchronous { input, job in
+                try Self.encode(await body(try Self.decode(Input.self, from: input), job))
+            })
+    }
+
+    /// Runs an already registered `type` on another local queue.
+    public mutating func assign(_ type: String, to localQueue: String) {
+        guard let registered = operations[type] else { return }
+        operations[type] = RegisteredOperation(localQueue: localQueue, body: registered.body)
+    }
+
+    subscript(type: String) -> RegisteredOperation? {
+        operations[type]
+    }
+
+    private static func decode<Input: Decodable>(_ type: Input.Type, from input: JSONValue) throws -> Input {
+        if let input = input as? Input { return input }
+        do {
+            return try input.decode(as: Input.self)
+        } catch let error as DecodingError {
+            // No input at all means "all defaults" for an input whose fields are optional.
+            if input == .null, let empty = try? JSONValue.object([:]).decode(as: Input.self) { return empty }
+            throw JobError(code: "invalidInput", message: "input does not match \(Input.self): \(error.summary)")
+        }
+    }
+
+    private static func encode(_ output: some Encodable) throws -> JSONValue {
+        if let output = output as? JSONValue { return output }
+        return try JSONValue(encoding: output)
+    }
+}
+
+/// An operation type's code, type-erased to JSON in and out.
+struct RegisteredOperation: Sendable {
+    enum Body: Sendable {
+        case blocking(@Sendable (JSONValue, JobContext) throws -> JSONValue)
+        case asynchronous(@Sendable (JSONValue, JobContext) async throws -> JSONValue)
+    }
+
+    let localQueue: String
+    let body: Body
+}
+
+extension DecodingError {
+    /// One line that says where in the input the problem is and what was expected.
+    var summary: String {
+        func path(_ context: Context) -> String {
+            let components = context.codingPath.map { key in
+                key.intValue.map { "[\($0)]" } ?? ".\(key.stringValue)"
+            }
+            return components.isEmpty ? "input" : "input" + components.joined()
+        }
+        switch self {
+        case .typeMismatch(let type, let context):
+            return "\(path(context)): expected \(type)"
+        case .valueNotFound(let type, let context):
+            return "\(path(context)): expected \(type), found null"
+        case .keyNotFound(let key, let context):
+            return "\(path(context)): missing key '\(key.stringValue)'"
+        case .dataCorrupted(let context):
+            return "\(path(context)): \(context.debugDescription)"
+        @unknown default:
+            return "\(self)"
+        }
+    }
+}

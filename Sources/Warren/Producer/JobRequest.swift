@@ -1,0 +1,34 @@
+import Foundation
+
+/// What a producer asks for: an operation type, its input and how to schedule it.
+public struct JobRequest: Sendable {
+    public var type: String
+    public var input: JSONValue
+    /// Default: ``JobPriority/normal``.
+    public var priority: JobPriority
+    /// Jobs of the same key compute the same thing; the newest sequence wins.
+    public var key: String?
+    /// Cancel every older job of ``key`` when this one is enqueued. Default: `false`.
+    public var supersede: Bool
+    /// The broker queue. Default: `warren.default`.
+    public var queue: String
+    /// Past this instant the job is not started. Default: none.
+    public var deadline: Date?
+    /// The job id. Default: a new UUID.
+    public var id: String
+
+    public init(
+        type: String, input: JSONValue = .null, priority: JobPriority = .normal, key: String? = nil,
+        supersede: Bool = false, queue: String = Topology.defaultQueue, deadline: Date? = nil,
+        id: String = UUID().uuidString.lowercased()
+    ) {
+        self.type = type
+        self.input = input
+        self.priority = priority
+        self.key = key
+        self.supersede = supersede
+        self.queue = queue
+        self.deadline = deadline
+        self.id = id
+    }
+}

@@ -1,0 +1,210 @@
+import AMQP
+import Foundation
+
+/// Publishes jobs and cancellations, and waits for results.
+///
+/// Every publish is persistent and confirmed by the broker before the call returns: once `enqueue` returns, the
+/// job is safe in the broker.
+///
+/// ```swift
+/// let producer = try Producer(url: "amqp://guest:guest@localhost/%2F")
+/// let job = try producer.enqueue(JobRequest(type: "sum", input: ["numbers": [1, 2, 3]]), watch: true)
+/// let result = try producer.waitForResult(of: job.id, timeout: .seconds(30))
+/// ```
+///
+/// Thread safety: confined, as TN2109 confines a libxml2 parser: not `Sendable`; use it from the thread that
+/// created it. Create one producer per thread that publishes.
+public final class Producer {
+    static let publishChannel: UInt16 = 1
+    static let replyChannel: UInt16 = 2
+
+    let connection: AMQPConnection
+    let sequences: SequenceStore
+    private var publishCount: UInt64 = 0
+    private var declaredQueues: Set<String> = []
+    private var controlDeclared = false
+    private var replyQueue: String?
+    private var arrivedResults: [String: JobResult] = [:]
+
+    /// Connects to the broker.
+    /// - Parameters:
+    ///   - url: `amqp://user:password@host:port/vhost`.
+    ///   - sequences: Where sequence numbers come from. Default: the host-wide ``SequenceStore``.
+    /// - Throws: ``WarrenError`` (`invalidConfiguration` for a bad URL, `broker` when the connection fails).
+    public init(url: String, sequences: SequenceStore = SequenceStore()) throws {
+        self.sequences = sequences
+        var configuration: AMQPConfiguration
+        do {
+            configuration = try AMQPConfiguration(url: url)
+        } catch let error as AMQPError {
+            throw WarrenError(.invalidConfiguration, error.message)
+        }
+        configuration.connectionName = "warren producer \(ProcessInfo.processInfo.processIdentifier)"
+        do {
+            connection = try AMQPConnection(configuration: configuration)
+            try connection.openChannel(Self.publishChannel)
+            try connection.enableConfirms(channel: Self.publishChannel)
+        } catch let error as AMQPError {
+            throw WarrenError(.broker, error.description)
+        }
+    }
+
+    /// Closes the connection.
+    public func close() {
+        connection.close()
+    }
+
+    /// Publishes a job and returns its descriptor once the broker confirmed it.
+    /// - Parameter watch: Also start collecting its result, for ``waitForResult(of:timeout:)``.
+    /// - Throws: ``WarrenError`` when the broker refuses the job or the connection fails.
+    @discardableResult
+    public func enqueue(_ request: JobRequest, watch: Bool = false) throws -> OperationDescriptor {
+        try enqueue([request], watch: watch)[0]
+    }
+
+    /// Publishes jobs in order and returns their descriptors once the broker confirmed all of them.
+    /// - Parameter watch: Also start collecting their results, for ``waitForResult(of:timeout:)``.
+    @discardableResult
+    public func enqueue(_ requests: [JobRequest], watch: Bool = false) throws -> [OperationDescriptor] {
+        try brokerCall {
+            var descriptors: [OperationDescriptor] = []
+            for request in requests {
+                let descriptor = OperationDescriptor(
+                    id: request.id, type: request.type, input: request.input, priority: request.priority,
+                    sequence: try sequences.next(), key: request.key, deadline: request.deadline)
+                if watch { try watchResult(of: descriptor.id) }
+                if request.supersede, let key = request.key {
+                    try publishControl(.supersede(key: key, before: descriptor.sequence))
+                }
+                try declareJobQueue(request.queue)
+                try publish(
+                    Array(try WireCoding.encoder.encode(descriptor)), exchange: "", routingKey: request.queue,
+                    properties: MessageProperties(
+                        contentType: WireCoding.contentType, persistent: true,
+                        priority: descriptor.priority.amqpPriority, messageID: descriptor.id,
+                        timestamp: UInt64(Date().timeIntervalSince1970), type: descriptor.type, appID: "warren"))
+                descriptors.append(descriptor)
+            }
+            try waitForConfirms()
+            return descriptors
+        }
+    }
+
+    /// Cancels jobs wherever they are: executing (their code sees `isCancelled`), waiting in a worker (they never
+    /// start) or still in the broker (they are not run when delivered). Each ends with one `cancelled` result.
+    public func cancel(jobIDs: [String]) throws {
+        try brokerCall {
+            try publishControl(.cancel(jobIDs: jobIDs))
+            try waitForConfirms()
+        }
+    }
+
+    /// Cancels every job of `key` whose sequence is below `sequence`.
+    public func supersede(key: String, before sequence: UInt64) throws {
+        try brokerCall {
+            try publishControl(.supersede(key: key, before: sequence))
+            try waitForConfirms()
+        }
+    }
+
+    /// Waits for the result of a job enqueued with `watch: true`.
+    /// - Throws: ``WarrenError`` (`timeout`) when no result arrived in time.
+    public func waitForResult(of jobID: String, timeout: Duration) throws -> JobResult {
+        let deadline = ContinuousClock.now + timeout
+        return try brokerCall {
+            while true {
+                if let result = arrivedResults.removeValue(forKey: jobID) { return result }
+                let left = deadline - ContinuousClock.now
+                guard left > .zero else {
+                    throw WarrenError(.timeout, "no result for job \(jobID) within \(timeout)")
+                }
+                try readEvents(until: deadline) { arrivedResults[jobID] != nil }
+            }
+        }
+    }
+
+    // MARK: - Internals
+
+    private func brokerCall<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as AMQPError {
+            throw WarrenError(.broker, error.description)
+        }
+    }
+
+    private func declareJobQueue(_ queue: String) throws {
+        guard !declaredQueues.contains(queue) else { return }
+        try Topology.declareJobQueue(queue, on: connection, channel: Self.publishChannel)
+        declaredQueues.insert(queue)
+    }
+
+    private func publishControl(_ message: ControlMessage) throws {
+        if !controlDeclared {
+            try Topology.declareControl(on: connection, channel: Self.publishChannel)
+            controlDeclared = true
+        }
+        try publish(
+            try message.encoded(), exchange: Topology.controlExchange, routingKey: "",
+            properties: MessageProperties(contentType: WireCoding.contentType, persistent: true, appID: "warren"))
+    }
+
+    private func watchResult(of jobID: String) throws {
+        if replyQueue == nil {
+            try connection.openChannel(Self.replyChannel)
+            try Topology.declareResults(on: connection, channel: Self.replyChannel)
+            let queue = try connection.declareQueue(
+                "", durable: false, exclusive: true, autoDelete: true, channel: Self.replyChannel
+            ).name
+            try connection.consume(queue, noAck: true, channel: Self.replyChannel)
+            replyQueue = queue
+        }
+        try connection.bindQueue(
+            replyQueue!, to: Topology.resultsExchange, routingKey: jobID, channel: Self.replyChannel)
+    }
+
+    private func publish(_ body: [UInt8], exchange: String, routingKey: String, properties: MessageProperties) throws {
+        try connection.publish(
+            body, exchange: exchange, routingKey: routingKey, properties: properties, channel: Self.publishChannel)
+        publishCount += 1
+    }
+
+    /// Every publish up to this number is confirmed.
+    private var confirmedCount: UInt64 = 0
+    /// Confirmed publishes above ``confirmedCount``, confirmed out of order.
+    private var confirmedAhead: Set<UInt64> = []
+
+    private func waitForConfirms() throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        try readEvents(until: deadline) { confirmedCount >= publishCount }
+        guard confirmedCount >= publishCount else {
+            throw WarrenError(.timeout, "the broker did not confirm \(publishCount - confirmedCount) publishes within 30 s")
+        }
+    }
+
+    /// Reads broker events until `done()` or `deadline`.
+    private func readEvents(until deadline: ContinuousClock.Instant, done: () -> Bool) throws {
+        while !done() {
+            guard let event = try connection.nextEvent() else {
+                let left = deadline - ContinuousClock.now
+                guard left > .zero else { return }
+                connection.waitForActivity(wakeUp: nil, timeout: min(left, .seconds(1)))
+                continue
+            }
+            switch event {
+            case .confirm(_, let tag, let multiple, let ack):
+                guard ack else {
+                    throw WarrenError(.broker, "the broker refused a published message (basic.nack)")
+                }
+                if multiple { confirmedCount = max(confirmedCount, tag) } else { confirmedAhead.insert(tag) }
+                while confirmedAhead.remove(confirmedCount + 1) != nil { confirmedCount += 1 }
+            case .delivery(let delivery) where delivery.channel == Self.replyChannel:
+                if let result = try? JobResult.decode(delivery.body) { arrivedResults[result.jobID] = result }
+            case .channelClosed(let error):
+                throw error
+            default:
+                break
+            }
+        }
+    }
+}

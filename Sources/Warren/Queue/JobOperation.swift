@@ -1,0 +1,126 @@
+import Foundation
+import Synchronization
+
+/// The `Operation` that runs one job on a local queue, blocking or asynchronous, and reports how it ended.
+///
+/// It is an asynchronous ("concurrent") operation in Foundation's sense: it stays executing until its code is done,
+/// whether that code runs inline on the queue's thread (blocking) or in a task (asynchronous, holding no thread).
+/// It reports exactly once through `report`: at once if cancelled before it started (it then never runs),
+/// otherwise when its code returns or throws.
+///
+/// Thread safety: locked. The lifecycle and the task live behind a `Mutex`; Foundation calls `start()` once on a
+/// queue thread, `cancel` comes from the broker thread.
+final class JobOperation: Foundation.Operation, @unchecked Sendable {
+    private enum Lifecycle { case pending, executing, finished }
+
+    private struct State {
+        var lifecycle = Lifecycle.pending
+        var reported = false
+        var task: Task<Void, Never>?
+    }
+
+    let job: JobContext
+    private let input: JSONValue
+    private let body: RegisteredOperation.Body
+    private let report: @Sendable (FinishedJob) -> Void
+    private let state = Mutex(State())
+
+    init(
+        job: JobContext, input: JSONValue, body: RegisteredOperation.Body,
+        report: @escaping @Sendable (FinishedJob) -> Void
+    ) {
+        self.job = job
+        self.input = input
+        self.body = body
+        self.report = report
+        super.init()
+        queuePriority = job.priority.queuePriority
+        name = job.jobID
+    }
+
+    override var isAsynchronous: Bool { true }
+    override var isExecuting: Bool { state.withLock { $0.lifecycle == .executing } }
+    override var isFinished: Bool { state.withLock { $0.lifecycle == .finished } }
+
+    /// Cancels the job: it never starts if it has not, and its code sees `isCancelled` if it has.
+    func cancel(_ cancellation: Cancellation) {
+        guard job.markCancelled(cancellation) else { return }
+        let reportNow = state.withLock { state -> Bool in
+            state.task?.cancel()
+            guard state.lifecycle == .pending, !state.reported else { return false }
+            state.reported = true
+            return true
+        }
+        super.cancel()
+        if reportNow {
+            report(FinishedJob(jobID: job.jobID, outcome: .cancelled(cancellation), startedAt: nil, finishedAt: Date()))
+        }
+    }
+
+    override func cancel() {
+        cancel(.requested)
+    }
+
+    override func start() {
+        let runs = state.withLock { state -> Bool in
+            state.lifecycle = .executing
+            return !state.reported
+        }
+        willChangeValue(forKey: "isExecuting")
+        didChangeValue(forKey: "isExecuting")
+        guard runs else { return finish() }
+        if let deadline = job.deadline, deadline <= Date(),
+            job.markCancelled(Cancellation(reason: "deadline", message: "deadline passed before the job started"))
+        {
+            return complete(startedAt: nil, outcome: .cancelled(job.cancellation!))
+        }
+        let startedAt = Date()
+        switch body {
+        case .blocking(let code):
+            complete(startedAt: startedAt, outcome: outcome { try code(input, job) })
+        case .asynchronous(let code):
+            let task = Task { [input, job] in
+                let result: Result<JSONValue, any Error>
+                do { result = .success(try await code(input, job)) } catch { result = .failure(error) }
+                complete(startedAt: startedAt, outcome: outcome { try result.get() })
+            }
+            let cancelled = state.withLock { state -> Bool in
+                state.task = task
+                return job.isCancelled
+            }
+            if cancelled { task.cancel() }
+        }
+    }
+
+    /// Maps what the code did to an outcome. A job cancelled while it ran ends `cancelled` however it returned:
+    /// its result is no longer wanted (ListAdder's "is this still the operation I want?").
+    private func outcome(_ run: () throws -> JSONValue) -> JobOutcome {
+        let result = Result { try run() }
+        if let cancellation = job.cancellation { return .cancelled(cancellation) }
+        switch result {
+        case .success(let output): return .succeeded(output)
+        case .failure(let error as JobError): return .failed(error)
+        case .failure(is CancellationError): return .cancelled(.requested)
+        case .failure(let error): return .failed(JobError(code: "handlerError", message: "\(error)"))
+        }
+    }
+
+    private func complete(startedAt: Date?, outcome: JobOutcome) {
+        let reports = state.withLock { state -> Bool in
+            defer { state.reported = true }
+            return !state.reported
+        }
+        if reports {
+            report(FinishedJob(jobID: job.jobID, outcome: outcome, startedAt: startedAt, finishedAt: Date()))
+        }
+        finish()
+    }
+
+    private func finish() {
+        willChangeValue(forKey: "isExecuting")
+        willChangeValue(forKey: "isFinished")
+        state.withLock { $0.lifecycle = .finished }
+        didChangeValue(forKey: "isExecuting")
+        didChangeValue(forKey: "isFinished")
+    }
+}

@@ -1,0 +1,37 @@
+import Foundation
+
+/// One of a worker's local operation queues: a Foundation `OperationQueue` with a width and a name.
+///
+/// A worker has one per kind of resource ("one queue per disk"): a CPU queue as wide as the cores, an I/O queue
+/// much wider. Ready operations start in priority order.
+///
+/// Thread safety: immutable fields; Foundation's `OperationQueue` is thread safe.
+public final class LocalQueue: @unchecked Sendable {
+    /// The name operation types are registered on.
+    public let name: String
+    /// The most operations that execute at once (`maxConcurrentOperationCount`).
+    public let width: Int
+    private let queue = OperationQueue()
+
+    init(name: String, width: Int) {
+        self.name = name
+        self.width = width
+        queue.name = "warren.\(name)"
+        queue.maxConcurrentOperationCount = width
+    }
+
+    func add(_ operation: JobOperation) {
+        queue.addOperation(operation)
+    }
+
+    /// Operations added and not finished: waiting and executing.
+    public var operationCount: Int {
+        queue.operationCount
+    }
+
+    /// Whether new operations are held back (executing ones go on).
+    public var isSuspended: Bool {
+        get { queue.isSuspended }
+        set { queue.isSuspended = newValue }
+    }
+}

@@ -1,0 +1,34 @@
+/// Keeps only the newest result per key, as ListAdder keeps only the newest sum: a result whose sequence is lower
+/// than one already seen for its key is stale.
+///
+/// Results without a key are never stale. Duplicates of a job already seen (the same job id, delivered again after
+/// a redelivery) are reported as such.
+///
+/// Thread safety: a value type; confine each instance to one thread.
+public struct StaleResultFilter: Sendable {
+    /// What to make of an arriving result.
+    public enum Verdict: Sendable, Equatable {
+        /// The newest for its key so far (or it has no key).
+        case current
+        /// Older than the result of sequence `newer` already seen for the same key.
+        case stale(newer: UInt64)
+        /// A result for a job already seen.
+        case duplicate
+    }
+
+    private var newestByKey: [String: UInt64] = [:]
+    private var seenJobs: Set<String> = []
+
+    public init() {}
+
+    /// Judges `result` and remembers it.
+    public mutating func judge(_ result: JobResult) -> Verdict {
+        guard seenJobs.insert(result.jobID).inserted else { return .duplicate }
+        guard let key = result.key else { return .current }
+        if let newest = newestByKey[key], newest > result.sequence {
+            return .stale(newer: newest)
+        }
+        newestByKey[key] = result.sequence
+        return .current
+    }
+}

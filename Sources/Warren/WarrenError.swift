@@ -1,0 +1,28 @@
+/// An error from Warren itself: configuration, broker or wire-format problems, with a message a person can act on.
+public struct WarrenError: Error, Sendable, CustomStringConvertible {
+    /// What kind of failure this is. Extensible: match on the static members.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let name: String
+        public init(_ name: String) { self.name = name }
+        public var description: String { name }
+
+        /// The worker or producer was configured in a way that cannot work.
+        public static let invalidConfiguration = Code("invalidConfiguration")
+        /// The broker refused, closed or lost the connection.
+        public static let broker = Code("broker")
+        /// A message could not be encoded or decoded.
+        public static let wireFormat = Code("wireFormat")
+        /// Waiting for something (a result, a confirm) took longer than allowed.
+        public static let timeout = Code("timeout")
+    }
+
+    public var code: Code
+    public var message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+}

@@ -1,0 +1,62 @@
+import Foundation
+
+/// Any JSON value: the untyped form of an operation's input and output on the wire.
+public enum JSONValue: Sendable, Hashable, Codable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .number(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([JSONValue].self) {
+            self = .array(value)
+        } else {
+            self = .object(try container.decode([String: JSONValue].self))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let value): try container.encode(value)
+        case .number(let value):
+            if value.rounded() == value, let integer = Int64(exactly: value) {
+                try container.encode(integer)
+            } else {
+                try container.encode(value)
+            }
+        case .string(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
+        }
+    }
+
+    /// Converts any `Encodable` value through its JSON form.
+    public init(encoding value: some Encodable) throws {
+        let data = try WireCoding.encoder.encode(value)
+        self = try WireCoding.decoder.decode(JSONValue.self, from: data)
+    }
+
+    /// Decodes a typed value from this JSON value.
+    public func decode<T: Decodable>(as type: T.Type) throws -> T {
+        try WireCoding.decoder.decode(T.self, from: WireCoding.encoder.encode(self))
+    }
+
+    /// The value at `key`, when this is an object.
+    public subscript(key: String) -> JSONValue? {
+        if case .object(let object) = self { return object[key] }
+        return nil
+    }
+}

@@ -1,0 +1,33 @@
+import Foundation
+
+/// The five priorities of an operation, as in `Operation.QueuePriority`.
+///
+/// On the wire, the descriptor's `priority` is the name (`"veryLow"` … `"veryHigh"`); the AMQP message priority
+/// is 1 … 5, for queues declared with `x-max-priority: 5`.
+public enum JobPriority: String, Sendable, Codable, CaseIterable, Comparable {
+    case veryLow, low, normal, high, veryHigh
+
+    /// The AMQP message priority, 1 (very low) … 5 (very high).
+    public var amqpPriority: UInt8 {
+        UInt8(Self.allCases.firstIndex(of: self)! + 1)
+    }
+
+    /// The priority for an AMQP message priority; values above 5 count as very high, 0 as very low.
+    public init(amqpPriority: UInt8) {
+        self = Self.allCases[Int(min(max(amqpPriority, 1), 5)) - 1]
+    }
+
+    var queuePriority: Operation.QueuePriority {
+        switch self {
+        case .veryLow: .veryLow
+        case .low: .low
+        case .normal: .normal
+        case .high: .high
+        case .veryHigh: .veryHigh
+        }
+    }
+
+    public static func < (lhs: JobPriority, rhs: JobPriority) -> Bool {
+        lhs.amqpPriority < rhs.amqpPriority
+    }
+}

@@ -1,0 +1,110 @@
+import Foundation
+
+/// How a job ended.
+public enum JobStatus: String, Sendable, Codable, CaseIterable {
+    case succeeded, failed, cancelled
+}
+
+/// Why a job failed: a stable code for programs and a message for people.
+public struct JobError: Sendable, Hashable, Codable, Error, CustomStringConvertible {
+    /// Machine-readable cause, e.g. `unknownType`, `invalidInput`, `malformedMessage`, `oversized`, `handlerError`.
+    public var code: String
+    public var message: String
+    /// Whether trying again later could succeed.
+    public var retryable: Bool
+
+    public init(code: String, message: String, retryable: Bool = false) {
+        self.code = code
+        self.message = message
+        self.retryable = retryable
+    }
+
+    public var description: String { "\(code): \(message)" }
+}
+
+/// Why a job was cancelled.
+public struct Cancellation: Sendable, Hashable, Codable {
+    /// `requested` (warren cancel), `superseded` (a newer job of the same key), `deadline`, `shutdown`.
+    public var reason: String
+    public var message: String
+
+    public init(reason: String, message: String) {
+        self.reason = reason
+        self.message = message
+    }
+
+    public static let requested = Cancellation(reason: "requested", message: "cancelled by request")
+}
+
+/// When a job passed each step, as seen by the worker.
+public struct JobTimings: Sendable, Hashable, Codable {
+    public var enqueuedAt: Date?
+    public var receivedAt: Date?
+    public var startedAt: Date?
+    public var finishedAt: Date?
+
+    public init(enqueuedAt: Date? = nil, receivedAt: Date? = nil, startedAt: Date? = nil, finishedAt: Date? = nil) {
+        self.enqueuedAt = enqueuedAt
+        self.receivedAt = receivedAt
+        self.startedAt = startedAt
+        self.finishedAt = finishedAt
+    }
+}
+
+/// The message a worker publishes when a job ends, before it acknowledges the job. Version 1 of the format.
+public struct JobResult: Sendable, Hashable, Codable {
+    public var version: Int
+    public var jobID: String
+    public var type: String?
+    /// The job's sequence number, copied from its descriptor.
+    public var sequence: UInt64
+    public var key: String?
+    public var status: JobStatus
+    /// What a succeeded operation returned.
+    public var output: JSONValue?
+    /// Why it failed, when ``status`` is `failed`.
+    public var error: JobError?
+    /// Why it was cancelled, when ``status`` is `cancelled`.
+    public var cancellation: Cancellation?
+    /// 1 for the first delivery; higher when the job ran again.
+    public var attempt: Int
+    /// Whether the broker had delivered this job before (a worker died or lost its connection meanwhile).
+    public var redelivered: Bool
+    public var workerID: String
+    public var timings: JobTimings
+
+    enum CodingKeys: String, CodingKey {
+        case version, jobID = "jobId", type, sequence, key, status, output, error, cancellation, attempt,
+            redelivered, workerID = "workerId", timings
+    }
+
+    public init(
+        jobID: String, type: String?, sequence: UInt64, key: String?, status: JobStatus, output: JSONValue? = nil,
+        error: JobError? = nil, cancellation: Cancellation? = nil, attempt: Int = 1, redelivered: Bool = false,
+        workerID: String, timings: JobTimings
+    ) {
+        self.version = WireCoding.version
+        self.jobID = jobID
+        self.type = type
+        self.sequence = sequence
+        self.key = key
+        self.status = status
+        self.output = output
+        self.error = error
+        self.cancellation = cancellation
+        self.attempt = attempt
+        self.redelivered = redelivered
+        self.workerID = workerID
+        self.timings = timings
+    }
+
+    /// The JSON body of the message.
+    public func encoded() throws -> [UInt8] {
+        Array(try WireCoding.encoder.encode(self))
+    }
+
+    /// Decodes a result message body.
+    public static func decode(_ body: [UInt8]) throws -> JobResult {
+        try WireCoding.decoder.decode(JobResult.self, from: Data(body))
+    }
+}

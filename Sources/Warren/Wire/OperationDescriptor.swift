@@ -1,0 +1,58 @@
+import Foundation
+
+/// A job on the wire: which operation to run, on what input, and how urgently. Version 1 of the format.
+///
+/// Immutable once published, like the input an `Operation` is initialised with. See `docs/wire-format.md`.
+public struct OperationDescriptor: Sendable, Hashable, Codable {
+    /// The wire format version; this build reads and writes 1.
+    public var version: Int
+    /// Unique job id; results and cancellations refer to it.
+    public var id: String
+    /// The operation type name a worker's registry maps to code.
+    public var type: String
+    /// The operation's input, any JSON value.
+    public var input: JSONValue
+    /// Default: ``JobPriority/normal``.
+    public var priority: JobPriority
+    /// Orders jobs of the same ``key``: a result with a lower sequence than one already seen is stale.
+    public var sequence: UInt64
+    /// Groups jobs that compute the same thing (ListAdder's list); the newest sequence wins.
+    public var key: String?
+    /// Past this instant the job is not started, and an executing one is cancelled.
+    public var deadline: Date?
+    /// When the producer created the job.
+    public var createdAt: Date?
+
+    public init(
+        id: String = UUID().uuidString.lowercased(), type: String, input: JSONValue = .null,
+        priority: JobPriority = .normal, sequence: UInt64, key: String? = nil, deadline: Date? = nil,
+        createdAt: Date? = Date()
+    ) {
+        self.version = WireCoding.version
+        self.id = id
+        self.type = type
+        self.input = input
+        self.priority = priority
+        self.sequence = sequence
+        self.key = key
+        self.deadline = deadline
+        self.createdAt = createdAt
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case version, id, type, input, priority, sequence, key, deadline, createdAt
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        version = try container.decode(Int.self, forKey: .version)
+        id = try container.decode(String.self, forKey: .id)
+        type = try container.decode(String.self, forKey: .type)
+        input = try container.decodeIfPresent(JSONValue.self, forKey: .input) ?? .null
+        priority = try container.decodeIfPresent(JobPriority.self, forKey: .priority) ?? .normal
+        sequence = try container.decodeIfPresent(UInt64.self, forKey: .sequence) ?? 0
+        key = try container.decodeIfPresent(String.self, forKey: .key)
+        deadline = try container.decodeIfPresent(Date.self, forKey: .deadline)
+        createdAt = try container.decodeIfPresent(Date.self, forKey: .createdAt)
+    }
+}

@@ -1,0 +1,71 @@
+import AMQP
+
+/// The exchanges and queues of the v1 wire format, and the one place that declares them.
+///
+/// Every party declares what it uses with exactly these arguments, so declarations never conflict
+/// (a mismatch would close the channel with 406 PRECONDITION_FAILED).
+public enum Topology {
+    /// The job queue used when none is named.
+    public static let defaultQueue = "warren.default"
+    /// Topic exchange for results; the routing key is the job id.
+    public static let resultsExchange = "warren.results"
+    /// Durable queue that keeps results for `warren results`; bound to ``resultsExchange`` with `#`.
+    public static let resultsQueue = "warren.results"
+    /// How many results ``resultsQueue`` keeps before dropping the oldest.
+    public static let resultsQueueLength: Int64 = 100_000
+    /// Fanout exchange for control messages (cancellations).
+    public static let controlExchange = "warren.control"
+    /// Stream queue that keeps control messages for a day, so workers that start later still see them.
+    public static let controlStream = "warren.control"
+    /// How long ``controlStream`` keeps control messages.
+    public static let controlRetention = "1D"
+    /// Fanout exchange where rejected messages go, with the reason in the `x-warren-dead-reason` header.
+    public static let deadExchange = "warren.dead"
+    /// Durable queue that keeps dead-lettered messages.
+    public static let deadQueue = "warren.dead"
+    /// The maximum AMQP priority of job queues: the five ``JobPriority`` levels.
+    public static let maxPriority: Int64 = 5
+
+    /// Header: why a message was dead-lettered (a ``JobError`` code).
+    public static let deadReasonHeader = "x-warren-dead-reason"
+    /// Header: the human-readable explanation of ``deadReasonHeader``.
+    public static let deadMessageHeader = "x-warren-dead-message"
+    /// Header: the queue a dead-lettered message came from.
+    public static let deadQueueHeader = "x-warren-original-queue"
+    /// Header: which attempt a job delivery is (1 when absent).
+    public static let attemptHeader = "x-warren-attempt"
+
+    /// Declares job queue `name` with its dead-letter exchange.
+    public static func declareJobQueue(_ name: String, on connection: AMQPConnection, channel: UInt16) throws {
+        try declareDeadLetters(on: connection, channel: channel)
+        try connection.declareQueue(
+            name,
+            arguments: ["x-max-priority": .int(maxPriority), "x-dead-letter-exchange": .string(deadExchange)],
+            channel: channel)
+    }
+
+    /// Declares the dead-letter exchange and queue.
+    public static func declareDeadLetters(on connection: AMQPConnection, channel: UInt16) throws {
+        try connection.declareExchange(deadExchange, type: "fanout", channel: channel)
+        try connection.declareQueue(deadQueue, channel: channel)
+        try connection.bindQueue(deadQueue, to: deadExchange, channel: channel)
+    }
+
+    /// Declares the results exchange and the queue that keeps results.
+    public static func declareResults(on connection: AMQPConnection, channel: UInt16) throws {
+        try connection.declareExchange(resultsExchange, type: "topic", channel: channel)
+        try connection.declareQueue(
+            resultsQueue, arguments: ["x-max-length": .int(resultsQueueLength)], channel: channel)
+        try connection.bindQueue(resultsQueue, to: resultsExchange, routingKey: "#", channel: channel)
+    }
+
+    /// Declares the control exchange and the stream that keeps control messages.
+    public static func declareControl(on connection: AMQPConnection, channel: UInt16) throws {
+        try connection.declareExchange(controlExchange, type: "fanout", channel: channel)
+        try connection.declareQueue(
+            controlStream,
+            arguments: ["x-queue-type": "stream", "x-max-age": .string(controlRetention)],
+            channel: channel)
+        try connection.bindQueue(controlStream, to: controlExchange, channel: channel)
+    }
+}

@@ -1,0 +1,26 @@
+import AMQP
+import Synchronization
+
+/// The hand-off from any thread to a broker thread: messages queue behind a lock and wake the thread's `poll`.
+///
+/// Thread safety: locked. `post` is safe from any thread; `drain` is called by the owning broker thread.
+final class Mailbox<Message: Sendable>: Sendable {
+    private let messages = Mutex<[Message]>([])
+    /// Watched by the broker thread's `poll` beside its socket.
+    let wakeUp = WakeUpSignal()
+
+    func post(_ message: Message) {
+        let wasEmpty = messages.withLock { messages in
+            messages.append(message)
+            return messages.count == 1
+        }
+        if wasEmpty { wakeUp.signal() }
+    }
+
+    func drain() -> [Message] {
+        messages.withLock { messages in
+            defer { messages.removeAll(keepingCapacity: true) }
+            return messages
+        }
+    }
+}

@@ -1,0 +1,117 @@
+import AMQP
+import Foundation
+import Logging
+
+/// A long-running process's worker: consumes operation descriptors from broker queues into local operation queues,
+/// runs them, publishes each result and acknowledges the job only once the broker confirmed the result.
+///
+/// ```swift
+/// var registry = OperationRegistry.builtIn
+/// registry.register("resize", blocking: { (input: ResizeInput, job) in try resize(input, job) })
+/// let worker = try Worker(configuration: .init(url: "amqp://guest:guest@localhost/%2F"), registry: registry)
+/// try await worker.run()   // until worker.stop()
+/// ```
+///
+/// Thread safety: immutable, but for the mailbox, which is locked. The broker connection lives on the thread that
+/// runs the worker and nowhere else.
+public final class Worker: Sendable {
+    /// How a worker connects and behaves.
+    public struct Configuration: Sendable {
+        /// Broker URL, `amqp://user:password@host:port/vhost`.
+        public var url: String
+        /// Broker queues to consume. Default: `warren.default`.
+        public var queues: [String] = [Topology.defaultQueue]
+        /// Local queue names and widths. Default: `default`, as wide as the machine has cores.
+        public var localQueues: [String: Int] = [OperationRegistry.defaultLocalQueue: ProcessInfo.processInfo.activeProcessorCount]
+        /// Most deliveries held unacknowledged at once. Default: `nil`, the sum of the local queue widths.
+        public var prefetch: Int?
+        /// Name in results and logs. Default: `host-pid`.
+        public var workerID: String = "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)"
+        /// Larger job messages are dead-lettered unread. Default: 1 MiB.
+        public var maxMessageBytes: Int = 1 << 20
+        /// How long a stopping worker lets executing operations finish before it cancels them. Default: 30 s.
+        public var shutdownGracePeriod: Duration = .seconds(30)
+        /// Where the worker logs. Default: a logger labelled `warren.worker`.
+        public var logger = Logger(label: "warren.worker")
+
+        public init(url: String) {
+            self.url = url
+        }
+
+        /// The prefetch in force: ``prefetch``, or the total width of the local queues.
+        public var effectivePrefetch: Int {
+            prefetch ?? localQueues.values.reduce(0, +)
+        }
+    }
+
+    public let configuration: Configuration
+    let registry: OperationRegistry
+    let broker: AMQPConfiguration
+    let mailbox = Mailbox<WorkerMessage>()
+
+    /// Checks the configuration against the registry.
+    /// - Throws: ``WarrenError`` (`invalidConfiguration`) for a bad URL, an empty queue list, a width below 1, a prefetch
+    ///   outside 1...65535, or an operation type registered on a local queue the configuration lacks.
+    public init(configuration: Configuration, registry: OperationRegistry) throws {
+        self.configuration = configuration
+        self.registry = registry
+        do {
+            var broker = try AMQPConfiguration(url: configuration.url)
+            broker.connectionName = "warren worker \(configuration.workerID)"
+            self.broker = broker
+        } catch let error as AMQPError {
+            throw WarrenError(.invalidConfiguration, error.message)
+        }
+        guard !configuration.queues.isEmpty else {
+            throw WarrenError(.invalidConfiguration, "a worker needs at least one queue to consume")
+        }
+        for (name, width) in configuration.localQueues where width < 1 {
+            throw WarrenError(.invalidConfiguration, "local queue '\(name)' has width \(width); it must be at least 1")
+        }
+        guard (1...65_535).contains(configuration.effectivePrefetch) else {
+            throw WarrenError(
+                .invalidConfiguration, "prefetch \(configuration.effectivePrefetch) is outside 1...65535")
+        }
+        for type in registry.types {
+            let local = registry[type]!.localQueue
+            guard configuration.localQueues[local] != nil else {
+                throw WarrenError(
+                    .invalidConfiguration,
+                    "operation type '\(type)' runs on local queue '\(local)', which this worker does not have "
+                        + "(it has: \(configuration.localQueues.keys.sorted().joined(separator: ", ")))")
+            }
+        }
+    }
+
+    /// Connects and works until ``stop()``; the calling thread becomes the broker thread.
+    /// - Throws: ``WarrenError`` (`broker`) when the connection cannot be opened or is lost.
+    public func runOnCurrentThread() throws {
+        let session = try WorkerSession(worker: self)
+        try session.run()
+    }
+
+    /// Connects and works until ``stop()``, on a broker thread of its own.
+    /// - Throws: ``WarrenError`` (`broker`) when the connection cannot be opened or is lost.
+    public func run() async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let thread = Thread { [self] in
+                continuation.resume(with: Result { try runOnCurrentThread() })
+            }
+            thread.name = "warren.broker"
+            thread.start()
+        }
+    }
+
+    /// Stops gracefully: no new jobs; executing ones get ``Configuration/shutdownGracePeriod`` to finish, then are
+    /// cancelled and requeued; jobs that never started are requeued. A second call stops waiting at once.
+    /// Safe from any thread, a signal handler's queue included.
+    public func stop() {
+        mailbox.post(.stop)
+    }
+}
+
+/// What reaches the broker thread from elsewhere.
+enum WorkerMessage: Sendable {
+    case finished(FinishedJob)
+    case stop
+}

@@ -1,0 +1,171 @@
+import AMQP
+import Foundation
+
+/// Job deliveries: from arrival to the result and the ack.
+extension WorkerSession {
+    func handleJob(_ delivery: Delivery) throws {
+        let receivedAt = Date()
+        if stopDeadline != nil {
+            return try connection.nack(delivery.deliveryTag, requeue: true, channel: Self.jobsChannel)
+        }
+        let descriptor: OperationDescriptor
+        do {
+            descriptor = try decodeDescriptor(delivery)
+        } catch let error as JobError {
+            return try reject(delivery, error: error, receivedAt: receivedAt)
+        }
+        let attempt = Self.attempt(of: delivery)
+        if let cancellation = cancellations.cancellation(of: descriptor) {
+            let result = makeResult(
+                descriptor, delivery: delivery, status: .cancelled, cancellation: cancellation,
+                timings: JobTimings(enqueuedAt: descriptor.createdAt, receivedAt: receivedAt, finishedAt: Date()))
+            return try settle(delivery.deliveryTag, action: .ack, after: [publishResult(result)])
+        }
+        guard let registered = worker.registry[descriptor.type] else {
+            let known = worker.registry.types.joined(separator: ", ")
+            let error = JobError(
+                code: "unknownType",
+                message: "unknown operation type '\(descriptor.type)'; this worker runs: \(known)")
+            return try reject(delivery, error: error, receivedAt: receivedAt, descriptor: descriptor)
+        }
+        guard inFlight[descriptor.id] == nil else {
+            let error = JobError(
+                code: "duplicateID", message: "job id '\(descriptor.id)' is already running on this worker")
+            return try reject(delivery, error: error, receivedAt: receivedAt, descriptor: descriptor, reply: false)
+        }
+        let mailbox = worker.mailbox
+        let job = JobContext(descriptor: descriptor, attempt: attempt, logger: logger)
+        let operation = JobOperation(job: job, input: descriptor.input, body: registered.body) { finished in
+            mailbox.post(.finished(finished))
+        }
+        inFlight[descriptor.id] = InFlightJob(
+            descriptor: descriptor, delivery: delivery, attempt: attempt, receivedAt: receivedAt,
+            operation: operation)
+        localQueues[registered.localQueue]!.add(operation)
+    }
+
+    func finish(_ finished: FinishedJob) throws {
+        guard let job = inFlight.removeValue(forKey: finished.jobID) else { return }
+        let timings = JobTimings(
+            enqueuedAt: job.descriptor.createdAt, receivedAt: job.receivedAt, startedAt: finished.startedAt,
+            finishedAt: finished.finishedAt)
+        let result: JobResult
+        switch finished.outcome {
+        case .cancelled(let cancellation) where ["shutdown", "connectionLost"].contains(cancellation.reason):
+            return try connection.nack(job.delivery.deliveryTag, requeue: true, channel: Self.jobsChannel)
+        case .cancelled(let cancellation):
+            result = makeResult(
+                job.descriptor, delivery: job.delivery, status: .cancelled, cancellation: cancellation,
+                timings: timings)
+        case .succeeded(let output):
+            result = makeResult(job.descriptor, delivery: job.delivery, status: .succeeded, timings: timings, output: output)
+        case .failed(let error):
+            job.operation.job.logger.warning("job failed", metadata: ["error": "\(error)"])
+            result = makeResult(job.descriptor, delivery: job.delivery, status: .failed, timings: timings, error: error)
+            let dead = try deadLetter(job.delivery, error: error)
+            return try settle(job.delivery.deliveryTag, action: .ack, after: [dead, publishResult(result)])
+        }
+        try settle(job.delivery.deliveryTag, action: .ack, after: [publishResult(result)])
+    }
+
+    // MARK: - Bad input
+
+    /// Decodes and validates a job message; every problem becomes a `JobError` with a precise message.
+    private func decodeDescriptor(_ delivery: Delivery) throws -> OperationDescriptor {
+        if delivery.body.count > configuration.maxMessageBytes {
+            throw JobError(
+                code: "oversized",
+                message: "message of \(delivery.body.count) bytes exceeds the limit of \(configuration.maxMessageBytes) bytes")
+        }
+        if let type = delivery.properties.contentType, !type.hasPrefix(WireCoding.contentType) {
+            throw JobError(
+                code: "unsupportedContentType",
+                message: "content type '\(type)' is not supported; send \(WireCoding.contentType)")
+        }
+        let data = Data(delivery.body)
+        guard let json = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) else {
+            throw JobError(code: "malformedMessage", message: "message body is not valid JSON (\(data.count) bytes)")
+        }
+        guard let object = json as? [String: Any] else {
+            throw JobError(code: "invalidDescriptor", message: "message body is JSON but not an object")
+        }
+        if let version = object["version"] as? Int, version != WireCoding.version {
+            throw JobError(
+                code: "unsupportedVersion",
+                message: "descriptor version \(version) is not supported; this worker reads version \(WireCoding.version)")
+        }
+        do {
+            return try WireCoding.decoder.decode(OperationDescriptor.self, from: data)
+        } catch let error as DecodingError {
+            throw JobError(
+                code: "invalidDescriptor",
+                message: "not a valid operation descriptor: \(error.summary.replacingOccurrences(of: "input", with: "descriptor", options: .anchored))")
+        }
+    }
+
+    /// Dead-letters a job that can never run, and replies with a `failed` result when its id is known.
+    private func reject(
+        _ delivery: Delivery, error: JobError, receivedAt: Date, descriptor: OperationDescriptor? = nil,
+        reply: Bool = true
+    ) throws {
+        logger.warning(
+            "dead-lettering a job message",
+            metadata: ["reason": "\(error.code)", "detail": "\(error.message)", "messageId": "\(delivery.properties.messageID ?? "-")"])
+        var confirms = [try deadLetter(delivery, error: error)]
+        let id = descriptor?.id ?? delivery.properties.messageID ?? Self.salvageID(from: delivery.body)
+        if reply, let id {
+            let result = JobResult(
+                jobID: id, type: descriptor?.type ?? delivery.properties.type, sequence: descriptor?.sequence ?? 0,
+                key: descriptor?.key, status: .failed, error: error, attempt: Self.attempt(of: delivery),
+                redelivered: delivery.redelivered, workerID: configuration.workerID,
+                timings: JobTimings(enqueuedAt: descriptor?.createdAt, receivedAt: receivedAt, finishedAt: Date()))
+            confirms.append(try publishResult(result))
+        }
+        try settle(delivery.deliveryTag, action: .ack, after: confirms)
+    }
+
+    /// Republishes the message, untouched, to the dead-letter exchange with the reason in its headers.
+    private func deadLetter(_ delivery: Delivery, error: JobError) throws -> UInt64 {
+        var properties = delivery.properties
+        var headers = properties.headers ?? [:]
+        headers[Topology.deadReasonHeader] = .string(error.code)
+        headers[Topology.deadMessageHeader] = .string(error.message)
+        headers[Topology.deadQueueHeader] = .string(delivery.routingKey)
+        properties.headers = headers
+        properties.persistent = true
+        return try publish(delivery.body, exchange: Topology.deadExchange, routingKey: delivery.routingKey, properties: properties)
+    }
+
+    /// The `id` of a message that is JSON but not a valid descriptor, so its producer still gets an answer.
+    private static func salvageID(from body: [UInt8]) -> String? {
+        let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
+        return object?["id"] as? String
+    }
+
+    static func attempt(of delivery: Delivery) -> Int {
+        let sent = delivery.properties.headers?[Topology.attemptHeader]?.intValue.map(Int.init) ?? 1
+        return sent + (delivery.redelivered ? 1 : 0)
+    }
+
+    // MARK: - Results
+
+    func makeResult(
+        _ descriptor: OperationDescriptor, delivery: Delivery, status: JobStatus, cancellation: Cancellation? = nil,
+        timings: JobTimings, output: JSONValue? = nil, error: JobError? = nil
+    ) -> JobResult {
+        JobResult(
+            jobID: descriptor.id, type: descriptor.type, sequence: descriptor.sequence, key: descriptor.key,
+            status: status, output: output, error: error, cancellation: cancellation,
+            attempt: Self.attempt(of: delivery), redelivered: delivery.redelivered, workerID: configuration.workerID,
+            timings: timings)
+    }
+
+    func publishResult(_ result: JobResult) throws -> UInt64 {
+        let properties = MessageProperties(
+            contentType: WireCoding.contentType, persistent: true, correlationID: result.jobID,
+            timestamp: UInt64(Date().timeIntervalSince1970), type: "warren.result.\(result.status.rawValue)",
+            appID: "warren")
+        return try publish(
+            try result.encoded(), exchange: Topology.resultsExchange, routingKey: result.jobID, properties: properties)
+    }
+}

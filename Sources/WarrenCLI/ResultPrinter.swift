@@ -1,0 +1,49 @@
+import Foundation
+import Warren
+
+/// How the CLI prints results and descriptors.
+enum ResultPrinter {
+    static func line(_ result: JobResult, verdict: StaleResultFilter.Verdict) -> String {
+        var fields = [result.status.rawValue, result.jobID]
+        switch verdict {
+        case .current: break
+        case .stale(let newer): fields[0] = "stale"; fields.append("(newer seq=\(newer) already seen; was \(result.status.rawValue))")
+        case .duplicate: fields[0] = "duplicate"
+        }
+        if let type = result.type { fields.append("type=\(type)") }
+        fields.append("seq=\(result.sequence)")
+        if let key = result.key { fields.append("key=\(key)") }
+        fields.append("worker=\(result.workerID)")
+        fields.append("attempt=\(result.attempt)")
+        if let output = result.output, let text = try? String(decoding: JSONEncoder.sorted.encode(output), as: UTF8.self) {
+            fields.append("output=\(text)")
+        }
+        if let error = result.error { fields.append("error=\(error.code): \(error.message)") }
+        if let cancellation = result.cancellation { fields.append("reason=\(cancellation.reason): \(cancellation.message)") }
+        return fields.joined(separator: " ")
+    }
+
+    static func json(_ result: JobResult, verdict: StaleResultFilter.Verdict) throws -> String {
+        let name: String
+        switch verdict {
+        case .current: name = "current"
+        case .stale: name = "stale"
+        case .duplicate: name = "duplicate"
+        }
+        let body = try String(decoding: JSONEncoder.sorted.encode(result), as: UTF8.self)
+        return "{\"verdict\":\"\(name)\",\"result\":\(body)}"
+    }
+
+    static func json(_ value: some Encodable) throws -> String {
+        try String(decoding: JSONEncoder.sorted.encode(value), as: UTF8.self)
+    }
+}
+
+extension JSONEncoder {
+    static var sorted: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        return encoder
+    }
+}

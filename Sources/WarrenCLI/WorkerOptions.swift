@@ -1,0 +1,116 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import Glibc
+import Logging
+import Warren
+
+/// The options of `warren worker`, for reuse by executables that register their own operation types:
+///
+/// ```swift
+/// @main struct MyWorker: ParsableCommand {
+///     @OptionGroup var options: WorkerOptions
+///     func run() throws {
+///         var registry = OperationRegistry.builtIn
+///         registry.register("thumbnail", on: "cpu", blocking: makeThumbnail)
+///         try options.run(registry: registry)
+///     }
+/// }
+/// ```
+public struct WorkerOptions: ParsableArguments {
+    @OptionGroup public var broker: BrokerOptions
+
+    @Option(name: .long, help: "Broker queue to consume; repeat for several (default: warren.default).")
+    var queue: [String] = []
+
+    @Option(name: .long, help: "Width of the default local queue (default: the number of cores).")
+    var width: Int?
+
+    @Option(
+        name: .customLong("local-queue"),
+        help: ArgumentHelp("Another local queue and its width; repeat for several.", valueName: "name=width"))
+    var localQueues: [String] = []
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Run an operation type on a local queue; repeat for several.", valueName: "type=queue"))
+    var assign: [String] = []
+
+    @Option(name: .long, help: "Most jobs held unacknowledged at once (default: the total local queue width).")
+    var prefetch: Int?
+
+    @Option(name: .customLong("worker-id"), help: "Name in results and logs (default: host-pid).")
+    var workerID: String?
+
+    @Option(name: .long, help: "Seconds executing jobs get to finish on SIGTERM/SIGINT before they are cancelled.")
+    var grace: Double = 30
+
+    @Option(name: .customLong("max-message-bytes"), help: "Larger job messages are dead-lettered unread.")
+    var maxMessageBytes: Int = 1 << 20
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel: Logger.Level = .info
+
+    public init() {}
+
+    /// Builds the worker's configuration from the options.
+    /// - Throws: `ValidationError` for malformed `name=value` options.
+    public func configuration() throws -> Worker.Configuration {
+        var configuration = Worker.Configuration(url: broker.brokerURL)
+        if !queue.isEmpty { configuration.queues = queue }
+        if let width { configuration.localQueues[OperationRegistry.defaultLocalQueue] = width }
+        for entry in localQueues {
+            let (name, value) = try Self.split(entry, option: "--local-queue", form: "name=width")
+            guard let width = Int(value) else {
+                throw ValidationError("--local-queue \(entry): width '\(value)' is not a number")
+            }
+            configuration.localQueues[name] = width
+        }
+        configuration.prefetch = prefetch
+        if let workerID { configuration.workerID = workerID }
+        configuration.shutdownGracePeriod = .milliseconds(Int(grace * 1000))
+        configuration.maxMessageBytes = maxMessageBytes
+        var logger = Logger(label: "warren.worker")
+        logger.logLevel = logLevel
+        configuration.logger = logger
+        return configuration
+    }
+
+    /// Runs a worker with these options and `registry` until SIGTERM or SIGINT (a second signal stops waiting for
+    /// executing jobs).
+    /// - Throws: `ValidationError` for bad options; ``WarrenError`` when the broker cannot be reached or is lost.
+    public func run(registry: OperationRegistry) throws {
+        LogSetup.bootstrap(level: logLevel)
+        var registry = registry
+        for entry in assign {
+            let (type, queue) = try Self.split(entry, option: "--assign", form: "type=queue")
+            guard registry.types.contains(type) else {
+                throw ValidationError("--assign \(entry): unknown operation type '\(type)'")
+            }
+            registry.assign(type, to: queue)
+        }
+        let worker: Worker
+        do {
+            worker = try Worker(configuration: configuration(), registry: registry)
+        } catch let error as WarrenError where error.code == .invalidConfiguration {
+            throw ValidationError(error.message)
+        }
+        let signals = [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { worker.stop() }
+            source.resume()
+            return source
+        }
+        defer { signals.forEach { $0.cancel() } }
+        try worker.runOnCurrentThread()
+    }
+
+    static func split(_ entry: String, option: String, form: String) throws -> (String, String) {
+        let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
+        guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
+            throw ValidationError("\(option) \(entry): expected \(form)")
+        }
+        return (parts[0], parts[1])
+    }
+}

@@ -1,0 +1,3 @@
+import WarrenCLI
+
+WarrenCommand.main()
