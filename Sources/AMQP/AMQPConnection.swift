@@ -22,6 +22,8 @@ public final class AMQPConnection {
         do {
             try open()
         } catch {
+            // deinit still runs for a class whose init throws after initialising every property: free only once.
+            isOpen = false
             amqp_destroy_connection(state)
             throw error
         }
@@ -49,7 +51,14 @@ public final class AMQPConnection {
         var tv = timeval(tv_sec: Int(timeout.seconds), tv_usec: Int(timeout.attoseconds / 1_000_000_000_000))
         let status = amqp_socket_open_noblock(socket, configuration.host, Int32(configuration.port), &tv)
         guard status == AMQP_STATUS_OK.rawValue else {
-            throw AMQPError(.connectionFailed, "cannot connect to \(where_): \(Self.statusText(status))")
+            let reason =
+                switch status {
+                case AMQP_STATUS_TIMEOUT.rawValue: "no answer within \(configuration.connectTimeout)"
+                case AMQP_STATUS_HOSTNAME_RESOLUTION_FAILED.rawValue: "unknown host name"
+                case AMQP_STATUS_SOCKET_ERROR.rawValue: "connection refused or host unreachable"
+                default: Self.statusText(status)
+                }
+            throw AMQPError(.connectionFailed, "cannot connect to \(where_): \(reason); is a broker listening there?")
         }
         let arena = CArena()
         let capabilities: AMQPTable = [
@@ -68,18 +77,21 @@ public final class AMQPConnection {
             let close = reply.reply.decoded?.assumingMemoryBound(to: amqp_connection_close_t.self).pointee,
             close.reply_code == 403 || close.reply_code == 530
         {
-            let text = CDecode.string(close.reply_text)
-            let what = close.reply_code == 530 ? "virtual host '\(configuration.virtualHost)' not allowed" : text
+            let problem =
+                close.reply_code == 530
+                ? "virtual host '\(configuration.virtualHost)' does not exist or is not open to this user"
+                : "wrong user name or password"
             throw AMQPError(
-                .authenticationFailed, "broker at \(where_) refused user '\(configuration.user)': \(what)",
-                replyCode: close.reply_code, replyText: text)
+                .authenticationFailed, "broker at \(where_) refused user '\(configuration.user)': \(problem)",
+                replyCode: close.reply_code, replyText: Self.shortReplyText(CDecode.string(close.reply_text)))
         }
-        if reply.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION, reply.library_error == AMQP_STATUS_CONNECTION_CLOSED.rawValue
-            || reply.library_error == AMQP_STATUS_SOCKET_CLOSED.rawValue
+        if reply.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION,
+            reply.library_error == AMQP_STATUS_CONNECTION_CLOSED.rawValue
+                || reply.library_error == AMQP_STATUS_SOCKET_CLOSED.rawValue
         {
             throw AMQPError(
                 .authenticationFailed,
-                "broker at \(where_) closed the connection during login: wrong user or password for '\(configuration.user)'"
+                "broker at \(where_) closed the connection during login: wrong user name or password for '\(configuration.user)'?"
             )
         }
         try check(reply, "log in to \(where_)")
@@ -145,6 +157,11 @@ public final class AMQPConnection {
                     AMQP_STATUS_HEARTBEAT_TIMEOUT, AMQP_STATUS_SSL_ERROR, AMQP_STATUS_TCP_ERROR]
         let code: AMQPError.Code = lost.contains(where: { $0.rawValue == status }) ? .connectionLost : .library
         return AMQPError(code, "cannot \(action): \(Self.statusText(status))")
+    }
+
+    /// The reply code's name, without the broker's advice that follows it ("ACCESS_REFUSED - Login was …").
+    static func shortReplyText(_ text: String) -> String {
+        text.split(separator: " ", maxSplits: 1).first.map(String.init) ?? text
     }
 
     static func statusText(_ status: Int32) -> String {

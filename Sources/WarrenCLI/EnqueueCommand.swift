@@ -58,6 +58,7 @@ struct EnqueueCommand: ParsableCommand {
         defer { producer.close() }
         let descriptor = try producer.enqueue(request, watch: wait)
         print(json ? try ResultPrinter.json(descriptor) : descriptor.id)
+        fflush(nil)
         guard wait else { return }
         let result: JobResult
         do {

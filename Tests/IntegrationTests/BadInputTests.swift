@@ -1,0 +1,121 @@
+import AMQP
+import Foundation
+import Testing
+import Warren
+
+extension Integration {
+    @Suite struct BadInput {
+        struct Case: Sendable, CustomTestStringConvertible {
+            let name: String
+            let body: [UInt8]
+            var contentType: String? = "application/json"
+            let code: String
+            let detail: String
+            var testDescription: String { name }
+        }
+
+        static func descriptor(_ fields: String) -> [UInt8] {
+            Array("{\"version\":1,\"id\":\"ID\",\(fields)}".utf8)
+        }
+
+        static let cases: [Case] = [
+            Case(name: "malformed JSON", body: Array("{\"version\":1,\"id\":".utf8), code: "malformedMessage", detail: "not valid JSON"),
+            Case(name: "JSON that is not an object", body: Array("[1,2,3]".utf8), code: "invalidDescriptor", detail: "not an object"),
+            Case(name: "missing type", body: descriptor("\"input\":null"), code: "invalidDescriptor", detail: "missing key 'type'"),
+            Case(name: "unknown type", body: descriptor("\"type\":\"frobnicate\""), code: "unknownType", detail: "unknown operation type 'frobnicate'"),
+            Case(name: "input that does not decode", body: descriptor("\"type\":\"sum\",\"input\":{\"numbers\":[1,\"two\"]}"), code: "invalidInput", detail: "numbers[1]"),
+            Case(name: "unsupported version", body: Array("{\"version\":2,\"id\":\"ID\",\"type\":\"echo\"}".utf8), code: "unsupportedVersion", detail: "version 2"),
+            Case(name: "wrong content type", body: descriptor("\"type\":\"echo\""), contentType: "text/plain", code: "unsupportedContentType", detail: "text/plain"),
+            Case(name: "oversized message", body: descriptor("\"type\":\"echo\",\"input\":\"\(String(repeating: "x", count: 5000))\""), code: "oversized", detail: "exceeds the limit of 4096 bytes"),
+        ]
+
+        @Test("bad input ends failed with a precise reason, is dead-lettered with the reason, and the worker keeps running", arguments: cases)
+        func badInput(_ badCase: Case) throws {
+            let queue = TestEnvironment.uniqueName("bad")
+            defer { BrokerProbe.delete(queue) }
+            let results = try MessageTap.results()
+            let dead = try MessageTap.deadLetters()
+            let worker = try CLI.startWorker(queue: queue, arguments: ["--max-message-bytes", "4096"])
+            defer { worker.terminate() }
+            let id = UUID().uuidString.lowercased()
+            let body = Array(String(decoding: badCase.body, as: UTF8.self).replacingOccurrences(of: "\"ID\"", with: "\"\(id)\"").utf8)
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
+            defer { connection.close() }
+            try connection.openChannel(1)
+            try connection.publish(
+                body, exchange: "", routingKey: queue,
+                properties: MessageProperties(contentType: badCase.contentType, persistent: true, messageID: id), channel: 1)
+
+            let result = try results.waitForResult(id)
+            #expect(result.status == .failed)
+            #expect(result.error?.code == badCase.code)
+            #expect(result.error?.message.contains(badCase.detail) == true, "\(result.error?.message ?? "no error")")
+
+            try dead.read(timeout: .seconds(30)) { $0.contains { $0.properties.messageID == id } }
+            let letter = try #require(dead.messages.first { $0.properties.messageID == id })
+            #expect(letter.properties.headers?[Topology.deadReasonHeader]?.stringValue == badCase.code)
+            #expect(letter.properties.headers?[Topology.deadQueueHeader]?.stringValue == queue)
+            #expect(letter.body == body, "the dead letter keeps the original body")
+
+            let good = try Producer.forTests().enqueue(JobRequest(type: "echo", input: "still here", queue: queue))
+            #expect(try results.waitForResult(good.id).status == .succeeded)
+            #expect(try BrokerProbe.depth(of: queue) == 0)
+        }
+
+        @Test("a job that fails in its handler is dead-lettered too, with the handler's code")
+        func handlerFailure() throws {
+            let queue = TestEnvironment.uniqueName("fail")
+            defer { BrokerProbe.delete(queue) }
+            let dead = try MessageTap.deadLetters()
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            let output = try CLI.run([
+                "enqueue", "fail", "--url", try TestEnvironment.brokerURL, "--queue", queue, "--wait",
+                "--input", #"{"code":"diskFull","message":"no space left"}"#,
+            ])
+            #expect(output.status == 3)
+            #expect(output.stdout.contains("error=diskFull: no space left"))
+            let id = try #require(output.stdout.split(separator: "\n").first.map(String.init))
+            try dead.read(timeout: .seconds(30)) { $0.contains { $0.properties.messageID == id } }
+            let letter = try #require(dead.messages.first { $0.properties.messageID == id })
+            #expect(letter.properties.headers?[Topology.deadReasonHeader]?.stringValue == "diskFull")
+        }
+    }
+
+    @Suite struct BrokerErrors {
+        @Test("a broker that is not there: one clear line and a non-zero exit")
+        func brokerDown() throws {
+            let output = try CLI.run(["enqueue", "echo", "--url", "amqp://guest:guest@127.0.0.1:1/%2F"])
+            #expect(output.status == 1)
+            #expect(output.stderr.contains("cannot connect to 127.0.0.1:1"))
+            #expect(output.stderr.split(separator: "\n").count == 1, "\(output.stderr)")
+        }
+
+        @Test("refused credentials: a clear line that names the user and hides the password")
+        func wrongPassword() throws {
+            let url = try TestEnvironment.brokerURL.replacingOccurrences(of: "guest:guest@", with: "guest:s3cret-pw@")
+            for arguments in [["enqueue", "echo"], ["worker"], ["results"], ["cancel", "x"]] {
+                let output = try CLI.run(arguments + ["--url", url])
+                #expect(output.status == 1, "\(arguments)")
+                #expect(output.stderr.contains("refused user 'guest'"), "\(arguments): \(output.stderr)")
+                #expect(!output.stderr.contains("s3cret-pw"))
+                #expect(output.stderr.split(separator: "\n").count == 1, "\(arguments): \(output.stderr)")
+            }
+        }
+
+        @Test("a malformed URL is rejected before connecting")
+        func badURL() throws {
+            let output = try CLI.run(["enqueue", "echo", "--url", "http://nowhere"])
+            #expect(output.status != 0)
+            #expect(output.stderr.contains("invalid broker URL"))
+        }
+
+        @Test("an unknown virtual host is reported as such")
+        func unknownVirtualHost() throws {
+            let url = try TestEnvironment.brokerURL.replacingOccurrences(of: "/%2F", with: "/no-such-vhost")
+            let output = try CLI.run(["enqueue", "echo", "--url", url])
+            #expect(output.status == 1)
+            #expect(output.stderr.contains("no-such-vhost"), "\(output.stderr)")
+        }
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import Testing
+import Warren
+
+extension Integration {
+    @Suite struct CommandLine {
+        @Test("enqueue --wait prints the result and exits 0, 3 or 4 by status; 5 on timeout")
+        func exitCodes() throws {
+            let url = try TestEnvironment.brokerURL
+            let queue = TestEnvironment.uniqueName("cli")
+            defer { BrokerProbe.delete(queue) }
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            let base = ["enqueue", "--url", url, "--queue", queue, "--wait"]
+
+            let ok = try CLI.run(base + ["sum", "--input", #"{"numbers":[2,3]}"#])
+            #expect(ok.status == 0, "\(ok.stderr)")
+            #expect(ok.stdout.contains(#"output={"formattedSum":"5","sum":5}"#))
+
+            let failed = try CLI.run(base + ["fail"])
+            #expect(failed.status == 3)
+            #expect(failed.stdout.contains("failed"))
+
+            let directory = try TestEnvironment.temporaryDirectory()
+            let input = directory.appendingPathComponent("input.json")
+            try Data(#"{"numbers":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1],"delayMs":250}"#.utf8).write(to: input)
+            let running = try ChildProcess(TestEnvironment.warrenBinary, base + ["sum", "--input", "@\(input.path)"])
+            let deadline = ContinuousClock.now + .seconds(30)
+            while running.stdout.isEmpty && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
+            let id = running.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            try worker.waitForStart(of: id)
+            let cancel = try CLI.run(["cancel", "--url", url, id])
+            #expect(cancel.stdout.contains("cancellation sent for 1 job"))
+            #expect(running.waitForExit() == 4)
+            #expect(running.stdout.contains("cancelled \(id)"))
+
+            let slow = try CLI.run(base + ["sleep", "--input", #"{"seconds":5}"#, "--timeout", "0.5"])
+            #expect(slow.status == 5)
+            #expect(slow.stderr.contains("no result for job"))
+        }
+
+        @Test("bad arguments are rejected with a usage error (exit 64) before anything is published")
+        func validation() throws {
+            let url = try TestEnvironment.brokerURL
+            for arguments in [
+                ["enqueue", "sum", "--input", "{not json"],
+                ["enqueue", "sum", "--supersede"],
+                ["enqueue", "sum", "--priority", "urgent"],
+                ["enqueue", "sum", "--input", "@/no/such/file.json"],
+                ["cancel"],
+                ["worker", "--local-queue", "cpu"],
+                ["worker", "--width", "0"],
+            ] {
+                let output = try CLI.run(arguments + ["--url", url])
+                #expect(output.status == 64, "\(arguments): \(output.stderr)")
+                #expect(!output.stderr.isEmpty)
+            }
+        }
+
+        @Test("the sequence numbers of one host strictly increase across producer processes")
+        func sequenceAcrossProcesses() throws {
+            let url = try TestEnvironment.brokerURL
+            let queue = TestEnvironment.uniqueName("sequence")
+            defer { BrokerProbe.delete(queue) }
+            let state = try TestEnvironment.temporaryDirectory().path
+            let producers = try (0..<4).map { _ in
+                try ChildProcess(
+                    TestEnvironment.warrenBinary,
+                    ["enqueue", "echo", "--json", "--url", url, "--queue", queue, "--key", "k"],
+                    environment: ["WARREN_STATE_DIR": state])
+            }
+            var sequences: [UInt64] = []
+            for producer in producers {
+                #expect(producer.waitForExit() == 0, "\(producer.stderr)")
+                let object = try JSONSerialization.jsonObject(with: Data(producer.stdout.utf8)) as? [String: Any]
+                sequences.append(try #require((object?["sequence"] as? NSNumber)?.uint64Value))
+            }
+            #expect(Set(sequences).count == 4, "no two processes got the same number")
+            let later = try CLI.run(["enqueue", "echo", "--json", "--url", url, "--queue", queue], environment: ["WARREN_STATE_DIR": state])
+            let object = try JSONSerialization.jsonObject(with: Data(later.stdout.utf8)) as? [String: Any]
+            #expect(try #require((object?["sequence"] as? NSNumber)?.uint64Value) > sequences.max()!)
+        }
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+import Warren
+
+/// amqp-tools (rabbitmq-c's command-line clients) stand in for any client that is not ours: with only the wire
+/// format document, they publish a job, cancel one and read results.
+extension Integration {
+    @Suite struct ForeignClients {
+        static func tool(_ name: String) -> URL { URL(fileURLWithPath: "/usr/bin/\(name)") }
+
+        /// Starts `amqp-consume` printing the first result of `jobID`, and waits until its queue is bound.
+        static func consumeResult(of jobID: String) throws -> (ChildProcess, String) {
+            let url = try TestEnvironment.brokerURL
+            let queue = TestEnvironment.uniqueName("foreign-reply")
+            let consumer = try ChildProcess(
+                tool("amqp-consume"), ["--url", url, "-q", queue, "-e", Topology.resultsExchange, "-r", jobID, "-c", "1", "cat"])
+            let deadline = ContinuousClock.now + .seconds(30)
+            // amqp-consume declares the queue itself; until it has, the passive declare fails with 404.
+            while ((try? BrokerProbe.consumers(of: queue)) ?? 0) == 0 && ContinuousClock.now < deadline {
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+            return (consumer, queue)
+        }
+
+        @Test("amqp-publish sends a job a Warren worker runs; amqp-consume reads its result")
+        func foreignJobAndResult() throws {
+            let url = try TestEnvironment.brokerURL
+            let queue = TestEnvironment.uniqueName("foreign")
+            defer { BrokerProbe.delete(queue) }
+            let id = UUID().uuidString.lowercased()
+            let (consumer, replyQueue) = try Self.consumeResult(of: id)
+            defer { consumer.terminate(); BrokerProbe.delete(replyQueue) }
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            let body = #"{"version":1,"id":"\#(id)","type":"sum","input":{"numbers":[4,5,6]},"priority":"high","sequence":7,"key":"k"}"#
+            let publish = try ChildProcess(
+                Self.tool("amqp-publish"), ["--url", url, "-r", queue, "-p", "-C", "application/json", "-b", body])
+            #expect(publish.waitForExit() == 0, "\(publish.stderr)")
+            #expect(consumer.waitForExit() == 0)
+            let result = try #require(try JSONSerialization.jsonObject(with: Data(consumer.stdout.utf8)) as? [String: Any])
+            #expect(result["version"] as? Int == 1)
+            #expect(result["jobId"] as? String == id)
+            #expect(result["status"] as? String == "succeeded")
+            #expect(result["sequence"] as? Int == 7)
+            #expect(result["key"] as? String == "k")
+            #expect((result["output"] as? [String: Any])?["sum"] as? Int == 15)
+            #expect(result["workerId"] is String)
+        }
+
+        @Test("amqp-publish of a cancel message to warren.control cancels a job still in the broker")
+        func foreignCancel() throws {
+            let url = try TestEnvironment.brokerURL
+            let queue = TestEnvironment.uniqueName("foreign-cancel")
+            defer { BrokerProbe.delete(queue) }
+            let job = try Producer.forTests().enqueue(JobRequest(type: "echo", input: "never", queue: queue))
+            let (consumer, replyQueue) = try Self.consumeResult(of: job.id)
+            defer { consumer.terminate(); BrokerProbe.delete(replyQueue) }
+            let cancel = #"{"version":1,"kind":"cancel","jobIds":["\#(job.id)"]}"#
+            let publish = try ChildProcess(
+                Self.tool("amqp-publish"),
+                ["--url", url, "-e", Topology.controlExchange, "-r", "", "-p", "-C", "application/json", "-b", cancel])
+            #expect(publish.waitForExit() == 0, "\(publish.stderr)")
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            #expect(consumer.waitForExit() == 0)
+            let result = try #require(try JSONSerialization.jsonObject(with: Data(consumer.stdout.utf8)) as? [String: Any])
+            #expect(result["status"] as? String == "cancelled")
+            #expect((result["cancellation"] as? [String: Any])?["reason"] as? String == "requested")
+        }
+
+        @Test("amqp-get reads a job Warren's CLI published, in the documented format")
+        func foreignConsumerOfOurJob() throws {
+            let url = try TestEnvironment.brokerURL
+            let queue = TestEnvironment.uniqueName("foreign-read")
+            defer { BrokerProbe.delete(queue) }
+            let enqueue = try CLI.run([
+                "enqueue", "sum", "--url", url, "--queue", queue, "--priority", "veryHigh", "--key", "totals",
+                "--input", #"{"numbers":[1,2]}"#,
+            ])
+            #expect(enqueue.status == 0, "\(enqueue.stderr)")
+            let id = enqueue.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            let get = try ChildProcess(Self.tool("amqp-get"), ["--url", url, "-q", queue])
+            #expect(get.waitForExit() == 0, "\(get.stderr)")
+            let job = try #require(try JSONSerialization.jsonObject(with: Data(get.stdout.utf8)) as? [String: Any])
+            #expect(job["version"] as? Int == 1)
+            #expect(job["id"] as? String == id)
+            #expect(job["type"] as? String == "sum")
+            #expect(job["priority"] as? String == "veryHigh")
+            #expect(job["key"] as? String == "totals")
+            #expect((job["sequence"] as? Int ?? 0) > 0)
+            #expect((job["input"] as? [String: Any])?["numbers"] as? [Int] == [1, 2])
+        }
+    }
+}

@@ -1,0 +1,105 @@
+import AMQP
+import Foundation
+import Testing
+import Warren
+
+/// A private queue bound to an exchange, collecting every message published there while it lives: results from
+/// `warren.results`, dead letters from `warren.dead`.
+///
+/// Thread safety: confined to the test's thread, like the connection it owns.
+final class MessageTap {
+    let connection: AMQPConnection
+    let queue: String
+    private(set) var messages: [Delivery] = []
+
+    init(exchange: String, routingKey: String = "#") throws {
+        connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
+        try connection.openChannel(1)
+        try Topology.declareResults(on: connection, channel: 1)
+        try Topology.declareDeadLetters(on: connection, channel: 1)
+        queue = try connection.declareQueue("", durable: false, exclusive: true, autoDelete: true, channel: 1).name
+        try connection.bindQueue(queue, to: exchange, routingKey: routingKey, channel: 1)
+        try connection.consume(queue, noAck: true, channel: 1)
+    }
+
+    /// A tap on every result.
+    static func results() throws -> MessageTap { try MessageTap(exchange: Topology.resultsExchange) }
+
+    /// A tap on every dead letter.
+    static func deadLetters() throws -> MessageTap { try MessageTap(exchange: Topology.deadExchange) }
+
+    deinit { connection.close() }
+
+    /// Reads what arrived, waiting up to `timeout` until `done` holds.
+    func read(timeout: Duration, until done: ([Delivery]) -> Bool) throws {
+        let deadline = ContinuousClock.now + timeout
+        while !done(messages) {
+            if let event = try connection.nextEvent() {
+                if case .delivery(let delivery) = event { messages.append(delivery) }
+                continue
+            }
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { return }
+            connection.waitForActivity(wakeUp: nil, timeout: min(left, .milliseconds(200)))
+        }
+    }
+
+    /// The results that arrived for `jobID`.
+    func results(for jobID: String) -> [JobResult] {
+        messages.compactMap { try? JobResult.decode($0.body) }.filter { $0.jobID == jobID }
+    }
+
+    /// Waits until every job in `jobIDs` has a result, then returns the first result of each, in `jobIDs` order.
+    /// Records an issue for each job without one.
+    func waitForResults(_ jobIDs: [String], timeout: Duration = .seconds(60)) throws -> [JobResult] {
+        try read(timeout: timeout) { _ in jobIDs.allSatisfy { !results(for: $0).isEmpty } }
+        for id in jobIDs where results(for: id).isEmpty {
+            Issue.record("no result for job \(id) within \(timeout)")
+        }
+        return jobIDs.compactMap { results(for: $0).first }
+    }
+
+    /// Waits for the result of one job.
+    func waitForResult(_ jobID: String, timeout: Duration = .seconds(60)) throws -> JobResult {
+        try #require(try waitForResults([jobID], timeout: timeout).first)
+    }
+
+    /// Keeps reading for `duration`, to catch messages that should not come (a second result).
+    func settle(for duration: Duration = .milliseconds(500)) throws {
+        try read(timeout: duration) { _ in false }
+    }
+
+    /// Results in arrival order.
+    var arrivedResults: [JobResult] {
+        messages.compactMap { try? JobResult.decode($0.body) }
+    }
+}
+
+/// Broker-side facts the tests check.
+enum BrokerProbe {
+    /// Ready and unacknowledged messages of `queue`.
+    static func depth(of queue: String) throws -> UInt32 {
+        let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
+        defer { connection.close() }
+        try connection.openChannel(1)
+        return try connection.declareQueue(queue, passive: true, channel: 1).messageCount
+    }
+
+    /// Consumers of `queue`.
+    static func consumers(of queue: String) throws -> UInt32 {
+        let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
+        defer { connection.close() }
+        try connection.openChannel(1)
+        return try connection.declareQueue(queue, passive: true, channel: 1).consumerCount
+    }
+
+    /// Deletes a test's queue.
+    static func delete(_ queue: String) {
+        guard let url = try? TestEnvironment.brokerURL,
+            let connection = try? AMQPConnection(configuration: AMQPConfiguration(url: url))
+        else { return }
+        defer { connection.close() }
+        try? connection.openChannel(1)
+        _ = try? connection.deleteQueue(queue, channel: 1)
+    }
+}

@@ -1,0 +1,19 @@
+import Foundation
+import Warren
+
+extension Producer {
+    /// A producer on the test broker with a private sequence file.
+    static func forTests() throws -> Producer {
+        let directory = try TestEnvironment.temporaryDirectory()
+        return try Producer(
+            url: try TestEnvironment.brokerURL,
+            sequences: SequenceStore(path: directory.appendingPathComponent("sequence").path))
+    }
+}
+
+extension JSONValue {
+    /// `{"numbers": [...], "delayMs": delay}` for the built-in `sum`.
+    static func numbers(_ numbers: [Int], delayMs: Int = 0) -> JSONValue {
+        .object(["numbers": .array(numbers.map { .number(Double($0)) }), "delayMs": .number(Double(delayMs))])
+    }
+}
