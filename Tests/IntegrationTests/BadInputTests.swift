@@ -26,6 +26,7 @@ extension Integration {
             Case(name: "input that does not decode", body: descriptor("\"type\":\"sum\",\"input\":{\"numbers\":[1,\"two\"]}"), code: "invalidInput", detail: "numbers[1]"),
             Case(name: "unsupported version", body: Array("{\"version\":2,\"id\":\"ID\",\"type\":\"echo\"}".utf8), code: "unsupportedVersion", detail: "version 2"),
             Case(name: "wrong content type", body: descriptor("\"type\":\"echo\""), contentType: "text/plain", code: "unsupportedContentType", detail: "text/plain"),
+            Case(name: "a job id that cannot be a routing key", body: Array("{\"version\":1,\"id\":\"\(String(repeating: "x", count: 300))\",\"type\":\"echo\"}".utf8), code: "invalidDescriptor", detail: "job id must be"),
             Case(name: "oversized message", body: descriptor("\"type\":\"echo\",\"input\":\"\(String(repeating: "x", count: 5000))\""), code: "oversized", detail: "exceeds the limit of 4096 bytes"),
         ]
 

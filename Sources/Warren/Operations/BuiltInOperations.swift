@@ -5,6 +5,11 @@ public struct SumInput: Codable, Sendable {
     public var numbers: [Int]
     /// Milliseconds to sleep before adding each number, so cancellation can be watched. Default: 0.
     public var delayMs: Int?
+
+    public init(numbers: [Int], delayMs: Int? = nil) {
+        self.numbers = numbers
+        self.delayMs = delayMs
+    }
 }
 
 /// Output of the built-in `sum` operation.
@@ -17,6 +22,8 @@ public struct SumOutput: Codable, Sendable {
 /// Input of the built-in `sleep` operation.
 public struct SleepInput: Codable, Sendable {
     public var seconds: Double
+
+    public init(seconds: Double) { self.seconds = seconds }
 }
 
 /// Input of the built-in `fail` operation.
@@ -24,6 +31,12 @@ public struct FailInput: Codable, Sendable {
     public var code: String?
     public var message: String?
     public var retryable: Bool?
+
+    public init(code: String? = nil, message: String? = nil, retryable: Bool? = nil) {
+        self.code = code
+        self.message = message
+        self.retryable = retryable
+    }
 }
 
 extension OperationRegistry {

@@ -74,7 +74,7 @@ public struct OperationRegistry: Sendable {
         } catch let error as DecodingError {
             // No input at all means "all defaults" for an input whose fields are optional.
             if input == .null, let empty = try? JSONValue.object([:]).decode(as: Input.self) { return empty }
-            throw JobError(code: "invalidInput", message: "input does not match \(Input.self): \(error.summary)")
+            throw JobError(code: "invalidInput", message: "input does not match \(String(reflecting: Input.self)): \(error.summary)")
         }
     }
 

@@ -69,6 +69,9 @@ public final class Producer {
         try brokerCall {
             var descriptors: [OperationDescriptor] = []
             for request in requests {
+                if let problem = OperationDescriptor.problem(withID: request.id) {
+                    throw WarrenError(.invalidConfiguration, problem)
+                }
                 let descriptor = OperationDescriptor(
                     id: request.id, type: request.type, input: request.input, priority: request.priority,
                     sequence: try sequences.next(), key: request.key, deadline: request.deadline)

@@ -70,12 +70,13 @@ public struct ControlMessage: Sendable, Hashable, Codable {
         token = try container.decodeIfPresent(String.self, forKey: .token)
     }
 
-    /// The cancellation recorded in the results of the jobs this message cancels.
+    /// The cancellation recorded in the results of the jobs this message cancels. Only `superseded` (with a key)
+    /// and `requested` come from control messages; any other reason reads as `requested`.
     var cancellation: Cancellation {
         if reason == "superseded", let key, let beforeSequence {
             return Cancellation(
                 reason: reason, message: "superseded by a newer job of key '\(key)' (sequence \(beforeSequence))")
         }
-        return Cancellation(reason: reason, message: "cancelled by request")
+        return .requested
     }
 }

@@ -24,7 +24,7 @@ public struct JobError: Sendable, Hashable, Codable, Error, CustomStringConverti
 
 /// Why a job was cancelled.
 public struct Cancellation: Sendable, Hashable, Codable {
-    /// `requested` (warren cancel), `superseded` (a newer job of the same key), `deadline`, `shutdown`.
+    /// `requested` (warren cancel), `superseded` (a newer job of the same key) or `deadline`.
     public var reason: String
     public var message: String
 

@@ -18,7 +18,7 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
     public var sequence: UInt64
     /// Groups jobs that compute the same thing (ListAdder's list); the newest sequence wins.
     public var key: String?
-    /// Past this instant the job is not started, and an executing one is cancelled.
+    /// Past this instant the job is not started (it ends `cancelled`, reason `deadline`).
     public var deadline: Date?
     /// When the producer created the job.
     public var createdAt: Date?
@@ -37,6 +37,19 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
         self.key = key
         self.deadline = deadline
         self.createdAt = createdAt
+    }
+
+    /// The longest job id, in bytes: ids are routing keys, which AMQP limits to 255 bytes.
+    public static let maxIDLength = 128
+
+    /// What is wrong with `id` as a job id, or `nil` when it is fine: 1 to 128 bytes of letters, digits and
+    /// `-_.:`, so that it is a valid routing key and never a wildcard (`*`, `#`) in a result binding.
+    public static func problem(withID id: String) -> String? {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:")
+        guard !id.isEmpty, id.utf8.count <= maxIDLength, id.allSatisfy(allowed.contains) else {
+            return "job id must be 1 to \(maxIDLength) letters, digits or -_.: (got \(id.utf8.count) bytes: '\(id.prefix(40))')"
+        }
+        return nil
     }
 
     enum CodingKeys: String, CodingKey {

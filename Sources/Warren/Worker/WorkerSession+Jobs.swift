@@ -77,7 +77,9 @@ extension WorkerSession {
                 code: "oversized",
                 message: "message of \(delivery.body.count) bytes exceeds the limit of \(configuration.maxMessageBytes) bytes")
         }
-        if let type = delivery.properties.contentType, !type.hasPrefix(WireCoding.contentType) {
+        if let type = delivery.properties.contentType,
+            type.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased() != WireCoding.contentType
+        {
             throw JobError(
                 code: "unsupportedContentType",
                 message: "content type '\(type)' is not supported; send \(WireCoding.contentType)")
@@ -95,7 +97,11 @@ extension WorkerSession {
                 message: "descriptor version \(version) is not supported; this worker reads version \(WireCoding.version)")
         }
         do {
-            return try WireCoding.decoder.decode(OperationDescriptor.self, from: data)
+            let descriptor = try WireCoding.decoder.decode(OperationDescriptor.self, from: data)
+            if let problem = OperationDescriptor.problem(withID: descriptor.id) {
+                throw JobError(code: "invalidDescriptor", message: problem)
+            }
+            return descriptor
         } catch let error as DecodingError {
             throw JobError(
                 code: "invalidDescriptor",
@@ -112,8 +118,8 @@ extension WorkerSession {
             "dead-lettering a job message",
             metadata: ["reason": "\(error.code)", "detail": "\(error.message)", "messageId": "\(delivery.properties.messageID ?? "-")"])
         var confirms = [try deadLetter(delivery, error: error)]
-        let id = descriptor?.id ?? delivery.properties.messageID ?? Self.salvageID(from: delivery.body)
-        if reply, let id {
+        let candidates = [descriptor?.id, Self.salvageID(from: delivery.body), delivery.properties.messageID]
+        if reply, let id = candidates.compactMap({ $0 }).first(where: { OperationDescriptor.problem(withID: $0) == nil }) {
             let result = JobResult(
                 jobID: id, type: descriptor?.type ?? delivery.properties.type, sequence: descriptor?.sequence ?? 0,
                 key: descriptor?.key, status: .failed, error: error, attempt: Self.attempt(of: delivery),
@@ -130,7 +136,7 @@ extension WorkerSession {
         var headers = properties.headers ?? [:]
         headers[Topology.deadReasonHeader] = .string(error.code)
         headers[Topology.deadMessageHeader] = .string(error.message)
-        headers[Topology.deadQueueHeader] = .string(delivery.routingKey)
+        headers[Topology.deadQueueHeader] = .string(jobConsumers[delivery.consumerTag] ?? delivery.routingKey)
         properties.headers = headers
         properties.persistent = true
         return try publish(delivery.body, exchange: Topology.deadExchange, routingKey: delivery.routingKey, properties: properties)

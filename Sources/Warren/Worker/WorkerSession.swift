@@ -19,7 +19,8 @@ final class WorkerSession {
     var unconfirmed: [UInt64: Settlement] = [:]
     var publishCount: UInt64 = 0
     var cancellations = CancellationRegistry()
-    var jobConsumers: [String] = []
+    /// Job queue consumed, by consumer tag.
+    var jobConsumers: [String: String] = [:]
     var stopDeadline: ContinuousClock.Instant?
 
     var configuration: Worker.Configuration { worker.configuration }
@@ -49,10 +50,11 @@ final class WorkerSession {
                     "prefetch": "\(configuration.effectivePrefetch)",
                     "localQueues": "\(localQueues.values.map { "\($0.name)=\($0.width)" }.sorted())",
                 ])
-            while !isDone {
+            while true {
                 for message in worker.mailbox.drain() { try handle(message) }
                 try readEvents()
                 if let stopDeadline, ContinuousClock.now >= stopDeadline { cancelAll(reason: "shutdown") }
+                if isDone { break }
                 connection.waitForActivity(wakeUp: worker.mailbox.wakeUp, timeout: pollTimeout)
             }
             logger.info("worker stopped")
@@ -83,7 +85,7 @@ final class WorkerSession {
         try connection.qos(prefetchCount: prefetch, global: configuration.queues.count > 1, channel: Self.jobsChannel)
         for queue in configuration.queues {
             try Topology.declareJobQueue(queue, on: connection, channel: Self.jobsChannel)
-            jobConsumers.append(try connection.consume(queue, channel: Self.jobsChannel))
+            jobConsumers[try connection.consume(queue, channel: Self.jobsChannel)] = queue
         }
     }
 
@@ -121,8 +123,7 @@ final class WorkerSession {
         case .stop where stopDeadline == nil:
             logger.info("stopping: no new jobs; executing ones get \(configuration.shutdownGracePeriod) to finish")
             stopDeadline = .now + configuration.shutdownGracePeriod
-            for tag in jobConsumers { try connection.cancelConsumer(tag, channel: Self.jobsChannel) }
-            jobConsumers = []
+            for tag in jobConsumers.keys { try connection.cancelConsumer(tag, channel: Self.jobsChannel) }
             for job in inFlight.values where !job.operation.isExecuting {
                 job.operation.cancel(Cancellation(reason: "shutdown", message: "the worker is stopping"))
             }

@@ -1,0 +1,42 @@
+import Warren
+
+/// The `validate-email` operation: checks that a text looks like an email address and splits it at its `@`.
+///
+/// It shows a user-defined failure: an input that is not an address ends the job `failed` with the error code
+/// `invalidEmail`, which producers can tell apart from Warren's own codes (`invalidInput`, `handlerError`, ...).
+enum EmailValidation {
+    /// The operation type name producers use.
+    static let type = "validate-email"
+
+    /// The error code of a job whose input is not an email address.
+    static let invalidEmail = "invalidEmail"
+
+    /// The job's input: `{"email": "..."}`.
+    struct Input: Codable, Sendable {
+        var email: String
+    }
+
+    /// The job's output: `{"local": "someone", "domain": "example.com"}`.
+    struct Output: Codable, Sendable {
+        /// The part before the `@`.
+        var local: String
+        /// The part after the `@`.
+        var domain: String
+    }
+
+    /// Checks `input.email`: one `@`, with text before and after it.
+    /// - Throws: `JobError` with code `invalidEmail` when it is not an address.
+    static func run(_ input: Input, job: JobContext) throws -> Output {
+        let parts = input.email.split(separator: "@", omittingEmptySubsequences: false)
+        guard parts.count == 2 else {
+            let problem = parts.count < 2 ? "it has no '@'" : "it has more than one '@'"
+            throw JobError(code: invalidEmail, message: "'\(input.email)' is not an email address: \(problem)")
+        }
+        guard !parts[0].isEmpty, !parts[1].isEmpty else {
+            throw JobError(
+                code: invalidEmail,
+                message: "'\(input.email)' is not an email address: it needs text before and after its '@'")
+        }
+        return Output(local: String(parts[0]), domain: String(parts[1]))
+    }
+}

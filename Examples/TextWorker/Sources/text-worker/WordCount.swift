@@ -1,0 +1,38 @@
+import Warren
+
+/// The `wordcount` operation: counts the words, lines and characters of a text, as `wc` does.
+///
+/// Blocking: counting is CPU work, so it runs on a thread of its local queue (`cpu`), whose width bounds how many
+/// counts run at once. It looks at `job.isCancelled` before each line and stops as soon as the job is cancelled.
+enum WordCount {
+    /// The operation type name producers use.
+    static let type = "wordcount"
+
+    /// The job's input: `{"text": "..."}`.
+    struct Input: Codable, Sendable {
+        var text: String
+    }
+
+    /// The job's output: `{"words": 3, "lines": 2, "characters": 5}`.
+    struct Output: Codable, Sendable {
+        /// Runs of non-whitespace characters.
+        var words: Int
+        /// Lines; a final line break ends the last line rather than starting an empty one.
+        var lines: Int
+        /// Characters as a person counts them (grapheme clusters), line breaks included.
+        var characters: Int
+    }
+
+    /// Counts `input.text`.
+    /// - Throws: `CancellationError` when the job is cancelled before the count is done.
+    static func run(_ input: Input, job: JobContext) throws -> Output {
+        var lines = input.text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
+        if lines.last?.isEmpty == true { lines.removeLast() }
+        var words = 0
+        for line in lines {
+            if job.isCancelled { throw CancellationError() }
+            words += line.split(whereSeparator: \.isWhitespace).count
+        }
+        return Output(words: words, lines: lines.count, characters: input.text.count)
+    }
+}
