@@ -10,7 +10,7 @@ extension WorkerSession {
         }
         let descriptor: OperationDescriptor
         do {
-            descriptor = try decodeDescriptor(delivery)
+            descriptor = try jobDecoder.decode(delivery.body, contentType: delivery.properties.contentType)
         } catch let error as JobError {
             return try reject(delivery, error: error, receivedAt: receivedAt)
         }
@@ -69,45 +69,6 @@ extension WorkerSession {
     }
 
     // MARK: - Bad input
-
-    /// Decodes and validates a job message; every problem becomes a `JobError` with a precise message.
-    private func decodeDescriptor(_ delivery: Delivery) throws -> OperationDescriptor {
-        if delivery.body.count > configuration.maxMessageBytes {
-            throw JobError(
-                code: "oversized",
-                message: "message of \(delivery.body.count) bytes exceeds the limit of \(configuration.maxMessageBytes) bytes")
-        }
-        if let type = delivery.properties.contentType,
-            type.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased() != WireCoding.contentType
-        {
-            throw JobError(
-                code: "unsupportedContentType",
-                message: "content type '\(type)' is not supported; send \(WireCoding.contentType)")
-        }
-        let data = Data(delivery.body)
-        guard let json = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) else {
-            throw JobError(code: "malformedMessage", message: "message body is not valid JSON (\(data.count) bytes)")
-        }
-        guard let object = json as? [String: Any] else {
-            throw JobError(code: "invalidDescriptor", message: "message body is JSON but not an object")
-        }
-        if let version = object["version"] as? Int, version != WireCoding.version {
-            throw JobError(
-                code: "unsupportedVersion",
-                message: "descriptor version \(version) is not supported; this worker reads version \(WireCoding.version)")
-        }
-        do {
-            let descriptor = try WireCoding.decoder.decode(OperationDescriptor.self, from: data)
-            if let problem = OperationDescriptor.problem(withID: descriptor.id) {
-                throw JobError(code: "invalidDescriptor", message: problem)
-            }
-            return descriptor
-        } catch let error as DecodingError {
-            throw JobError(
-                code: "invalidDescriptor",
-                message: "not a valid operation descriptor: \(error.summary.replacingOccurrences(of: "input", with: "descriptor", options: .anchored))")
-        }
-    }
 
     /// Dead-letters a job that can never run, and replies with a `failed` result when its id is known.
     private func reject(

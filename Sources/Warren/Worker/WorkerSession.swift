@@ -14,6 +14,7 @@ final class WorkerSession {
     let worker: Worker
     let connection: AMQPConnection
     let localQueues: [String: LocalQueue]
+    let jobDecoder: JobDecoder
     var logger: Logger
     var inFlight: [String: InFlightJob] = [:]
     var unconfirmed: [UInt64: Settlement] = [:]
@@ -34,6 +35,7 @@ final class WorkerSession {
         } catch let error as AMQPError {
             throw WarrenError(.broker, error.description)
         }
+        jobDecoder = JobDecoder(maxMessageBytes: worker.configuration.maxMessageBytes)
         localQueues = worker.configuration.localQueues.reduce(into: [:]) { queues, entry in
             queues[entry.key] = LocalQueue(name: entry.key, width: entry.value)
         }
