@@ -25,13 +25,18 @@ public struct AMQPConfiguration: Sendable, Hashable {
     /// A `cacertfile=PATH` query item sets ``caCertificatePath``.
     /// - Throws: ``AMQPError`` with code ``AMQPError/Code/invalidURL``.
     public init(url: String) throws {
+        // C strings end at NUL: "amqp://h\0ignored" must not quietly connect to h.
+        guard !url.utf8.contains(0) else {
+            throw AMQPError(.invalidURL, "invalid broker URL: it contains a NUL character")
+        }
         var base = url
         var query: [String: String] = [:]
         if let mark = url.firstIndex(of: "?") {
             base = String(url[..<mark])
             for item in url[url.index(after: mark)...].split(separator: "&") {
-                let parts = item.split(separator: "=", maxSplits: 1).map(String.init)
-                query[parts[0]] = parts.count > 1 ? parts[1] : ""
+                let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                let value = parts.count > 1 ? String(parts[1]) : ""
+                query[String(parts[0])] = value.removingPercentEncoding ?? value
             }
         }
         guard let buffer = strdup(base) else { throw AMQPError(.invalidURL, "out of memory") }
@@ -41,7 +46,7 @@ public struct AMQPConfiguration: Sendable, Hashable {
         guard amqp_parse_url(buffer, &info) == AMQP_STATUS_OK.rawValue else {
             throw AMQPError(
                 .invalidURL,
-                "invalid broker URL '\(Self.redact(url))': expected amqp://user:password@host:port/vhost")
+                "invalid broker URL '\(Self.redact(url).prefix(200))': expected amqp://user:password@host:port/vhost")
         }
         host = String(cString: info.host)
         port = Int(info.port)
@@ -54,18 +59,28 @@ public struct AMQPConfiguration: Sendable, Hashable {
 
     /// The URL with the password replaced by `***`, safe for logs and error messages.
     public var redactedURL: String {
-        let vhost = virtualHost == "/" ? "%2F" : virtualHost
+        let unreserved = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~"))
+        let vhost = virtualHost.addingPercentEncoding(withAllowedCharacters: unreserved) ?? virtualHost
+        let host = host.contains(":") ? "[\(host)]" : host
         return "\(usesTLS ? "amqps" : "amqp")://\(user):***@\(host):\(port)/\(vhost)"
     }
 
     /// Replaces the password of any `scheme://user:password@` in `text` with `***`.
+    ///
+    /// For `amqp://` and `amqps://` the password is everything from the first `:` to the last `@` before the next
+    /// space or comma, so that a password with an unencoded `/` or `@` is hidden too; for other schemes the
+    /// authority ends at the first `/`.
     public static func redact(_ text: String) -> String {
         var result = ""
         var rest = Substring(text)
         while let scheme = rest.range(of: "://") {
+            let isAMQP = ["amqp", "amqps"].contains {
+                rest[..<scheme.lowerBound].lowercased().hasSuffix($0)
+            }
             result += rest[..<scheme.upperBound]
             rest = rest[scheme.upperBound...]
-            let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == " " }) ?? rest.endIndex
+            let authorityEnd =
+                rest.firstIndex(where: { $0.isWhitespace || $0 == "," || (!isAMQP && $0 == "/") }) ?? rest.endIndex
             if let at = rest[..<authorityEnd].lastIndex(of: "@"),
                 let colon = rest[..<at].firstIndex(of: ":")
             {

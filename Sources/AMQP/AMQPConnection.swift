@@ -38,8 +38,11 @@ public final class AMQPConnection {
         let socket: OpaquePointer?
         if configuration.usesTLS {
             socket = amqp_ssl_socket_new(state)
-            if let path = configuration.caCertificatePath, amqp_ssl_socket_set_cacert(socket, path) != 0 {
-                throw AMQPError(.connectionFailed, "cannot read CA certificate file '\(path)'")
+            guard let socket else { throw AMQPError(.connectionFailed, "cannot create a TLS socket") }
+            // librabbitmq trusts no certificate authority by default: without cacertfile, use the system's.
+            let caPath = configuration.caCertificatePath ?? Self.systemCACertificates
+            if let caPath, amqp_ssl_socket_set_cacert(socket, caPath) != 0 {
+                throw AMQPError(.connectionFailed, "cannot read CA certificate file '\(caPath)' (cacertfile)")
             }
             amqp_ssl_socket_set_verify_peer(socket, 1)
             amqp_ssl_socket_set_verify_hostname(socket, 1)
@@ -56,9 +59,21 @@ public final class AMQPConnection {
                 case AMQP_STATUS_TIMEOUT.rawValue: "no answer within \(configuration.connectTimeout)"
                 case AMQP_STATUS_HOSTNAME_RESOLUTION_FAILED.rawValue: "unknown host name"
                 case AMQP_STATUS_SOCKET_ERROR.rawValue: "connection refused or host unreachable"
+                case AMQP_STATUS_SSL_HOSTNAME_VERIFY_FAILED.rawValue:
+                    "TLS: the broker's certificate is not for host '\(configuration.host)'"
+                case AMQP_STATUS_SSL_PEER_VERIFY_FAILED.rawValue:
+                    "TLS: the broker's certificate is not signed by a trusted CA (cacertfile)"
+                case AMQP_STATUS_SSL_CONNECTION_FAILED.rawValue, AMQP_STATUS_SSL_ERROR.rawValue:
+                    "TLS handshake failed: the broker's certificate is not signed by a trusted CA (cacertfile) "
+                        + "or not for host '\(configuration.host)', or the port does not speak TLS"
                 default: Self.statusText(status)
                 }
-            throw AMQPError(.connectionFailed, "cannot connect to \(where_): \(reason); is a broker listening there?")
+            let tlsFailures = [
+                AMQP_STATUS_SSL_HOSTNAME_VERIFY_FAILED, AMQP_STATUS_SSL_PEER_VERIFY_FAILED,
+                AMQP_STATUS_SSL_CONNECTION_FAILED, AMQP_STATUS_SSL_ERROR,
+            ]
+            let hint = tlsFailures.contains { $0.rawValue == status } ? "" : "; is a broker listening there?"
+            throw AMQPError(.connectionFailed, "cannot connect to \(where_): \(reason)\(hint)")
         }
         let arena = CArena()
         let capabilities: AMQPTable = [
@@ -96,6 +111,11 @@ public final class AMQPConnection {
         }
         try check(reply, "log in to \(where_)")
     }
+
+    /// The system's bundle of trusted certificate authorities (Debian, Fedora, Alpine), if there is one.
+    static let systemCACertificates: String? = [
+        "/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem",
+    ].first { access($0, R_OK) == 0 }
 
     /// Closes the connection politely (`connection.close`) and frees it. Safe to call twice.
     public func close() {

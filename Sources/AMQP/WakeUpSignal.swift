@@ -30,6 +30,14 @@ public final class WakeUpSignal: Sendable {
         _ = write(writeDescriptor, &byte, 1)
     }
 
+    /// Blocks until the signal is raised or `timeout` passes, then clears it.
+    public func wait(timeout: Duration) {
+        let parts = timeout.components
+        let milliseconds = Int32(clamping: parts.seconds * 1000 + parts.attoseconds / 1_000_000_000_000_000)
+        var descriptor = pollfd(fd: self.descriptor, events: Int16(POLLIN), revents: 0)
+        if poll(&descriptor, 1, max(milliseconds, 0)) > 0 { reset() }
+    }
+
     func reset() {
         var buffer = [UInt8](repeating: 0, count: 64)
         while read(descriptor, &buffer, buffer.count) > 0 {}

@@ -12,6 +12,7 @@ struct CancelCommand: ParsableCommand {
             Examples:
               warren cancel 3f0c…  7a1e…
               warren cancel --key totals --before 1763779200123456
+              warren cancel --all --queue images
             """)
 
     @OptionGroup var broker: BrokerOptions
@@ -25,8 +26,15 @@ struct CancelCommand: ParsableCommand {
     @Option(name: .long, help: "With --key: the sequence number older jobs are below.")
     var before: UInt64?
 
+    @Flag(name: .long, help: "Cancel every job enqueued so far: in the broker, waiting in workers and executing.")
+    var all = false
+
+    @Option(name: .long, help: "With --all: only the jobs of this broker queue.")
+    var queue: String?
+
     func validate() throws {
-        if ids.isEmpty && key == nil { throw ValidationError("name job ids, or --key with --before") }
+        if ids.isEmpty && key == nil && !all { throw ValidationError("name job ids, or --key with --before, or --all") }
+        if queue != nil && !all { throw ValidationError("--queue goes with --all") }
         if (key == nil) != (before == nil) { throw ValidationError("--key and --before go together") }
     }
 
@@ -36,6 +44,10 @@ struct CancelCommand: ParsableCommand {
         if !ids.isEmpty {
             try producer.cancel(jobIDs: ids)
             print("cancellation sent for \(ids.count) job\(ids.count == 1 ? "" : "s")")
+        }
+        if all {
+            try producer.cancelAll(queue: queue)
+            print("cancellation sent for every job enqueued so far\(queue.map { " on queue \($0)" } ?? "")")
         }
         if let key, let before {
             try producer.supersede(key: key, before: before)

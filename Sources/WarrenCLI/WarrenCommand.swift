@@ -10,7 +10,8 @@ public struct WarrenCommand: ParsableCommand {
             3 the awaited job failed; 4 it was cancelled; 5 no result in time; 64 bad arguments.
             """,
         subcommands: [
-            WorkerCommand.self, EnqueueCommand.self, CancelCommand.self, ResultsCommand.self,
+            WorkerCommand.self, EnqueueCommand.self, CancelCommand.self, ResultsCommand.self, StatusCommand.self,
+            PauseCommand.self, ResumeCommand.self,
         ]
     )
 

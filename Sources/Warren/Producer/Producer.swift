@@ -28,20 +28,15 @@ public final class Producer {
 
     /// Connects to the broker.
     /// - Parameters:
-    ///   - url: `amqp://user:password@host:port/vhost`.
+    ///   - url: `amqp://user:password@host:port/vhost`; several, separated by commas, are tried in turn.
     ///   - sequences: Where sequence numbers come from. Default: the host-wide ``SequenceStore``.
     /// - Throws: ``WarrenError`` (`invalidConfiguration` for a bad URL, `broker` when the connection fails).
     public init(url: String, sequences: SequenceStore = SequenceStore()) throws {
         self.sequences = sequences
-        var configuration: AMQPConfiguration
+        let addresses = try BrokerAddresses(
+            url, connectionName: "warren producer \(ProcessInfo.processInfo.processIdentifier)")
+        connection = try addresses.connect()
         do {
-            configuration = try AMQPConfiguration(url: url)
-        } catch let error as AMQPError {
-            throw WarrenError(.invalidConfiguration, error.message)
-        }
-        configuration.connectionName = "warren producer \(ProcessInfo.processInfo.processIdentifier)"
-        do {
-            connection = try AMQPConnection(configuration: configuration)
             try connection.openChannel(Self.publishChannel)
             try connection.enableConfirms(channel: Self.publishChannel)
         } catch let error as AMQPError {
@@ -107,6 +102,53 @@ public final class Producer {
         try brokerCall {
             try publishControl(.supersede(key: key, before: sequence))
             try waitForConfirms()
+        }
+    }
+
+    /// Cancels every job enqueued before this call, of `queue` or of every queue: executing, waiting in workers
+    /// and still in the broker. Each ends with one `cancelled` result.
+    public func cancelAll(queue: String? = nil) throws {
+        try brokerCall {
+            try publishControl(.cancelAll(before: try sequences.next(), queue: queue))
+            try waitForConfirms()
+        }
+    }
+
+    /// Pauses taking jobs, on every worker or on `worker`, from every queue or from `queue`. Executing jobs go on;
+    /// jobs waiting in the paused workers go back to the broker. Workers that start later start paused too.
+    public func pause(worker: String? = nil, queue: String? = nil) throws {
+        try brokerCall {
+            try publishControl(.pause(worker: worker, queue: queue))
+            try waitForConfirms()
+        }
+    }
+
+    /// Resumes what ``pause(worker:queue:)`` paused.
+    public func resume(worker: String? = nil, queue: String? = nil) throws {
+        try brokerCall {
+            try publishControl(.resume(worker: worker, queue: queue))
+            try waitForConfirms()
+        }
+    }
+
+    /// Asks every live worker for its status and returns the answers that arrive within `timeout`, by worker id.
+    public func workerStatuses(timeout: Duration = .seconds(2)) throws -> [WorkerStatus] {
+        try brokerCall {
+            let channel: UInt16 = 3
+            try connection.openChannel(channel)
+            defer { try? connection.closeChannel(channel) }
+            let replyQueue = try connection.declareQueue(
+                "", durable: false, exclusive: true, autoDelete: true, channel: channel
+            ).name
+            try connection.consume(replyQueue, noAck: true, channel: channel)
+            try publishControl(.status(replyTo: replyQueue))
+            try waitForConfirms()
+            var statuses: [String: WorkerStatus] = [:]
+            try readEvents(until: ContinuousClock.now + timeout, done: { false }) { delivery in
+                guard delivery.channel == channel, let status = try? WorkerStatus.decode(delivery.body) else { return }
+                statuses[status.workerID] = status
+            }
+            return statuses.values.sorted { $0.workerID < $1.workerID }
         }
     }
 
@@ -185,8 +227,10 @@ public final class Producer {
         }
     }
 
-    /// Reads broker events until `done()` or `deadline`.
-    private func readEvents(until deadline: ContinuousClock.Instant, done: () -> Bool) throws {
+    /// Reads broker events until `done()` or `deadline`; deliveries that are not results go to `other`.
+    private func readEvents(
+        until deadline: ContinuousClock.Instant, done: () -> Bool, other: (Delivery) -> Void = { _ in }
+    ) throws {
         while !done() {
             guard let event = try connection.nextEvent() else {
                 let left = deadline - ContinuousClock.now
@@ -203,6 +247,8 @@ public final class Producer {
                 while confirmedAhead.remove(confirmedCount + 1) != nil { confirmedCount += 1 }
             case .delivery(let delivery) where delivery.channel == Self.replyChannel:
                 if let result = try? JobResult.decode(delivery.body) { arrivedResults[result.jobID] = result }
+            case .delivery(let delivery):
+                other(delivery)
             case .channelClosed(let error):
                 throw error
             default:

@@ -28,8 +28,14 @@ public struct SequenceStore: Sendable {
     /// Reserves the next number.
     /// - Throws: ``WarrenError`` (`invalidConfiguration`) when the file cannot be created, locked or written.
     public func next() throws -> UInt64 {
-        try FileManager.default.createDirectory(
-            atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        do {
+            try FileManager.default.createDirectory(
+                atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        } catch {
+            throw WarrenError(
+                .invalidConfiguration,
+                "cannot create the directory of the sequence file '\(path)' (set WARREN_STATE_DIR)")
+        }
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw failure("open") }
         defer { close(descriptor) }

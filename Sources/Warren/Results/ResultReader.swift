@@ -12,14 +12,12 @@ public final class ResultReader {
     /// Connects and declares the results queue.
     /// - Throws: ``WarrenError`` (`invalidConfiguration` for a bad URL, `broker` when the connection fails).
     public init(url: String) throws {
+        connection = try BrokerAddresses(url, connectionName: "warren results").connect()
         do {
-            var configuration = try AMQPConfiguration(url: url)
-            configuration.connectionName = "warren results"
-            connection = try AMQPConnection(configuration: configuration)
             try connection.openChannel(Self.channel)
             try Topology.declareResults(on: connection, channel: Self.channel)
         } catch let error as AMQPError {
-            throw WarrenError(error.code == .invalidURL ? .invalidConfiguration : .broker, error.description)
+            throw WarrenError(.broker, error.description)
         }
     }
 

@@ -6,29 +6,40 @@ import Foundation
 /// Kinds:
 /// - `cancel`: cancel jobs wherever they are, by id (``jobIDs``) and/or every job of ``key`` whose sequence is
 ///   below ``beforeSequence``.
+/// - `cancelAll`: cancel every job whose sequence is below ``beforeSequence``, of ``queue`` or of every queue.
+/// - `pause` / `resume`: stop (or start again) taking jobs, on every worker or on ``worker``, from every queue or
+///   from ``queue``. Executing jobs go on; jobs waiting in a paused worker go back to the broker.
+/// - `status`: every live worker publishes a ``WorkerStatus`` to the queue named ``replyTo``.
 /// - `sync`: a marker a worker publishes to itself at start-up; once it reads its own ``token`` back, it has read
 ///   every earlier control message. Other workers ignore it.
 public struct ControlMessage: Sendable, Hashable, Codable {
     public var version: Int
-    /// `cancel` or `sync`.
     public var kind: String
-    /// Jobs to cancel by id.
+    /// For `cancel`: jobs to cancel by id.
     public var jobIDs: [String]
-    /// With ``beforeSequence``: cancel every job of this key whose sequence is lower.
+    /// For `cancel`, with ``beforeSequence``: cancel every job of this key whose sequence is lower.
     public var key: String?
+    /// For `cancel` with ``key``, and `cancelAll`: jobs with a lower sequence are cancelled.
     public var beforeSequence: UInt64?
-    /// `requested` or `superseded`; copied into the `cancelled` results.
+    /// For `cancel`: `requested` or `superseded`; copied into the `cancelled` results.
     public var reason: String
     public var sentAt: Date?
     /// For `sync`: the marker's unique token.
     public var token: String?
+    /// For `pause` and `resume`: only this worker (by id); all when absent.
+    public var worker: String?
+    /// For `cancelAll`, `pause` and `resume`: only this broker queue; all when absent.
+    public var queue: String?
+    /// For `status`: the queue to publish the replies to (through the default exchange).
+    public var replyTo: String?
 
     enum CodingKeys: String, CodingKey {
-        case version, kind, jobIDs = "jobIds", key, beforeSequence, reason, sentAt, token
+        case version, kind, jobIDs = "jobIds", key, beforeSequence, reason, sentAt, token, worker, queue, replyTo
     }
 
     init(kind: String, jobIDs: [String] = [], key: String? = nil, beforeSequence: UInt64? = nil,
-         reason: String = "requested", token: String? = nil) {
+         reason: String = "requested", token: String? = nil, worker: String? = nil, queue: String? = nil,
+         replyTo: String? = nil) {
         self.version = WireCoding.version
         self.kind = kind
         self.jobIDs = jobIDs
@@ -37,6 +48,9 @@ public struct ControlMessage: Sendable, Hashable, Codable {
         self.reason = reason
         self.sentAt = Date()
         self.token = token
+        self.worker = worker
+        self.queue = queue
+        self.replyTo = replyTo
     }
 
     /// Cancels jobs by id.
@@ -49,6 +63,26 @@ public struct ControlMessage: Sendable, Hashable, Codable {
         ControlMessage(kind: "cancel", key: key, beforeSequence: sequence, reason: "superseded")
     }
 
+    /// Cancels every job below `sequence`, of `queue` or of every queue: in the broker, waiting and executing.
+    public static func cancelAll(before sequence: UInt64, queue: String? = nil) -> ControlMessage {
+        ControlMessage(kind: "cancelAll", beforeSequence: sequence, queue: queue)
+    }
+
+    /// Pauses taking jobs: on every worker or one, from every queue or one.
+    public static func pause(worker: String? = nil, queue: String? = nil) -> ControlMessage {
+        ControlMessage(kind: "pause", worker: worker, queue: queue)
+    }
+
+    /// Resumes what ``pause(worker:queue:)`` paused.
+    public static func resume(worker: String? = nil, queue: String? = nil) -> ControlMessage {
+        ControlMessage(kind: "resume", worker: worker, queue: queue)
+    }
+
+    /// Asks every live worker for its ``WorkerStatus``, published to `replyTo`.
+    public static func status(replyTo: String) -> ControlMessage {
+        ControlMessage(kind: "status", replyTo: replyTo)
+    }
+
     static func sync(token: String) -> ControlMessage {
         ControlMessage(kind: "sync", token: token)
     }
@@ -56,6 +90,11 @@ public struct ControlMessage: Sendable, Hashable, Codable {
     /// The JSON body of the message.
     public func encoded() throws -> [UInt8] {
         Array(try WireCoding.encoder.encode(self))
+    }
+
+    /// Decodes a control message body.
+    public static func decode(_ body: [UInt8]) throws -> ControlMessage {
+        try WireCoding.decoder.decode(ControlMessage.self, from: Data(body))
     }
 
     public init(from decoder: any Decoder) throws {
@@ -68,6 +107,9 @@ public struct ControlMessage: Sendable, Hashable, Codable {
         reason = try container.decodeIfPresent(String.self, forKey: .reason) ?? "requested"
         sentAt = try container.decodeIfPresent(Date.self, forKey: .sentAt)
         token = try container.decodeIfPresent(String.self, forKey: .token)
+        worker = try container.decodeIfPresent(String.self, forKey: .worker)
+        queue = try container.decodeIfPresent(String.self, forKey: .queue)
+        replyTo = try container.decodeIfPresent(String.self, forKey: .replyTo)
     }
 
     /// The cancellation recorded in the results of the jobs this message cancels. Only `superseded` (with a key)
@@ -76,6 +118,9 @@ public struct ControlMessage: Sendable, Hashable, Codable {
         if reason == "superseded", let key, let beforeSequence {
             return Cancellation(
                 reason: reason, message: "superseded by a newer job of key '\(key)' (sequence \(beforeSequence))")
+        }
+        if kind == "cancelAll" {
+            return Cancellation(reason: "requested", message: "cancelled by cancel --all")
         }
         return .requested
     }

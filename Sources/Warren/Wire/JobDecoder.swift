@@ -5,19 +5,27 @@ import Foundation
 ///
 /// Thread safety: immutable.
 public struct JobDecoder: Sendable {
-    /// Larger messages are rejected unread. Default: 1 MiB.
+    /// Larger messages are rejected unread (`oversized`). Default: 1 MiB.
     public var maxMessageBytes: Int
+    /// Messages whose arrays and objects nest deeper than this are rejected (`invalidDescriptor`) before they are
+    /// parsed. The descriptor object itself is level 1, so its `input` may nest one level less. Default: 64.
+    public var maxNestingDepth: Int
 
-    public init(maxMessageBytes: Int = 1 << 20) {
+    /// The longest error message this decoder writes, in characters; quoted input is cut to fit, since the message
+    /// travels in a dead letter's header. 1,000.
+    public static let maxErrorMessageLength = 1000
+
+    public init(maxMessageBytes: Int = 1 << 20, maxNestingDepth: Int = 64) {
         self.maxMessageBytes = maxMessageBytes
+        self.maxNestingDepth = maxNestingDepth
     }
 
     /// Decodes and validates a job message.
     /// - Parameters:
     ///   - body: The message body.
     ///   - contentType: The message's `content_type` property; absent is accepted as JSON.
-    /// - Throws: ``JobError`` with code `oversized`, `unsupportedContentType`, `malformedMessage`,
-    ///   `invalidDescriptor` or `unsupportedVersion`.
+    /// - Throws: ``JobError`` with code `oversized`, `unsupportedContentType`, `invalidDescriptor` (also for
+    ///   nesting deeper than ``maxNestingDepth``), `malformedMessage` or `unsupportedVersion`.
     public func decode(_ body: [UInt8], contentType: String?) throws -> OperationDescriptor {
         if body.count > maxMessageBytes {
             throw JobError(
@@ -30,14 +38,21 @@ public struct JobDecoder: Sendable {
         {
             throw JobError(
                 code: "unsupportedContentType",
-                message: "content type '\(contentType)' is not supported; send \(WireCoding.contentType)")
+                message: "content type '\(contentType.prefix(100))' is not supported; send \(WireCoding.contentType)")
+        }
+        if let offset = JSONNesting.offsetBeyond(limit: maxNestingDepth, in: body) {
+            throw JobError(
+                code: "invalidDescriptor",
+                message: "message nests arrays and objects deeper than the limit of \(maxNestingDepth) levels "
+                    + "(level \(maxNestingDepth + 1) opens at byte \(offset))")
         }
         let data = Data(body)
         let descriptor: OperationDescriptor
         do {
             descriptor = try WireCoding.decoder.decode(OperationDescriptor.self, from: data)
         } catch {
-            throw diagnose(data, error)
+            let error = diagnose(data, error)
+            throw JobError(code: error.code, message: Self.shortened(error.message), retryable: error.retryable)
         }
         if descriptor.version != WireCoding.version { throw unsupported(descriptor.version) }
         if let problem = OperationDescriptor.problem(withID: descriptor.id) {
@@ -62,6 +77,12 @@ public struct JobDecoder: Sendable {
                 $0.summary.replacingOccurrences(of: "input", with: "descriptor", options: .anchored)
             } ?? "\(error)"
         return JobError(code: "invalidDescriptor", message: "not a valid operation descriptor: \(detail)")
+    }
+
+    /// Cuts `message` to ``maxErrorMessageLength`` characters: a decoding error may quote a whole field.
+    static func shortened(_ message: String) -> String {
+        guard message.count > maxErrorMessageLength else { return message }
+        return message.prefix(maxErrorMessageLength - 1) + "…"
     }
 
     private func unsupported(_ version: Int) -> JobError {

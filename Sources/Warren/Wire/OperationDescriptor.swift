@@ -39,6 +39,11 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
         self.createdAt = createdAt
     }
 
+    /// The JSON body of the job message, as Warren's producer publishes it.
+    public func encoded() throws -> [UInt8] {
+        Array(try WireCoding.encoder.encode(self))
+    }
+
     /// The longest job id, in bytes: ids are routing keys, which AMQP limits to 255 bytes.
     public static let maxIDLength = 128
 

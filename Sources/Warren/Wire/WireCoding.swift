@@ -18,20 +18,33 @@ enum WireCoding {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .custom { decoder in
             let container = try decoder.singleValueContainer()
+            let date: Date
             if let seconds = try? container.decode(Double.self) {
-                return Date(timeIntervalSince1970: seconds)
+                date = Date(timeIntervalSince1970: seconds)
+            } else {
+                let text = try container.decode(String.self)
+                guard let parsed = (try? iso8601.parse(text)) ?? (try? Date.ISO8601FormatStyle().parse(text)) else {
+                    throw DecodingError.dataCorruptedError(
+                        in: container,
+                        debugDescription: "expected an ISO 8601 date or Unix seconds, got '\(text.prefix(100))'")
+                }
+                date = parsed
             }
-            let text = try container.decode(String.self)
-            if let date = (try? iso8601.parse(text)) ?? (try? Date.ISO8601FormatStyle().parse(text)) {
-                return date
+            // Outside these years the ISO 8601 formatter writes what it cannot read back (negative years), so a
+            // result echoing such a date would be unreadable.
+            guard dateRange.contains(date.timeIntervalSince1970) else {
+                throw DecodingError.dataCorruptedError(
+                    in: container, debugDescription: "date out of range: years 0001 to 9999 only")
             }
-            throw DecodingError.dataCorruptedError(
-                in: container, debugDescription: "expected an ISO 8601 date or Unix seconds, got '\(text)'")
+            return date
         }
         return decoder
     }()
 
     static let iso8601 = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+
+    /// Seconds since 1970 of the dates the wire format accepts: 0001-01-01T00:00:00Z ... 9999-12-31T23:59:59.999Z.
+    static let dateRange: ClosedRange<Double> = -62_135_596_800...253_402_300_799.999
 
     /// The AMQP content type of every Warren message.
     static let contentType = "application/json"

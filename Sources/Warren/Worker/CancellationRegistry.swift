@@ -1,6 +1,7 @@
 import Foundation
 
-/// The tombstones a worker keeps: jobs cancelled by id, and keys whose older sequences were superseded.
+/// The tombstones a worker keeps: jobs cancelled by id, keys whose older sequences were superseded, and queues
+/// (or all of them) whose jobs below a sequence were cancelled by `cancel --all`.
 ///
 /// A job still in the broker cannot be removed from its queue, so each worker remembers cancellations and checks
 /// every delivery against them. Bounded: the oldest tombstones are forgotten past ``capacity``.
@@ -13,30 +14,42 @@ struct CancellationRegistry {
     private var jobOrder: [String] = []
     private var supersededKeys: [String: (before: UInt64, cancellation: Cancellation)] = [:]
     private var keyOrder: [String] = []
+    /// `cancel --all`: by broker queue, `""` standing for every queue.
+    private var cancelledBefore: [String: (before: UInt64, cancellation: Cancellation)] = [:]
 
     init(capacity: Int = 100_000) {
         self.capacity = capacity
     }
 
     mutating func record(_ message: ControlMessage) {
-        for id in message.jobIDs where cancelledJobs[id] == nil {
-            cancelledJobs[id] = message.cancellation
-            jobOrder.append(id)
-        }
-        if let key = message.key, let before = message.beforeSequence {
-            if supersededKeys[key] == nil { keyOrder.append(key) }
-            if before > supersededKeys[key]?.before ?? 0 {
+        switch message.kind {
+        case "cancelAll":
+            guard let before = message.beforeSequence else { return }
+            let scope = message.queue ?? ""
+            if before > cancelledBefore[scope]?.before ?? 0 {
+                cancelledBefore[scope] = (before, message.cancellation)
+            }
+        default:
+            for id in message.jobIDs where cancelledJobs[id] == nil {
+                cancelledJobs[id] = message.cancellation
+                jobOrder.append(id)
+            }
+            if let key = message.key, let before = message.beforeSequence, before > supersededKeys[key]?.before ?? 0 {
+                if supersededKeys[key] == nil { keyOrder.append(key) }
                 supersededKeys[key] = (before, message.cancellation)
             }
         }
         evict()
     }
 
-    /// Why `descriptor` is cancelled, or `nil` when it may run.
-    func cancellation(of descriptor: OperationDescriptor) -> Cancellation? {
+    /// Why `descriptor`, delivered from broker queue `queue`, is cancelled, or `nil` when it may run.
+    func cancellation(of descriptor: OperationDescriptor, queue: String) -> Cancellation? {
         if let cancellation = cancelledJobs[descriptor.id] { return cancellation }
         if let key = descriptor.key, let superseded = supersededKeys[key], descriptor.sequence < superseded.before {
             return superseded.cancellation
+        }
+        for scope in [queue, ""] {
+            if let all = cancelledBefore[scope], descriptor.sequence < all.before { return all.cancellation }
         }
         return nil
     }

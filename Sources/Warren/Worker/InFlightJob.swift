@@ -6,7 +6,14 @@ import Foundation
 /// Thread safety: confined to the worker's broker thread.
 struct InFlightJob {
     let descriptor: OperationDescriptor
-    let delivery: Delivery
+    /// The latest delivery of the job: replaced when the broker redelivers it after a reconnect.
+    var delivery: Delivery
+    /// The connection generation `delivery` belongs to; its tag is dead on any other.
+    var generation: Int
+    /// The broker queue it came from.
+    let queue: String
+    /// The local queue it runs on.
+    let localQueue: String
     let attempt: Int
     let receivedAt: Date
     let operation: JobOperation
@@ -22,10 +29,13 @@ final class Settlement {
     let action: Action
     var unconfirmed: Int
     var refused = false
+    /// The succeeded or cancelled result being confirmed, if any.
+    let result: JobResult?
 
-    init(deliveryTag: UInt64, action: Action, unconfirmed: Int) {
+    init(deliveryTag: UInt64, action: Action, unconfirmed: Int, result: JobResult? = nil) {
         self.deliveryTag = deliveryTag
         self.action = action
         self.unconfirmed = unconfirmed
+        self.result = result
     }
 }

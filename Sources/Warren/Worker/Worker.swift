@@ -17,7 +17,8 @@ import Logging
 public final class Worker: Sendable {
     /// How a worker connects and behaves.
     public struct Configuration: Sendable {
-        /// Broker URL, `amqp://user:password@host:port/vhost`.
+        /// Broker URL, `amqp://user:password@host:port/vhost`; several, separated by commas, are tried in turn
+        /// (the nodes of a cluster), at start and whenever the connection is lost.
         public var url: String
         /// Broker queues to consume. Default: `warren.default`.
         public var queues: [String] = [Topology.defaultQueue]
@@ -31,6 +32,8 @@ public final class Worker: Sendable {
         public var maxMessageBytes: Int = 1 << 20
         /// How long a stopping worker lets executing operations finish before it cancels them. Default: 30 s.
         public var shutdownGracePeriod: Duration = .seconds(30)
+        /// The longest wait between reconnection attempts; waits double from 100 ms up to it. Default: 30 s.
+        public var maxReconnectDelay: Duration = .seconds(30)
         /// Where the worker logs. Default: a logger labelled `warren.worker`.
         public var logger = Logger(label: "warren.worker")
 
@@ -46,7 +49,8 @@ public final class Worker: Sendable {
 
     public let configuration: Configuration
     let registry: OperationRegistry
-    let broker: AMQPConfiguration
+    /// The broker addresses, tried in turn.
+    let brokers: BrokerAddresses
     let mailbox = Mailbox<WorkerMessage>()
 
     /// Checks the configuration against the registry.
@@ -55,13 +59,7 @@ public final class Worker: Sendable {
     public init(configuration: Configuration, registry: OperationRegistry) throws {
         self.configuration = configuration
         self.registry = registry
-        do {
-            var broker = try AMQPConfiguration(url: configuration.url)
-            broker.connectionName = "warren worker \(configuration.workerID)"
-            self.broker = broker
-        } catch let error as AMQPError {
-            throw WarrenError(.invalidConfiguration, error.message)
-        }
+        brokers = try BrokerAddresses(configuration.url, connectionName: "warren worker \(configuration.workerID)")
         guard !configuration.queues.isEmpty else {
             throw WarrenError(.invalidConfiguration, "a worker needs at least one queue to consume")
         }
@@ -84,14 +82,16 @@ public final class Worker: Sendable {
     }
 
     /// Connects and works until ``stop()``; the calling thread becomes the broker thread.
-    /// - Throws: ``WarrenError`` (`broker`) when the connection cannot be opened or is lost.
+    ///
+    /// A lost connection is reopened with backoff, trying each broker address in turn, for as long as it takes.
+    /// - Throws: ``WarrenError`` (`broker`) when no broker address accepts the first connection.
     public func runOnCurrentThread() throws {
         let session = try WorkerSession(worker: self)
         try session.run()
     }
 
     /// Connects and works until ``stop()``, on a broker thread of its own.
-    /// - Throws: ``WarrenError`` (`broker`) when the connection cannot be opened or is lost.
+    /// - Throws: ``WarrenError`` (`broker`) when no broker address accepts the first connection.
     public func run() async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let thread = Thread { [self] in

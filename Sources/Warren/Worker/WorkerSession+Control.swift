@@ -48,18 +48,70 @@ extension WorkerSession {
             return nil
         }
         switch message.kind {
-        case "cancel":
+        case "cancel", "cancelAll":
             cancellations.record(message)
             for job in inFlight.values {
-                guard let cancellation = cancellations.cancellation(of: job.descriptor) else { continue }
+                guard let cancellation = cancellations.cancellation(of: job.descriptor, queue: job.queue) else {
+                    continue
+                }
                 job.operation.job.logger.info("cancelling job", metadata: ["reason": "\(cancellation.reason)"])
                 job.operation.cancel(cancellation)
             }
+        case "pause", "resume":
+            guard message.worker == nil || message.worker == configuration.workerID else { return nil }
+            let scope = message.queue.map { [$0] } ?? configuration.queues
+            for queue in scope where configuration.queues.contains(queue) {
+                try setPaused(message.kind == "pause", queue: queue)
+            }
+        case "status":
+            // A request replayed from the stream at start-up is long answered: only fresh ones get a reply.
+            guard let replyTo = message.replyTo, let sentAt = message.sentAt, sentAt.timeIntervalSinceNow > -30
+            else { return nil }
+            _ = try publish(
+                Array(try WireCoding.encoder.encode(status())), exchange: "", routingKey: replyTo,
+                properties: MessageProperties(contentType: WireCoding.contentType, type: "warren.status"))
         case "sync":
             return message.token
         default:
             logger.warning("ignoring control message of unknown kind '\(message.kind)'")
         }
         return nil
+    }
+
+    /// Pauses or resumes taking jobs from `queue`. Pausing stops its consumer and sends the jobs from it that have
+    /// not started back to the broker (for other workers, or for later); executing ones go on.
+    func setPaused(_ paused: Bool, queue: String) throws {
+        guard paused != pausedQueues.contains(queue) else { return }
+        if paused {
+            pausedQueues.insert(queue)
+            logger.info("paused", metadata: ["queue": "\(queue)"])
+            for (tag, consumed) in jobConsumers where consumed == queue {
+                try connection.cancelConsumer(tag, channel: Self.jobsChannel)
+                jobConsumers[tag] = nil
+            }
+            for job in inFlight.values where job.queue == queue && !job.operation.isExecuting {
+                job.operation.cancel(Cancellation(reason: "paused", message: "the worker was paused on \(queue)"))
+            }
+        } else {
+            pausedQueues.remove(queue)
+            logger.info("resumed", metadata: ["queue": "\(queue)"])
+            if isConsuming { try consumeJobs(from: queue) }
+        }
+    }
+
+    /// This worker's answer to `warren status`.
+    func status() -> WorkerStatus {
+        let process = ProcessInfo.processInfo
+        let queues = localQueues.values.sorted { $0.name < $1.name }.map { local in
+            let jobs = inFlight.values.filter { $0.localQueue == local.name }
+            let executing = jobs.filter { $0.operation.isExecuting }.count
+            return WorkerStatus.LocalQueueStatus(
+                name: local.name, width: local.width, executing: executing, waiting: jobs.count - executing)
+        }
+        return WorkerStatus(
+            version: WireCoding.version, workerID: configuration.workerID, host: process.hostName,
+            pid: process.processIdentifier, startedAt: startedAt, uptimeSeconds: -startedAt.timeIntervalSinceNow,
+            queues: configuration.queues, pausedQueues: pausedQueues.sorted(), prefetch: configuration.effectivePrefetch,
+            localQueues: queues, totals: totals)
     }
 }

@@ -14,12 +14,23 @@ extension WorkerSession {
         } catch let error as JobError {
             return try reject(delivery, error: error, receivedAt: receivedAt)
         }
+        if var running = inFlight[descriptor.id], running.generation != generation {
+            // Redelivered after a reconnect while the job still runs here: it ends once, on this delivery.
+            running.delivery = delivery
+            running.generation = generation
+            inFlight[descriptor.id] = running
+            return
+        }
+        if let result = orphanResults.take(descriptor.id) {
+            return try settle(delivery.deliveryTag, action: .ack, after: [publishResult(result)], result: result)
+        }
         let attempt = Self.attempt(of: delivery)
-        if let cancellation = cancellations.cancellation(of: descriptor) {
+        let queue = jobConsumers[delivery.consumerTag] ?? delivery.routingKey
+        if let cancellation = cancellations.cancellation(of: descriptor, queue: queue) {
             let result = makeResult(
                 descriptor, delivery: delivery, status: .cancelled, cancellation: cancellation,
                 timings: JobTimings(enqueuedAt: descriptor.createdAt, receivedAt: receivedAt, finishedAt: Date()))
-            return try settle(delivery.deliveryTag, action: .ack, after: [publishResult(result)])
+            return try settle(delivery.deliveryTag, action: .ack, after: [publishResult(result)], result: result)
         }
         guard let registered = worker.registry[descriptor.type] else {
             let known = worker.registry.types.joined(separator: ", ")
@@ -39,19 +50,20 @@ extension WorkerSession {
             mailbox.post(.finished(finished))
         }
         inFlight[descriptor.id] = InFlightJob(
-            descriptor: descriptor, delivery: delivery, attempt: attempt, receivedAt: receivedAt,
-            operation: operation)
+            descriptor: descriptor, delivery: delivery, generation: generation, queue: queue,
+            localQueue: registered.localQueue, attempt: attempt, receivedAt: receivedAt, operation: operation)
         localQueues[registered.localQueue]!.add(operation)
     }
 
     func finish(_ finished: FinishedJob) throws {
+        if let job = inFlight[finished.jobID], job.generation != generation { return finishOrphan(finished) }
         guard let job = inFlight.removeValue(forKey: finished.jobID) else { return }
         let timings = JobTimings(
             enqueuedAt: job.descriptor.createdAt, receivedAt: job.receivedAt, startedAt: finished.startedAt,
             finishedAt: finished.finishedAt)
         let result: JobResult
         switch finished.outcome {
-        case .cancelled(let cancellation) where ["shutdown", "connectionLost"].contains(cancellation.reason):
+        case .cancelled(let cancellation) where Cancellation.requeueReasons.contains(cancellation.reason):
             return try connection.nack(job.delivery.deliveryTag, requeue: true, channel: Self.jobsChannel)
         case .cancelled(let cancellation):
             result = makeResult(
@@ -65,7 +77,7 @@ extension WorkerSession {
             let dead = try deadLetter(job.delivery, error: error)
             return try settle(job.delivery.deliveryTag, action: .ack, after: [dead, publishResult(result)])
         }
-        try settle(job.delivery.deliveryTag, action: .ack, after: [publishResult(result)])
+        try settle(job.delivery.deliveryTag, action: .ack, after: [publishResult(result)], result: result)
     }
 
     // MARK: - Bad input
@@ -128,6 +140,7 @@ extension WorkerSession {
     }
 
     func publishResult(_ result: JobResult) throws -> UInt64 {
+        totals[result.status.rawValue, default: 0] += 1
         let properties = MessageProperties(
             contentType: WireCoding.contentType, persistent: true, correlationID: result.jobID,
             timestamp: UInt64(Date().timeIntervalSince1970), type: "warren.result.\(result.status.rawValue)",

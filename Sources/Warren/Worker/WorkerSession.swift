@@ -12,83 +12,134 @@ final class WorkerSession {
     static let controlChannel: UInt16 = 3
 
     let worker: Worker
-    let connection: AMQPConnection
     let localQueues: [String: LocalQueue]
     let jobDecoder: JobDecoder
     var logger: Logger
+    /// The live connection; replaced after a reconnect.
+    var connection: AMQPConnection
+    /// Counts connections: a delivery tag is valid only on the connection of its generation.
+    var generation = 1
     var inFlight: [String: InFlightJob] = [:]
     var unconfirmed: [UInt64: Settlement] = [:]
     var publishCount: UInt64 = 0
     var cancellations = CancellationRegistry()
+    /// Results of jobs that finished after their delivery died with a connection, kept for the redelivery.
+    var orphanResults = OrphanResults()
     /// Job queue consumed, by consumer tag.
     var jobConsumers: [String: String] = [:]
+    /// Whether the jobs channel is set up, so consumers can start (false during the control replay).
+    var isConsuming = false
+    /// Broker queues this worker does not take jobs from (`warren pause`).
+    var pausedQueues: Set<String> = []
+    /// Jobs ended, by result status.
+    var totals: [String: Int] = [:]
+    let startedAt = Date()
     var stopDeadline: ContinuousClock.Instant?
 
     var configuration: Worker.Configuration { worker.configuration }
 
+    /// Connects to the first broker address that answers.
+    /// - Throws: ``WarrenError`` (`broker`) when none does: a worker that never connected exits.
     init(worker: Worker) throws {
         self.worker = worker
         logger = worker.configuration.logger
         logger[metadataKey: "worker"] = "\(worker.configuration.workerID)"
-        do {
-            connection = try AMQPConnection(configuration: worker.broker)
-        } catch let error as AMQPError {
-            throw WarrenError(.broker, error.description)
-        }
         jobDecoder = JobDecoder(maxMessageBytes: worker.configuration.maxMessageBytes)
         localQueues = worker.configuration.localQueues.reduce(into: [:]) { queues, entry in
             queues[entry.key] = LocalQueue(name: entry.key, width: entry.value)
         }
+        connection = try worker.brokers.connect()
     }
 
+    /// Works until stopped: serves the connection, and reconnects whenever it is lost.
     func run() throws {
-        defer { connection.close() }
         do {
             try declareAndConsume()
-            logger.info(
-                "worker started",
-                metadata: [
-                    "broker": "\(worker.broker.redactedURL)", "queues": "\(configuration.queues)",
-                    "prefetch": "\(configuration.effectivePrefetch)",
-                    "localQueues": "\(localQueues.values.map { "\($0.name)=\($0.width)" }.sorted())",
-                ])
-            while true {
-                for message in worker.mailbox.drain() { try handle(message) }
-                try readEvents()
-                if let stopDeadline, ContinuousClock.now >= stopDeadline { cancelAll(reason: "shutdown") }
-                if isDone { break }
-                connection.waitForActivity(wakeUp: worker.mailbox.wakeUp, timeout: pollTimeout)
-            }
-            logger.info("worker stopped")
         } catch let error as AMQPError {
-            abandonAll()
-            throw WarrenError(.broker, "lost the broker at \(worker.broker.redactedURL): \(error)")
+            connection.close()
+            throw WarrenError(.broker, "cannot set up at \(connection.configuration.redactedURL): \(error)")
+        }
+        logger.info(
+            "worker started",
+            metadata: [
+                "broker": "\(connection.configuration.redactedURL)", "queues": "\(configuration.queues)",
+                "prefetch": "\(configuration.effectivePrefetch)",
+                "localQueues": "\(localQueues.values.map { "\($0.name)=\($0.width)" }.sorted())",
+            ])
+        while true {
+            do {
+                try serve()
+                break
+            } catch let error as AMQPError {
+                connectionLost(error)
+                guard reconnect() else { break }
+            }
+        }
+        connection.close()
+        logger.info("worker stopped")
+    }
+
+    /// The main loop on a live connection; returns when the worker stopped and settled everything.
+    private func serve() throws {
+        while true {
+            for message in worker.mailbox.drain() { try handle(message) }
+            try readEvents()
+            if let stopDeadline, ContinuousClock.now >= stopDeadline { cancelAll(reason: "shutdown") }
+            enforceDeadlines()
+            if isDone { return }
+            connection.waitForActivity(wakeUp: worker.mailbox.wakeUp, timeout: pollTimeout)
         }
     }
 
-    private var isDone: Bool {
+    var isDone: Bool {
         stopDeadline != nil && inFlight.isEmpty && unconfirmed.isEmpty
     }
 
     private var pollTimeout: Duration {
-        let heartbeat = Duration.seconds(max(worker.broker.heartbeat, 2)) / 2
-        guard let stopDeadline else { return heartbeat }
-        return min(heartbeat, max(stopDeadline - ContinuousClock.now, .milliseconds(1)))
+        var timeout = Duration.seconds(max(connection.configuration.heartbeat, 2)) / 2
+        if let stopDeadline { timeout = min(timeout, stopDeadline - ContinuousClock.now) }
+        if let deadline = inFlight.values.compactMap({ $0.descriptor.deadline }).min() {
+            timeout = min(timeout, .milliseconds(Int(deadline.timeIntervalSinceNow * 1000) + 1))
+        }
+        return max(timeout, .milliseconds(1))
     }
 
-    private func declareAndConsume() throws {
+    /// Cancels executing jobs whose deadline passed (jobs not started yet are cancelled when they would start).
+    private func enforceDeadlines() {
+        let now = Date()
+        for job in inFlight.values {
+            guard let deadline = job.descriptor.deadline, deadline <= now, !job.operation.job.isCancelled else {
+                continue
+            }
+            job.operation.cancel(Cancellation(reason: "deadline", message: "the job's deadline passed"))
+        }
+    }
+
+    func declareAndConsume() throws {
+        jobConsumers = [:]
+        isConsuming = false
+        publishCount = 0  // confirm numbers start at 1 on every new channel
         try connection.openChannel(Self.publishChannel)
         try Topology.declareResults(on: connection, channel: Self.publishChannel)
         try Topology.declareDeadLetters(on: connection, channel: Self.publishChannel)
         try connection.enableConfirms(channel: Self.publishChannel)
         try consumeControl()
         try connection.openChannel(Self.jobsChannel)
+        guard stopDeadline == nil else { return }
         let prefetch = UInt16(configuration.effectivePrefetch)
         try connection.qos(prefetchCount: prefetch, global: configuration.queues.count > 1, channel: Self.jobsChannel)
         for queue in configuration.queues {
             try Topology.declareJobQueue(queue, on: connection, channel: Self.jobsChannel)
-            jobConsumers[try connection.consume(queue, channel: Self.jobsChannel)] = queue
         }
+        isConsuming = true
+        for queue in configuration.queues where !pausedQueues.contains(queue) {
+            try consumeJobs(from: queue)
+        }
+    }
+
+    func consumeJobs(from queue: String) throws {
+        guard stopDeadline == nil else { return }
+        jobConsumers[try connection.consume(queue, channel: Self.jobsChannel)] = queue
     }
 
     // MARK: - Events
@@ -122,31 +173,33 @@ final class WorkerSession {
         switch message {
         case .finished(let finished):
             try finish(finished)
-        case .stop where stopDeadline == nil:
-            logger.info("stopping: no new jobs; executing ones get \(configuration.shutdownGracePeriod) to finish")
-            stopDeadline = .now + configuration.shutdownGracePeriod
-            for tag in jobConsumers.keys { try connection.cancelConsumer(tag, channel: Self.jobsChannel) }
-            for job in inFlight.values where !job.operation.isExecuting {
-                job.operation.cancel(Cancellation(reason: "shutdown", message: "the worker is stopping"))
-            }
         case .stop:
-            logger.info("stopping now: cancelling executing jobs")
-            stopDeadline = .now
+            if stopDeadline == nil {
+                for tag in jobConsumers.keys { try connection.cancelConsumer(tag, channel: Self.jobsChannel) }
+            }
+            beginStop()
         }
     }
 
-    private func cancelAll(reason: String) {
+    /// First call: no new jobs, waiting ones are requeued, executing ones get the grace period. Second call: now.
+    func beginStop() {
+        guard stopDeadline == nil else {
+            logger.info("stopping now: cancelling executing jobs")
+            stopDeadline = .now
+            return
+        }
+        logger.info("stopping: no new jobs; executing ones get \(configuration.shutdownGracePeriod) to finish")
+        stopDeadline = .now + configuration.shutdownGracePeriod
+        jobConsumers = [:]
+        for job in inFlight.values where !job.operation.isExecuting {
+            job.operation.cancel(Cancellation(reason: "shutdown", message: "the worker is stopping"))
+        }
+    }
+
+    func cancelAll(reason: String) {
         for job in inFlight.values where !job.operation.isFinished {
             job.operation.cancel(Cancellation(reason: reason, message: "the worker is stopping"))
         }
-    }
-
-    /// The connection is gone: the broker requeued every unacknowledged delivery, so local copies stop.
-    private func abandonAll() {
-        for job in inFlight.values {
-            job.operation.cancel(Cancellation(reason: "connectionLost", message: "the worker lost its broker"))
-        }
-        inFlight = [:]
     }
 
     // MARK: - Publishing and settling
@@ -162,11 +215,13 @@ final class WorkerSession {
     }
 
     /// Settles `deliveryTag` (ack or requeue) once every publish in `confirms` is confirmed.
-    func settle(_ deliveryTag: UInt64, action: Settlement.Action, after confirms: [UInt64]) throws {
-        guard !confirms.isEmpty else {
-            return try apply(Settlement(deliveryTag: deliveryTag, action: action, unconfirmed: 0))
-        }
-        let settlement = Settlement(deliveryTag: deliveryTag, action: action, unconfirmed: confirms.count)
+    /// - Parameter result: The result those publishes carry, kept in case the connection dies before the confirm.
+    func settle(
+        _ deliveryTag: UInt64, action: Settlement.Action, after confirms: [UInt64], result: JobResult? = nil
+    ) throws {
+        let settlement = Settlement(
+            deliveryTag: deliveryTag, action: action, unconfirmed: confirms.count, result: result)
+        guard !confirms.isEmpty else { return try apply(settlement) }
         for confirm in confirms { unconfirmed[confirm] = settlement }
     }
 

@@ -1,0 +1,43 @@
+/// A single pass over JSON text that finds how deeply its arrays and objects nest, without parsing it.
+///
+/// Foundation's JSON parsers recurse once per level (and give up, unhelpfully, past 512); the typed decoding that
+/// follows recurses again through ``JSONValue``. Checking the depth first bounds both, and says what is wrong.
+enum JSONNesting {
+    /// Where the nesting first goes deeper than `limit`: the 0-based byte offset of the `[` or `{` that opens
+    /// level `limit + 1`; `nil` if it never does. Brackets inside strings do not count. Invalid JSON is scanned
+    /// all the same (the parser rejects it afterwards), and unbalanced closing brackets are ignored.
+    static func offsetBeyond(limit: Int, in bytes: UnsafeRawBufferPointer) -> Int? {
+        var depth = 0
+        var inString = false
+        var escaped = false
+        for (offset, byte) in bytes.enumerated() {
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""):
+                inString = true
+            case UInt8(ascii: "["), UInt8(ascii: "{"):
+                depth += 1
+                if depth > limit { return offset }
+            case UInt8(ascii: "]"), UInt8(ascii: "}"):
+                depth = max(depth - 1, 0)
+            default:
+                break
+            }
+        }
+        return nil
+    }
+
+    /// ``offsetBeyond(limit:in:)`` for a byte array.
+    static func offsetBeyond(limit: Int, in bytes: [UInt8]) -> Int? {
+        bytes.withUnsafeBytes { offsetBeyond(limit: limit, in: $0) }
+    }
+}

@@ -1,0 +1,118 @@
+import AMQP
+import Foundation
+
+/// Losing the broker and finding it again.
+///
+/// When a connection dies, the broker requeues every delivery it had given this worker, and their tags die with
+/// it. Operations already running go on: a job is not thrown away because a socket closed. What they produce:
+/// - if the broker redelivers the job to this worker while it still runs, the new delivery is adopted, and the job
+///   ends once, with one result and one ack;
+/// - if the job ended meanwhile, its result is kept (``OrphanResults``) and published when the redelivery comes,
+///   which is then acked without running the job again;
+/// - if the redelivery goes to another worker, the job runs there too: at least once, and consumers de-duplicate
+///   by job id. Failed jobs are not kept: their redelivery runs again, so that it is dead-lettered again.
+extension WorkerSession {
+    func connectionLost(_ error: AMQPError) {
+        logger.warning(
+            "lost the broker; reconnecting",
+            metadata: ["broker": "\(connection.configuration.redactedURL)", "error": "\(error)"])
+        connection.close()
+        // Whether the broker stored these results is unknown: keep them for the redelivery.
+        for settlement in unconfirmed.values {
+            if let result = settlement.result { orphanResults.keep(result) }
+        }
+        unconfirmed = [:]
+        jobConsumers = [:]
+    }
+
+    /// Reconnects with exponential backoff and jitter, trying each broker address in turn; meanwhile handles
+    /// finished jobs and stop requests. Returns `false` when the worker stopped before it could reconnect.
+    func reconnect() -> Bool {
+        var delay = Duration.milliseconds(100)
+        var attempt = 0
+        while true {
+            let broker = worker.brokers.configurations[attempt % worker.brokers.configurations.count]
+            attempt += 1
+            do {
+                let fresh = try AMQPConnection(configuration: broker)
+                connection = fresh
+                generation += 1
+                try declareAndConsume()
+                logger.info("reconnected", metadata: ["broker": "\(broker.redactedURL)", "attempts": "\(attempt)"])
+                return true
+            } catch {
+                connection.close()
+                logger.warning(
+                    "cannot reconnect", metadata: ["broker": "\(broker.redactedURL)", "error": "\(error)"])
+            }
+            let jittered = delay * Double.random(in: 0.75...1.25)
+            guard waitWhileDisconnected(for: jittered) else { return false }
+            delay = min(delay * 2, configuration.maxReconnectDelay)
+        }
+    }
+
+    /// Waits, handling the mailbox without a connection; `false` once a stop request has been fully carried out.
+    private func waitWhileDisconnected(for duration: Duration) -> Bool {
+        let until = ContinuousClock.now + duration
+        while ContinuousClock.now < until {
+            for message in worker.mailbox.drain() {
+                switch message {
+                case .finished(let finished): finishOrphan(finished)
+                case .stop: beginStop()
+                }
+            }
+            if let stopDeadline, ContinuousClock.now >= stopDeadline { cancelAll(reason: "shutdown") }
+            if stopDeadline != nil && inFlight.isEmpty { return false }
+            worker.mailbox.wakeUp.wait(timeout: until - ContinuousClock.now)
+        }
+        return true
+    }
+
+    /// A job whose delivery died ended: keep its result for the redelivery (see the type's documentation).
+    func finishOrphan(_ finished: FinishedJob) {
+        guard let job = inFlight.removeValue(forKey: finished.jobID) else { return }
+        job.operation.job.logger.info("job ended after its delivery was lost; keeping its result for the redelivery")
+        let timings = JobTimings(
+            enqueuedAt: job.descriptor.createdAt, receivedAt: job.receivedAt, startedAt: finished.startedAt,
+            finishedAt: finished.finishedAt)
+        switch finished.outcome {
+        case .succeeded(let output):
+            orphanResults.keep(
+                makeResult(job.descriptor, delivery: job.delivery, status: .succeeded, timings: timings, output: output))
+        case .cancelled(let cancellation) where !Cancellation.requeueReasons.contains(cancellation.reason):
+            orphanResults.keep(
+                makeResult(
+                    job.descriptor, delivery: job.delivery, status: .cancelled, cancellation: cancellation,
+                    timings: timings))
+        case .cancelled, .failed:
+            break
+        }
+    }
+}
+
+/// Results of jobs whose delivery died with a connection, by job id, waiting for the broker to redeliver them.
+///
+/// Bounded: past ``capacity`` the oldest are forgotten (their redelivery then runs the job again).
+/// Thread safety: confined to the worker's broker thread.
+struct OrphanResults {
+    let capacity: Int
+    private var results: [String: JobResult] = [:]
+    private var order: [String] = []
+
+    init(capacity: Int = 10_000) {
+        self.capacity = capacity
+    }
+
+    mutating func keep(_ result: JobResult) {
+        if results.updateValue(result, forKey: result.jobID) == nil { order.append(result.jobID) }
+        if order.count > capacity {
+            results[order.removeFirst()] = nil
+        }
+    }
+
+    mutating func take(_ jobID: String) -> JobResult? {
+        guard let result = results.removeValue(forKey: jobID) else { return nil }
+        order.removeAll { $0 == jobID }
+        return result
+    }
+}

@@ -1,0 +1,41 @@
+import ArgumentParser
+import Warren
+
+/// `warren pause`: workers stop taking jobs.
+struct PauseCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pause",
+        abstract: "Stop workers taking jobs: executing ones go on, waiting ones go back to the broker.",
+        discussion: """
+            Workers started later (within a day) start paused too, until `warren resume`.
+            Examples:
+              warren pause
+              warren pause --worker worker-2 --queue images
+            """)
+
+    @OptionGroup var broker: BrokerOptions
+    @OptionGroup var scope: ScopeOptions
+
+    func run() throws {
+        let producer = try Producer(url: broker.brokerURL)
+        defer { producer.close() }
+        try producer.pause(worker: scope.worker, queue: scope.queue)
+        print("paused \(scope.description)")
+    }
+}
+
+/// `warren resume`: workers take jobs again.
+struct ResumeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "resume", abstract: "Let paused workers take jobs again, where they left off.")
+
+    @OptionGroup var broker: BrokerOptions
+    @OptionGroup var scope: ScopeOptions
+
+    func run() throws {
+        let producer = try Producer(url: broker.brokerURL)
+        defer { producer.close() }
+        try producer.resume(worker: scope.worker, queue: scope.queue)
+        print("resumed \(scope.description)")
+    }
+}

@@ -1,0 +1,128 @@
+import AMQP
+import Foundation
+import Testing
+import Warren
+
+extension Integration {
+    @Suite struct Chaos {
+        /// Runs `scripts/broker ctl DIR ARGS` against the test broker.
+        static func brokerCtl(_ arguments: [String]) throws {
+            let directory = try #require(TestEnvironment.brokerDirectory, "WARREN_BROKER_DIR is set by scripts/test")
+            let ctl = try ChildProcess(
+                TestEnvironment.packageRoot.appendingPathComponent("scripts/broker"), ["ctl", directory] + arguments)
+            #expect(ctl.waitForExit(timeout: .seconds(120)) == 0, "\(ctl.stderr)")
+        }
+
+        /// A durable queue bound to every result, so results published while the test's own connections are down
+        /// (during the broker restart) are kept.
+        final class DurableResults {
+            let queue = TestEnvironment.uniqueName("chaos-results")
+
+            init() throws {
+                let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
+                defer { connection.close() }
+                try connection.openChannel(1)
+                try Topology.declareResults(on: connection, channel: 1)
+                try connection.declareQueue(queue, channel: 1)
+                try connection.bindQueue(queue, to: Topology.resultsExchange, routingKey: "#", channel: 1)
+            }
+
+            /// Every result stored so far (removing them), tolerating a broker that is restarting.
+            func drain() -> [JobResult] {
+                guard let url = try? TestEnvironment.brokerURL,
+                    let connection = try? AMQPConnection(configuration: AMQPConfiguration(url: url))
+                else { return [] }
+                defer { connection.close() }
+                var results: [JobResult] = []
+                do {
+                    try connection.openChannel(1)
+                    while let delivery = try connection.get(queue, noAck: true, channel: 1) {
+                        if let result = try? JobResult.decode(delivery.body) { results.append(result) }
+                    }
+                } catch {}
+                return results
+            }
+
+            deinit { BrokerProbe.delete(queue) }
+        }
+
+        @Test("thousands of jobs survive kill -9 of a worker, a broker restart and cancellations: one terminal result each")
+        func chaos() throws {
+            let jobCount = 3000
+            let queue = TestEnvironment.uniqueName("chaos")
+            defer { BrokerProbe.delete(queue) }
+            let results = try DurableResults()
+            var workers = try (1...3).map { index in
+                try CLI.startWorker(queue: queue, id: "chaos-\(index)", arguments: ["--width", "4", "--log-level", "info"])
+            }
+            defer { workers.forEach { $0.terminate() } }
+
+            let producer = try Producer.forTests()
+            var jobs: [OperationDescriptor] = []
+            for batch in stride(from: 0, to: jobCount, by: 500) {
+                jobs += try producer.enqueue(
+                    (batch..<min(batch + 500, jobCount)).map { n in
+                        JobRequest(type: "sum", input: .numbers([n, 1, 2], delayMs: 10), queue: queue)
+                    })
+            }
+            let cancelled = Set(jobs.suffix(150).map(\.id))
+            producer.close()
+
+            var seen: [String: [JobResult]] = [:]
+            func collect() { for result in results.drain() { seen[result.jobID, default: []].append(result) } }
+            func waitFor(_ count: Int) {
+                let deadline = ContinuousClock.now + .seconds(300)
+                while seen.count < count && ContinuousClock.now < deadline {
+                    collect()
+                    Thread.sleep(forTimeInterval: 0.1)
+                }
+            }
+
+            waitFor(jobCount / 5)
+            workers[0].signal(SIGKILL)
+            workers[0].waitForExit()
+            workers.append(try CLI.startWorker(queue: queue, id: "chaos-4", arguments: ["--width", "4"]))
+
+            waitFor(jobCount / 3)
+            try Self.brokerCtl(["stop_app"])
+            try Self.brokerCtl(["start_app"])
+
+            // Right after start_app, the control stream takes a moment to come back (404 "home node down").
+            let deadline = ContinuousClock.now + .seconds(60)
+            while true {
+                do {
+                    let canceller = try Producer.forTests()
+                    defer { canceller.close() }
+                    try canceller.cancel(jobIDs: Array(cancelled))
+                    break
+                } catch where ContinuousClock.now < deadline {
+                    Thread.sleep(forTimeInterval: 0.5)
+                }
+            }
+
+            waitFor(jobCount)
+            collect()
+            let missing = jobs.filter { seen[$0.id] == nil }
+            #expect(missing.count == 0, "jobs without a result, e.g. \(missing.prefix(3).map(\.id))")
+            for (n, job) in jobs.enumerated() {
+                guard let outcomes = seen[job.id] else { continue }
+                if cancelled.contains(job.id) {
+                    #expect(outcomes.allSatisfy { $0.status == .succeeded || $0.status == .cancelled })
+                } else {
+                    #expect(outcomes.allSatisfy { $0.status == .succeeded }, "\(job.id): \(outcomes.map(\.status))")
+                    #expect(outcomes.allSatisfy { $0.output?["sum"] == .number(Double(n + 3)) })
+                }
+            }
+            let duplicates = seen.filter { $0.value.count > 1 }
+            let redelivered = duplicates.values.filter { $0.contains { $0.redelivered } }.count
+            print(
+                """
+                chaos report: \(jobCount) jobs, \(seen.count) with a result, \(missing.count) lost; \
+                \(seen.values.filter { $0.contains { $0.status == .cancelled } }.count) cancelled; \
+                \(duplicates.count) have more than one result (\(redelivered) ran again after a redelivery, the rest were \
+                answered again from a result whose confirm was lost with the connection): each time a worker was \
+                killed, or lost its connection, between publishing a result and its ack reaching the broker
+                """)
+        }
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import Testing
+import Warren
+
+extension Integration {
+    @Suite struct Control {
+        @Test("pause: executing jobs go on, waiting ones go back to the broker and nothing new starts; resume picks up")
+        func pauseAndResume() throws {
+            let queue = TestEnvironment.uniqueName("pause")
+            defer { BrokerProbe.delete(queue) }
+            let producer = try Producer.forTests()
+            let tap = try MessageTap.results()
+            let id = TestEnvironment.uniqueName("pausable")
+            let worker = try CLI.startWorker(queue: queue, id: id, arguments: ["--width", "1", "--prefetch", "3"])
+            defer { worker.terminate() }
+            let running = try producer.enqueue(JobRequest(type: "sleep", input: ["seconds": 1], queue: queue))
+            try worker.waitForStart(of: running.id)
+            let waiting = try producer.enqueue(JobRequest(type: "echo", input: "waiting", queue: queue))
+            try producer.pause(worker: id)
+            #expect(try tap.waitForResult(running.id).status == .succeeded, "the executing job went on")
+            let later = try producer.enqueue(JobRequest(type: "echo", input: "later", queue: queue))
+            try tap.settle(for: .seconds(1))
+            #expect(tap.results(for: waiting.id).isEmpty && tap.results(for: later.id).isEmpty, "nothing started")
+            let status = try #require(try producer.workerStatuses().first { $0.workerID == id })
+            #expect(status.pausedQueues == [queue])
+            #expect(try BrokerProbe.depth(of: queue) == 2, "both jobs wait in the broker")
+
+            try producer.resume(worker: id)
+            let results = try tap.waitForResults([waiting.id, later.id])
+            #expect(results.map(\.status) == [.succeeded, .succeeded])
+        }
+
+        @Test("a worker started after a pause starts paused")
+        func lateJoinerStartsPaused() throws {
+            let queue = TestEnvironment.uniqueName("paused-late")
+            defer { BrokerProbe.delete(queue) }
+            let producer = try Producer.forTests()
+            try producer.pause(queue: queue)
+            defer { try? producer.resume(queue: queue) }
+            let tap = try MessageTap.results()
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            let job = try producer.enqueue(JobRequest(type: "echo", input: "held", queue: queue))
+            try tap.settle(for: .seconds(1))
+            #expect(tap.results(for: job.id).isEmpty)
+            try producer.resume(queue: queue)
+            #expect(try tap.waitForResult(job.id).status == .succeeded)
+        }
+
+        @Test("cancel --all: jobs in the broker, waiting in a worker and executing all end cancelled, each with a result")
+        func cancelAll() throws {
+            let queue = TestEnvironment.uniqueName("cancel-all")
+            defer { BrokerProbe.delete(queue) }
+            let producer = try Producer.forTests()
+            let tap = try MessageTap.results()
+            let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "1", "--prefetch", "2"])
+            defer { worker.terminate() }
+            let executing = try producer.enqueue(JobRequest(type: "sleep", input: ["seconds": 30], queue: queue))
+            try worker.waitForStart(of: executing.id)
+            let jobs = try producer.enqueue((1...4).map { JobRequest(type: "echo", input: .number(Double($0)), queue: queue) })
+            let output = try CLI.run(["cancel", "--all", "--queue", queue, "--url", try TestEnvironment.brokerURL])
+            #expect(output.status == 0, "\(output.stderr)")
+            let results = try tap.waitForResults([executing.id] + jobs.map(\.id))
+            #expect(results.allSatisfy { $0.status == .cancelled })
+            let after = try producer.enqueue(JobRequest(type: "echo", input: "after", queue: queue))
+            #expect(try tap.waitForResult(after.id).status == .succeeded, "jobs enqueued after cancel --all run")
+            try tap.settle()
+            #expect(tap.arrivedResults.filter { r in jobs.contains { $0.id == r.jobID } }.count == 4)
+        }
+
+        @Test("warren status lists every live worker with its local queues, counts and totals")
+        func status() throws {
+            let queue = TestEnvironment.uniqueName("status")
+            defer { BrokerProbe.delete(queue) }
+            let first = try CLI.startWorker(queue: queue, id: "status-a", arguments: ["--width", "2", "--local-queue", "io=8"])
+            defer { first.terminate() }
+            let second = try CLI.startWorker(queue: queue, id: "status-b")
+            defer { second.terminate() }
+            let producer = try Producer.forTests()
+            let job = try producer.enqueue(JobRequest(type: "echo", input: "count me", queue: queue), watch: true)
+            _ = try producer.waitForResult(of: job.id, timeout: .seconds(30))
+
+            let output = try CLI.run(["status", "--url", try TestEnvironment.brokerURL])
+            #expect(output.status == 0, "\(output.stderr)")
+            #expect(output.stdout.contains("status-a host="))
+            #expect(output.stdout.contains("status-b host="))
+            #expect(output.stdout.contains("local default width=2 executing=0 waiting=0"))
+            #expect(output.stdout.contains("local io width=8"))
+            let statuses = try producer.workerStatuses()
+            let total = statuses.filter { $0.workerID.hasPrefix("status-") }.map { $0.totals["succeeded"] ?? 0 }.reduce(0, +)
+            #expect(total == 1)
+        }
+
+        @Test("a job past its deadline is not started; an executing one is cancelled when it passes")
+        func deadlines() throws {
+            let queue = TestEnvironment.uniqueName("deadline")
+            defer { BrokerProbe.delete(queue) }
+            let producer = try Producer.forTests()
+            let tap = try MessageTap.results()
+            let expired = try producer.enqueue(JobRequest(type: "echo", input: "late", queue: queue, deadline: Date(timeIntervalSinceNow: -1)))
+            let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "2"])
+            defer { worker.terminate() }
+            let running = try producer.enqueue(
+                JobRequest(type: "sum", input: .numbers(Array(1...600), delayMs: 50), queue: queue, deadline: Date(timeIntervalSinceNow: 2)))
+            let results = try tap.waitForResults([expired.id, running.id])
+            #expect(results.map(\.status) == [.cancelled, .cancelled])
+            #expect(results.map { $0.cancellation?.reason } == ["deadline", "deadline"])
+            #expect(results[0].timings.startedAt == nil)
+            #expect(results[1].timings.startedAt != nil)
+        }
+    }
+}
