@@ -1,0 +1,39 @@
+import Foundation
+import Testing
+
+@testable import Warren
+
+@Suite("Mailbox")
+struct MailboxTests {
+    @Test func drainsEverythingPostedInOrder() {
+        let mailbox = Mailbox<Int>()
+        #expect(mailbox.drain().isEmpty)
+        for value in 1...5 { mailbox.post(value) }
+        #expect(mailbox.drain() == [1, 2, 3, 4, 5])
+        #expect(mailbox.drain().isEmpty)
+    }
+
+    @Test func keepsEveryMessageFromManyThreads() async throws {
+        let mailbox = Mailbox<Int>()
+        let threads = 4
+        let perThread = 500
+        let done = Locked(0)
+        for thread in 0..<threads {
+            Thread {
+                for index in 0..<perThread { mailbox.post(thread * perThread + index) }
+                done.withLock { $0 += 1 }
+            }.start()
+        }
+        var received: [Int] = []
+        try await waitUntil("all posts") {
+            received += mailbox.drain()
+            return done.value == threads && received.count == threads * perThread
+        }
+        #expect(Set(received) == Set(0..<threads * perThread))
+        // Each thread's messages arrive in the order it posted them.
+        for thread in 0..<threads {
+            let mine = received.filter { $0 / perThread == thread }
+            #expect(mine == mine.sorted())
+        }
+    }
+}

@@ -1,0 +1,179 @@
+import Foundation
+import Testing
+
+@testable import Warren
+
+/// An input whose fields are all optional: no input at all means "all defaults".
+private struct Options: Codable, Sendable {
+    var label: String?
+    var count: Int?
+}
+
+private struct Point: Codable, Sendable, Equatable {
+    var x: Int
+    var y: Int
+}
+
+@Suite("OperationRegistry")
+struct OperationRegistryTests {
+    /// Runs the code registered for `type` directly on `input`, as `JobOperation` would, without a queue.
+    private func run(_ type: String, in registry: OperationRegistry, input: JSONValue) async throws -> JSONValue {
+        let body = try #require(registry[type]?.body)
+        let job = JobContext(
+            descriptor: TestJobs.descriptor(type: type, input: input), attempt: 1, logger: TestJobs.logger)
+        switch body {
+        case .blocking(let code): return try code(input, job)
+        case .asynchronous(let code): return try await code(input, job)
+        }
+    }
+
+    @Test func decodesTypedInputAndEncodesTypedOutput() async throws {
+        var registry = OperationRegistry()
+        registry.register("mirror", blocking: { (point: Point, _: JobContext) in Point(x: point.y, y: point.x) })
+        let output = try await run("mirror", in: registry, input: .parse(#"{"x": 1, "y": 2}"#))
+        #expect(try output.decode(as: Point.self) == Point(x: 2, y: 1))
+        #expect(output == .object(["x": .number(2), "y": .number(1)]))
+    }
+
+    @Test func asynchronousCodeDecodesAndEncodesToo() async throws {
+        var registry = OperationRegistry()
+        registry.register("double", asynchronous: { (numbers: [Int], _: JobContext) async in numbers.map { $0 * 2 } })
+        #expect(try await run("double", in: registry, input: .parse("[1, 2, 3]")) == .parse("[2, 4, 6]"))
+    }
+
+    @Test func jsonValueInputAndOutputPassThroughUntouched() async throws {
+        var registry = OperationRegistry()
+        registry.register("echo", blocking: { (input: JSONValue, _: JobContext) in input })
+        let input = try JSONValue.parse(#"{"anything": [1, "two", null, {"three": 3.5}]}"#)
+        #expect(try await run("echo", in: registry, input: input) == input)
+    }
+
+    @Test func aMismatchedInputIsInvalidInputNamingThePath() async throws {
+        let error = await #expect(throws: JobError.self) {
+            try await run("sum", in: .builtIn, input: .parse(#"{"numbers": [1, "two", 3]}"#))
+        }
+        #expect(error?.code == "invalidInput")
+        #expect(error?.retryable == false)
+        #expect(error?.message.hasPrefix("input does not match ") == true)
+        #expect(error?.message.contains("SumInput: input.numbers[1]: expected Int") == true)
+    }
+
+    @Test func aFractionalNumberForAnIntegerNamesThePath() async throws {
+        let error = await #expect(throws: JobError.self) {
+            try await run("sum", in: .builtIn, input: .parse(#"{"numbers": [1, 2.5]}"#))
+        }
+        #expect(error?.code == "invalidInput")
+        // Foundation on Linux reports a fraction decoded as Int as "not valid JSON" with an empty coding path.
+        withKnownIssue("the invalidInput message names neither the path nor the value of a fraction given for an Int") {
+            #expect(error?.message.contains("input.numbers[1]") == true, "\(String(describing: error))")
+        }
+    }
+
+    @Test func aMissingKeyIsInvalidInputNamingTheKey() async throws {
+        let error = await #expect(throws: JobError.self) {
+            try await run("sum", in: .builtIn, input: .parse(#"{"values": [1]}"#))
+        }
+        #expect(error?.code == "invalidInput")
+        #expect(error?.message.hasPrefix("input does not match ") == true)
+        #expect(error?.message.hasSuffix("SumInput: input: missing key 'numbers'") == true)
+    }
+
+    @Test func aNullFieldIsInvalidInputSayingSo() async throws {
+        let error = await #expect(throws: JobError.self) {
+            try await run("sum", in: .builtIn, input: .parse(#"{"numbers": null}"#))
+        }
+        #expect(error?.message.contains("input.numbers") == true)
+    }
+
+    @Test func aWrongTopLevelTypeIsInvalidInput() async throws {
+        let error = await #expect(throws: JobError.self) {
+            try await run("sum", in: .builtIn, input: .string("1,2,3"))
+        }
+        #expect(error?.code == "invalidInput")
+        #expect(error?.message.contains("SumInput: input: expected ") == true)
+    }
+
+    @Test func nullInputDecodesToAnAllOptionalStruct() async throws {
+        var registry = OperationRegistry()
+        registry.register("options", blocking: { (options: Options, _: JobContext) in options })
+        let output = try await run("options", in: registry, input: .null)
+        #expect(output == .object([:]))
+    }
+
+    @Test func nullInputIsStillInvalidForRequiredFields() async throws {
+        let error = await #expect(throws: JobError.self) {
+            try await run("sum", in: .builtIn, input: .null)
+        }
+        #expect(error?.code == "invalidInput")
+    }
+
+    @Test func builtInTypesAreListedSorted() {
+        #expect(OperationRegistry.builtIn.types == ["echo", "fail", "sleep", "sum"])
+        #expect(OperationRegistry().types.isEmpty)
+    }
+
+    @Test func builtInKindsAndQueues() throws {
+        let registry = OperationRegistry.builtIn
+        for type in registry.types {
+            #expect(registry[type]?.localQueue == OperationRegistry.defaultLocalQueue)
+        }
+        guard case .asynchronous = try #require(registry["sleep"]).body else {
+            Issue.record("sleep should be asynchronous")
+            return
+        }
+        guard case .blocking = try #require(registry["sum"]).body else {
+            Issue.record("sum should be blocking")
+            return
+        }
+    }
+
+    @Test func builtInSumAddsAndFormats() async throws {
+        let output = try await run("sum", in: .builtIn, input: .parse(#"{"numbers": [1000, 2000, 500]}"#))
+        #expect(output["sum"] == .number(3500))
+        #expect(output["formattedSum"] == .string(3500.formatted()))
+    }
+
+    @Test func builtInFailThrowsTheRequestedError() async throws {
+        let error = await #expect(throws: JobError.self) {
+            try await run(
+                "fail", in: .builtIn, input: .parse(#"{"code": "boom", "message": "as asked", "retryable": true}"#))
+        }
+        #expect(error == JobError(code: "boom", message: "as asked", retryable: true))
+
+        let defaults = await #expect(throws: JobError.self) { try await run("fail", in: .builtIn, input: .null) }
+        #expect(defaults == JobError(code: "requestedFailure", message: "failed on request", retryable: false))
+    }
+
+    @Test func builtInSleepReturnsTheSeconds() async throws {
+        #expect(try await run("sleep", in: .builtIn, input: .parse(#"{"seconds": 0}"#)) == .parse(#"{"slept": 0}"#))
+    }
+
+    @Test func registeringAgainReplaces() async throws {
+        var registry = OperationRegistry()
+        registry.register("v", blocking: { (_: JSONValue, _: JobContext) in "first" })
+        registry.register("v", on: "io", asynchronous: { (_: JSONValue, _: JobContext) in "second" })
+        #expect(registry.types == ["v"])
+        #expect(registry["v"]?.localQueue == "io")
+        #expect(try await run("v", in: registry, input: .null) == .string("second"))
+    }
+
+    @Test func assignMovesATypeToAnotherLocalQueue() async throws {
+        var registry = OperationRegistry.builtIn
+        registry.assign("sum", to: "cpu")
+        #expect(registry["sum"]?.localQueue == "cpu")
+        #expect(registry["echo"]?.localQueue == "default")
+        // The code is unchanged.
+        #expect(try await run("sum", in: registry, input: .parse(#"{"numbers": [2, 3]}"#))["sum"] == .number(5))
+    }
+
+    @Test func assigningAnUnknownTypeDoesNothing() {
+        var registry = OperationRegistry.builtIn
+        registry.assign("nope", to: "cpu")
+        #expect(registry.types == OperationRegistry.builtIn.types)
+        #expect(registry["nope"] == nil)
+    }
+
+    @Test func unknownTypesAreAbsent() {
+        #expect(OperationRegistry.builtIn["resize"] == nil)
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+import Testing
+
+@testable import Warren
+
+@Suite("StaleResultFilter")
+struct StaleResultFilterTests {
+    private func result(_ jobID: String, key: String?, sequence: UInt64) -> JobResult {
+        JobResult(
+            jobID: jobID, type: "sum", sequence: sequence, key: key, status: .succeeded, workerID: "w",
+            timings: JobTimings())
+    }
+
+    @Test func newerResultsOfAKeyAreCurrent() {
+        var filter = StaleResultFilter()
+        #expect(filter.judge(result("a", key: "list", sequence: 1)) == .current)
+        #expect(filter.judge(result("b", key: "list", sequence: 2)) == .current)
+        #expect(filter.judge(result("c", key: "list", sequence: 10)) == .current)
+    }
+
+    @Test func anOlderArrivalIsStaleAndNamesTheNewerSequence() {
+        var filter = StaleResultFilter()
+        #expect(filter.judge(result("new", key: "list", sequence: 20)) == .current)
+        #expect(filter.judge(result("old", key: "list", sequence: 10)) == .stale(newer: 20))
+        // A stale arrival does not lower the bar for later ones.
+        #expect(filter.judge(result("older", key: "list", sequence: 15)) == .stale(newer: 20))
+        #expect(filter.judge(result("newest", key: "list", sequence: 21)) == .current)
+        #expect(filter.judge(result("late", key: "list", sequence: 20)) == .stale(newer: 21))
+    }
+
+    @Test func anEqualSequenceIsNotStale() {
+        var filter = StaleResultFilter()
+        #expect(filter.judge(result("a", key: "list", sequence: 5)) == .current)
+        #expect(filter.judge(result("b", key: "list", sequence: 5)) == .current)
+    }
+
+    @Test func keysAreJudgedIndependently() {
+        var filter = StaleResultFilter()
+        #expect(filter.judge(result("a", key: "one", sequence: 100)) == .current)
+        #expect(filter.judge(result("b", key: "two", sequence: 1)) == .current)
+        #expect(filter.judge(result("c", key: "one", sequence: 50)) == .stale(newer: 100))
+        #expect(filter.judge(result("d", key: "two", sequence: 2)) == .current)
+    }
+
+    @Test func resultsWithoutAKeyAreNeverStale() {
+        var filter = StaleResultFilter()
+        #expect(filter.judge(result("a", key: nil, sequence: 100)) == .current)
+        #expect(filter.judge(result("b", key: nil, sequence: 1)) == .current)
+        #expect(filter.judge(result("c", key: "list", sequence: 50)) == .current)
+        #expect(filter.judge(result("d", key: nil, sequence: 0)) == .current)
+    }
+
+    @Test func aSecondResultOfTheSameJobIsADuplicate() {
+        var filter = StaleResultFilter()
+        #expect(filter.judge(result("a", key: "list", sequence: 1)) == .current)
+        #expect(filter.judge(result("a", key: "list", sequence: 1)) == .duplicate)
+        #expect(filter.judge(result("k", key: nil, sequence: 1)) == .current)
+        #expect(filter.judge(result("k", key: nil, sequence: 1)) == .duplicate)
+    }
+
+    @Test func aDuplicateOfAStaleResultIsStillADuplicate() {
+        var filter = StaleResultFilter()
+        #expect(filter.judge(result("new", key: "list", sequence: 2)) == .current)
+        #expect(filter.judge(result("old", key: "list", sequence: 1)) == .stale(newer: 2))
+        #expect(filter.judge(result("old", key: "list", sequence: 1)) == .duplicate)
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import Testing
+
+@testable import Warren
+
+/// `Worker.init` checks its configuration against the registry without connecting.
+@Suite("Worker.Configuration")
+struct WorkerConfigurationTests {
+    private let url = "amqp://guest:guest@localhost:5672/%2F"
+
+    @Test func defaults() {
+        let configuration = Worker.Configuration(url: url)
+        #expect(configuration.queues == ["warren.default"])
+        #expect(configuration.localQueues == ["default": ProcessInfo.processInfo.activeProcessorCount])
+        #expect(configuration.prefetch == nil)
+        #expect(configuration.effectivePrefetch == ProcessInfo.processInfo.activeProcessorCount)
+        #expect(configuration.maxMessageBytes == 1 << 20)
+        #expect(configuration.shutdownGracePeriod == .seconds(30))
+        #expect(configuration.workerID.hasSuffix("-\(ProcessInfo.processInfo.processIdentifier)"))
+    }
+
+    @Test func effectivePrefetchIsTheTotalWidthUnlessSet() {
+        var configuration = Worker.Configuration(url: url)
+        configuration.localQueues = ["default": 2, "io": 8]
+        #expect(configuration.effectivePrefetch == 10)
+        configuration.prefetch = 3
+        #expect(configuration.effectivePrefetch == 3)
+    }
+
+    @Test func aValidConfigurationIsAccepted() throws {
+        var configuration = Worker.Configuration(url: "amqp://u:secret@broker:5673/jobs")
+        configuration.workerID = "w1"
+        configuration.localQueues = ["default": 2, "cpu": 1]
+        var registry = OperationRegistry.builtIn
+        registry.assign("sum", to: "cpu")
+        let worker = try Worker(configuration: configuration, registry: registry)
+        #expect(worker.configuration.workerID == "w1")
+    }
+
+    private func rejection(_ configuration: Worker.Configuration, registry: OperationRegistry = .builtIn)
+        -> WarrenError?
+    {
+        let error = #expect(throws: WarrenError.self) { try Worker(configuration: configuration, registry: registry) }
+        #expect(error?.code == .invalidConfiguration)
+        return error
+    }
+
+    @Test func aBadURLIsRejectedWithoutThePassword() {
+        let error = rejection(Worker.Configuration(url: "http://u:secret@broker/"))
+        #expect(error?.message.contains("secret") == false)
+    }
+
+    @Test func anEmptyQueueListIsRejected() {
+        var configuration = Worker.Configuration(url: url)
+        configuration.queues = []
+        #expect(rejection(configuration)?.message == "a worker needs at least one queue to consume")
+    }
+
+    @Test func aWidthBelowOneIsRejected() {
+        var configuration = Worker.Configuration(url: url)
+        configuration.localQueues = ["default": 0]
+        configuration.prefetch = 1
+        #expect(rejection(configuration)?.message == "local queue 'default' has width 0; it must be at least 1")
+    }
+
+    @Test(arguments: [0, 65_536])
+    func aPrefetchOutOfRangeIsRejected(prefetch: Int) {
+        var configuration = Worker.Configuration(url: url)
+        configuration.prefetch = prefetch
+        #expect(rejection(configuration)?.message == "prefetch \(prefetch) is outside 1...65535")
+    }
+
+    @Test func aTypeOnAMissingLocalQueueIsRejected() {
+        var registry = OperationRegistry.builtIn
+        registry.assign("sum", to: "cpu")
+        var configuration = Worker.Configuration(url: url)
+        configuration.localQueues = ["default": 2, "io": 4]
+        #expect(
+            rejection(configuration, registry: registry)?.message
+                == "operation type 'sum' runs on local queue 'cpu', which this worker does not have "
+                + "(it has: default, io)"
+        )
+    }
+}
