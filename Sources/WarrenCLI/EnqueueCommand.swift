@@ -36,7 +36,12 @@ struct EnqueueCommand: ParsableCommand {
     @Option(name: .long, help: "Do not start the job after this many seconds from now.")
     var deadline: Double?
 
-    @Flag(name: .long, help: "Wait for the result, print it, and exit with 0, 3 (failed) or 4 (cancelled).")
+    @Option(name: .customLong("max-attempts"), help: "Runs at most this often when it fails with a retryable error (default 3).")
+    var maxAttempts: Int?
+
+    @Flag(
+        name: .long,
+        help: "Wait for the result, print it, and exit with 0, 3 (failed) or 4 (cancelled); shows progress on stderr.")
     var wait = false
 
     @Option(name: .long, help: "With --wait: give up after this many seconds (exit 5).")
@@ -48,12 +53,13 @@ struct EnqueueCommand: ParsableCommand {
     func validate() throws {
         if supersede && key == nil { throw ValidationError("--supersede needs --key") }
         if timeout <= 0 { throw ValidationError("--timeout must be positive") }
+        if let maxAttempts, maxAttempts < 1 { throw ValidationError("--max-attempts must be at least 1") }
     }
 
     func run() throws {
         let request = JobRequest(
             type: type, input: try parseInput(), priority: priority, key: key, supersede: supersede, queue: queue,
-            deadline: deadline.map { Date(timeIntervalSinceNow: $0) })
+            deadline: deadline.map { Date(timeIntervalSinceNow: $0) }, maxAttempts: maxAttempts)
         let producer = try Producer(url: broker.brokerURL)
         defer { producer.close() }
         let descriptor = try producer.enqueue(request, watch: wait)
@@ -62,7 +68,10 @@ struct EnqueueCommand: ParsableCommand {
         guard wait else { return }
         let result: JobResult
         do {
-            result = try producer.waitForResult(of: descriptor.id, timeout: .milliseconds(Int(timeout * 1000)))
+            let display = ProgressDisplay()
+            defer { display.finish() }
+            result = try producer.waitForResult(
+                of: descriptor.id, timeout: .milliseconds(Int(timeout * 1000)), progress: display.show)
         } catch let error as WarrenError where error.code == .timeout {
             FileHandle.standardError.write(Data("warren: \(error.message)\n".utf8))
             throw ExitCode.timedOut

@@ -23,6 +23,11 @@ enum ResultPrinter {
         return fields.joined(separator: " ")
     }
 
+    static func line(_ report: ProgressMessage) -> String {
+        "progress \(report.jobID) \(Int((report.fraction * 100).rounded()))% worker=\(report.workerID)"
+            + (report.message.map { " \($0)" } ?? "")
+    }
+
     static func json(_ result: JobResult, verdict: StaleResultFilter.Verdict) throws -> String {
         let name: String
         switch verdict {

@@ -12,6 +12,7 @@ struct ResultsCommand: ParsableCommand {
             and exits; with --follow, keeps printing until interrupted or --idle seconds pass without a result.
             Line format: STATUS JOB-ID type=T seq=N [key=K] worker=W attempt=A [output=JSON|error=CODE: MESSAGE]
             A stale result (an older sequence of a key whose newer result was seen) prints as `stale …`.
+            With --follow, progress reports of running jobs print as: progress JOB-ID 42% worker=W MESSAGE
             """)
 
     @OptionGroup var broker: BrokerOptions
@@ -30,20 +31,22 @@ struct ResultsCommand: ParsableCommand {
         defer { reader.close() }
         var filter = StaleResultFilter()
         while true {
-            let next: Result<JobResult, WarrenError>?
+            let next: ResultReader.Event?
             if follow {
                 next = try reader.next(waitingUpTo: idle.map { .milliseconds(Int($0 * 1000)) } ?? .seconds(3600))
                 if next == nil && idle != nil { return }
             } else {
-                next = try reader.next()
+                next = try reader.next().map(ResultReader.Event.result)
                 if next == nil { return }
             }
             switch next {
-            case .success(let result)?:
+            case .result(.success(let result))?:
                 let verdict = filter.judge(result)
                 print(json ? try ResultPrinter.json(result, verdict: verdict) : ResultPrinter.line(result, verdict: verdict))
-            case .failure(let error)?:
+            case .result(.failure(let error))?:
                 FileHandle.standardError.write(Data("warren: \(error.message)\n".utf8))
+            case .progress(let report)?:
+                print(json ? try ResultPrinter.json(report) : ResultPrinter.line(report))
             case nil:
                 continue
             }

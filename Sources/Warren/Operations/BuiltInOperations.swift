@@ -31,20 +31,25 @@ public struct FailInput: Codable, Sendable {
     public var code: String?
     public var message: String?
     public var retryable: Bool?
+    /// From this attempt on, succeed instead (to watch retries work). Default: never.
+    public var succeedFromAttempt: Int?
 
-    public init(code: String? = nil, message: String? = nil, retryable: Bool? = nil) {
+    public init(code: String? = nil, message: String? = nil, retryable: Bool? = nil, succeedFromAttempt: Int? = nil) {
         self.code = code
         self.message = message
         self.retryable = retryable
+        self.succeedFromAttempt = succeedFromAttempt
     }
 }
 
 extension OperationRegistry {
     /// A registry holding the built-in operation types, for demos and tests:
-    /// - `sum` (blocking): adds `numbers`, sleeping `delayMs` before each and checking for cancellation between them.
+    /// - `sum` (blocking): adds `numbers`, sleeping `delayMs` before each, checking for cancellation between them and
+    ///   reporting progress.
     /// - `sleep` (asynchronous): waits `seconds` without holding a thread; cancellable.
     /// - `echo` (blocking): returns its input.
-    /// - `fail` (blocking): fails with `code` (default `requestedFailure`) and `message`.
+    /// - `fail` (blocking): fails with `code` (default `requestedFailure`), `message` and `retryable`; with
+    ///   `succeedFromAttempt`, succeeds from that attempt on.
     public static var builtIn: OperationRegistry {
         var registry = OperationRegistry()
         registry.register("sum", blocking: sum)
@@ -53,7 +58,8 @@ extension OperationRegistry {
             return ["slept": input.seconds]
         })
         registry.register("echo", blocking: { (input: JSONValue, _: JobContext) in input })
-        registry.register("fail", blocking: { (input: FailInput, _: JobContext) -> JSONValue in
+        registry.register("fail", blocking: { (input: FailInput, job: JobContext) -> JSONValue in
+            if let from = input.succeedFromAttempt, job.attempt >= from { return ["attempt": .number(Double(job.attempt))] }
             throw JobError(
                 code: input.code ?? "requestedFailure", message: input.message ?? "failed on request",
                 retryable: input.retryable ?? false)
@@ -63,7 +69,8 @@ extension OperationRegistry {
 
     @Sendable private static func sum(_ input: SumInput, job: JobContext) throws -> SumOutput {
         var total = 0
-        for number in input.numbers {
+        for (index, number) in input.numbers.enumerated() {
+            job.reportProgress(Double(index) / Double(input.numbers.count), message: "adding \(number)")
             if let delay = input.delayMs, delay > 0 {
                 Thread.sleep(forTimeInterval: Double(delay) / 1000)
             }

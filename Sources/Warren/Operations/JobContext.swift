@@ -19,8 +19,15 @@ public final class JobContext: Sendable {
     /// A logger whose metadata carries the job id, type, attempt and worker id.
     public let logger: Logger
     private let cancellationState = Mutex<Cancellation?>(nil)
+    private let progressSink: @Sendable (Double, String?) -> Void
+    /// When the last progress report went out, to send at most ten a second.
+    private let lastProgress = Mutex<ContinuousClock.Instant?>(nil)
 
-    init(descriptor: OperationDescriptor, attempt: Int, logger: Logger) {
+    init(
+        descriptor: OperationDescriptor, attempt: Int, logger: Logger,
+        progress: @escaping @Sendable (Double, String?) -> Void = { _, _ in }
+    ) {
+        progressSink = progress
         jobID = descriptor.id
         type = descriptor.type
         key = descriptor.key
@@ -33,6 +40,19 @@ public final class JobContext: Sendable {
         logger[metadataKey: "type"] = "\(descriptor.type)"
         logger[metadataKey: "attempt"] = "\(attempt)"
         self.logger = logger
+    }
+
+    /// Reports how far the job has come: `fraction` from 0 to 1, and a short message. `warren enqueue --wait` draws
+    /// it as a progress bar and `warren results --follow` prints it. Reports closer than 100 ms apart are dropped,
+    /// except the one at 1.
+    public func reportProgress(_ fraction: Double, message: String? = nil) {
+        let now = ContinuousClock.now
+        let sends = lastProgress.withLock { last -> Bool in
+            if fraction < 1, let last, now - last < .milliseconds(100) { return false }
+            last = now
+            return true
+        }
+        if sends { progressSink(fraction, message) }
     }
 
     /// Whether the job was cancelled. Check it often, as `AdderOperation` checks between numbers,

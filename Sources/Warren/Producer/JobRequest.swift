@@ -14,12 +14,16 @@ public struct JobRequest: Sendable {
     public var queue: String
     /// Past this instant the job is not started. Default: none.
     public var deadline: Date?
+    /// How many times the job runs when its handler fails with a retryable error. Default: `nil`, the
+    /// descriptor's default (3).
+    public var maxAttempts: Int?
     /// The job id. Default: a new UUID.
     public var id: String
 
     public init(
         type: String, input: JSONValue = .null, priority: JobPriority = .normal, key: String? = nil,
         supersede: Bool = false, queue: String = Topology.defaultQueue, deadline: Date? = nil,
+        maxAttempts: Int? = nil,
         id: String = UUID().uuidString.lowercased()
     ) {
         self.type = type
@@ -29,6 +33,7 @@ public struct JobRequest: Sendable {
         self.supersede = supersede
         self.queue = queue
         self.deadline = deadline
+        self.maxAttempts = maxAttempts
         self.id = id
     }
 }

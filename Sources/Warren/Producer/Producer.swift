@@ -25,6 +25,8 @@ public final class Producer {
     private var controlDeclared = false
     private var replyQueue: String?
     private var arrivedResults: [String: JobResult] = [:]
+    /// Progress reports that arrived for watched jobs, oldest first.
+    private var arrivedProgress: [ProgressMessage] = []
 
     /// Connects to the broker.
     /// - Parameters:
@@ -69,7 +71,8 @@ public final class Producer {
                 }
                 let descriptor = OperationDescriptor(
                     id: request.id, type: request.type, input: request.input, priority: request.priority,
-                    sequence: try sequences.next(), key: request.key, deadline: request.deadline)
+                    sequence: try sequences.next(), key: request.key, deadline: request.deadline,
+                    maxAttempts: request.maxAttempts)
                 if watch { try watchResult(of: descriptor.id) }
                 if request.supersede, let key = request.key {
                     try publishControl(.supersede(key: key, before: descriptor.sequence))
@@ -153,17 +156,22 @@ public final class Producer {
     }
 
     /// Waits for the result of a job enqueued with `watch: true`.
+    /// - Parameter progress: Called with each progress report of the job while it runs.
     /// - Throws: ``WarrenError`` (`timeout`) when no result arrived in time.
-    public func waitForResult(of jobID: String, timeout: Duration) throws -> JobResult {
+    public func waitForResult(
+        of jobID: String, timeout: Duration, progress: (ProgressMessage) -> Void = { _ in }
+    ) throws -> JobResult {
         let deadline = ContinuousClock.now + timeout
         return try brokerCall {
             while true {
+                for report in arrivedProgress where report.jobID == jobID { progress(report) }
+                arrivedProgress.removeAll { $0.jobID == jobID }
                 if let result = arrivedResults.removeValue(forKey: jobID) { return result }
                 let left = deadline - ContinuousClock.now
                 guard left > .zero else {
                     throw WarrenError(.timeout, "no result for job \(jobID) within \(timeout)")
                 }
-                try readEvents(until: deadline) { arrivedResults[jobID] != nil }
+                try readEvents(until: deadline) { arrivedResults[jobID] != nil || !arrivedProgress.isEmpty }
             }
         }
     }
@@ -198,6 +206,7 @@ public final class Producer {
         if replyQueue == nil {
             try connection.openChannel(Self.replyChannel)
             try Topology.declareResults(on: connection, channel: Self.replyChannel)
+            try Topology.declareProgress(on: connection, channel: Self.replyChannel)
             let queue = try connection.declareQueue(
                 "", durable: false, exclusive: true, autoDelete: true, channel: Self.replyChannel
             ).name
@@ -206,6 +215,8 @@ public final class Producer {
         }
         try connection.bindQueue(
             replyQueue!, to: Topology.resultsExchange, routingKey: jobID, channel: Self.replyChannel)
+        try connection.bindQueue(
+            replyQueue!, to: Topology.progressExchange, routingKey: jobID, channel: Self.replyChannel)
     }
 
     private func publish(_ body: [UInt8], exchange: String, routingKey: String, properties: MessageProperties) throws {
@@ -246,7 +257,11 @@ public final class Producer {
                 if multiple { confirmedCount = max(confirmedCount, tag) } else { confirmedAhead.insert(tag) }
                 while confirmedAhead.remove(confirmedCount + 1) != nil { confirmedCount += 1 }
             case .delivery(let delivery) where delivery.channel == Self.replyChannel:
-                if let result = try? JobResult.decode(delivery.body) { arrivedResults[result.jobID] = result }
+                if delivery.exchange == Topology.progressExchange {
+                    if let report = try? ProgressMessage.decode(delivery.body) { arrivedProgress.append(report) }
+                } else if let result = try? JobResult.decode(delivery.body) {
+                    arrivedResults[result.jobID] = result
+                }
             case .delivery(let delivery):
                 other(delivery)
             case .channelClosed(let error):

@@ -32,19 +32,36 @@ public final class ResultReader {
         }
     }
 
-    /// Waits up to `timeout` for the next result, consuming the queue (for follow mode).
-    public func next(waitingUpTo timeout: Duration) throws -> Result<JobResult, WarrenError>? {
+    /// What follow mode reads.
+    public enum Event: Sendable {
+        case result(Result<JobResult, WarrenError>)
+        case progress(ProgressMessage)
+    }
+
+    /// Waits up to `timeout` for the next result or progress report, consuming the results queue and a private
+    /// queue bound to every progress report (for follow mode).
+    public func next(waitingUpTo timeout: Duration) throws -> Event? {
         do {
             if !consuming {
                 try connection.qos(prefetchCount: 100, channel: Self.channel)
                 try connection.consume(Topology.resultsQueue, channel: Self.channel)
+                try Topology.declareProgress(on: connection, channel: Self.channel)
+                let progress = try connection.declareQueue(
+                    "", durable: false, exclusive: true, autoDelete: true, channel: Self.channel
+                ).name
+                try connection.bindQueue(progress, to: Topology.progressExchange, routingKey: "#", channel: Self.channel)
+                try connection.consume(progress, noAck: true, channel: Self.channel)
                 consuming = true
             }
             let deadline = ContinuousClock.now + timeout
             while true {
                 if let event = try connection.nextEvent() {
-                    if case .delivery(let delivery) = event { return decode(delivery) }
-                    continue
+                    guard case .delivery(let delivery) = event else { continue }
+                    if delivery.exchange == Topology.progressExchange {
+                        if let report = try? ProgressMessage.decode(delivery.body) { return .progress(report) }
+                        continue
+                    }
+                    return .result(decode(delivery))
                 }
                 let left = deadline - ContinuousClock.now
                 guard left > .zero else { return nil }

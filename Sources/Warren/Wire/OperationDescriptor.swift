@@ -22,11 +22,17 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
     public var deadline: Date?
     /// When the producer created the job.
     public var createdAt: Date?
+    /// How many times a job whose handler fails with a retryable error runs, in all. Default: 3.
+    /// Between attempts it waits 1 s, 2 s, 4 s … (at most 5 minutes), each ±25 %.
+    public var maxAttempts: Int?
+
+    /// ``maxAttempts``, or its default.
+    public var attemptLimit: Int { max(maxAttempts ?? 3, 1) }
 
     public init(
         id: String = UUID().uuidString.lowercased(), type: String, input: JSONValue = .null,
         priority: JobPriority = .normal, sequence: UInt64, key: String? = nil, deadline: Date? = nil,
-        createdAt: Date? = Date()
+        createdAt: Date? = Date(), maxAttempts: Int? = nil
     ) {
         self.version = WireCoding.version
         self.id = id
@@ -37,6 +43,7 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
         self.key = key
         self.deadline = deadline
         self.createdAt = createdAt
+        self.maxAttempts = maxAttempts
     }
 
     /// The JSON body of the job message, as Warren's producer publishes it.
@@ -58,7 +65,7 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case version, id, type, input, priority, sequence, key, deadline, createdAt
+        case version, id, type, input, priority, sequence, key, deadline, createdAt, maxAttempts
     }
 
     public init(from decoder: any Decoder) throws {
@@ -72,5 +79,6 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
         key = try container.decodeIfPresent(String.self, forKey: .key)
         deadline = try container.decodeIfPresent(Date.self, forKey: .deadline)
         createdAt = try container.decodeIfPresent(Date.self, forKey: .createdAt)
+        maxAttempts = try container.decodeIfPresent(Int.self, forKey: .maxAttempts)
     }
 }

@@ -13,6 +13,8 @@ public enum Topology {
     public static let resultsQueue = "warren.results"
     /// How many results ``resultsQueue`` keeps before dropping the oldest.
     public static let resultsQueueLength: Int64 = 100_000
+    /// Topic exchange for progress reports; the routing key is the job id. Messages are transient.
+    public static let progressExchange = "warren.progress"
     /// Fanout exchange for control messages (cancellations).
     public static let controlExchange = "warren.control"
     /// Stream queue that keeps control messages for a day, so workers that start later still see them.
@@ -34,6 +36,25 @@ public enum Topology {
     public static let deadQueueHeader = "x-warren-original-queue"
     /// Header: which attempt a job delivery is (1 when absent).
     public static let attemptHeader = "x-warren-attempt"
+
+    /// The delay queue that holds jobs of `queue` for `seconds` before a retry: its messages expire back into
+    /// `queue` through the default exchange. One per power-of-two delay, so a long wait never holds up a short one.
+    public static func retryQueue(for queue: String, seconds: Int) -> String {
+        "warren.retry.\(queue).\(seconds)s"
+    }
+
+    /// Declares the delay queue ``retryQueue(for:seconds:)``; it deletes itself after an hour unused.
+    public static func declareRetryQueue(
+        for queue: String, seconds: Int, on connection: AMQPConnection, channel: UInt16
+    ) throws {
+        try connection.declareQueue(
+            retryQueue(for: queue, seconds: seconds),
+            arguments: [
+                "x-message-ttl": .int(Int64(seconds) * 1000), "x-dead-letter-exchange": "",
+                "x-dead-letter-routing-key": .string(queue), "x-expires": .int(Int64(seconds) * 1000 + 3_600_000),
+            ],
+            channel: channel)
+    }
 
     /// Declares job queue `name` with its dead-letter exchange.
     public static func declareJobQueue(_ name: String, on connection: AMQPConnection, channel: UInt16) throws {
@@ -57,6 +78,11 @@ public enum Topology {
         try connection.declareQueue(
             resultsQueue, arguments: ["x-max-length": .int(resultsQueueLength)], channel: channel)
         try connection.bindQueue(resultsQueue, to: resultsExchange, routingKey: "#", channel: channel)
+    }
+
+    /// Declares the progress exchange.
+    public static func declareProgress(on connection: AMQPConnection, channel: UInt16) throws {
+        try connection.declareExchange(progressExchange, type: "topic", channel: channel)
     }
 
     /// Declares the control exchange and the stream that keeps control messages.

@@ -113,5 +113,6 @@ public final class Worker: Sendable {
 /// What reaches the broker thread from elsewhere.
 enum WorkerMessage: Sendable {
     case finished(FinishedJob)
+    case progress(jobID: String, fraction: Double, message: String?)
     case stop
 }

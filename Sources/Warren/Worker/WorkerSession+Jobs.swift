@@ -45,7 +45,10 @@ extension WorkerSession {
             return try reject(delivery, error: error, receivedAt: receivedAt, descriptor: descriptor, reply: false)
         }
         let mailbox = worker.mailbox
-        let job = JobContext(descriptor: descriptor, attempt: attempt, logger: logger)
+        let jobID = descriptor.id
+        let job = JobContext(descriptor: descriptor, attempt: attempt, logger: logger) { fraction, message in
+            mailbox.post(.progress(jobID: jobID, fraction: fraction, message: message))
+        }
         let operation = JobOperation(job: job, input: descriptor.input, body: registered.body) { finished in
             mailbox.post(.finished(finished))
         }
@@ -71,6 +74,8 @@ extension WorkerSession {
                 timings: timings)
         case .succeeded(let output):
             result = makeResult(job.descriptor, delivery: job.delivery, status: .succeeded, timings: timings, output: output)
+        case .failed(let error) where shouldRetry(job, after: error):
+            return try retry(job, after: error)
         case .failed(let error):
             job.operation.job.logger.warning("job failed", metadata: ["error": "\(error)"])
             result = makeResult(job.descriptor, delivery: job.delivery, status: .failed, timings: timings, error: error)
@@ -137,6 +142,15 @@ extension WorkerSession {
             status: status, output: output, error: error, cancellation: cancellation,
             attempt: Self.attempt(of: delivery), redelivered: delivery.redelivered, workerID: configuration.workerID,
             timings: timings)
+    }
+
+    /// Publishes a progress report: transient, best effort, no settlement waits for it.
+    func publishProgress(jobID: String, fraction: Double, message: String?) throws {
+        guard inFlight[jobID] != nil else { return }
+        let progress = ProgressMessage(jobID: jobID, fraction: fraction, message: message, workerID: configuration.workerID)
+        _ = try publish(
+            Array(try WireCoding.encoder.encode(progress)), exchange: Topology.progressExchange, routingKey: jobID,
+            properties: MessageProperties(contentType: WireCoding.contentType, persistent: false, type: "warren.progress"))
     }
 
     func publishResult(_ result: JobResult) throws -> UInt64 {

@@ -58,6 +58,7 @@ extension WorkerSession {
             for message in worker.mailbox.drain() {
                 switch message {
                 case .finished(let finished): finishOrphan(finished)
+                case .progress: break
                 case .stop: beginStop()
                 }
             }

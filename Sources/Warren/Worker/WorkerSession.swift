@@ -31,6 +31,8 @@ final class WorkerSession {
     var isConsuming = false
     /// Broker queues this worker does not take jobs from (`warren pause`).
     var pausedQueues: Set<String> = []
+    /// Delay queues declared on this connection.
+    var declaredRetryQueues: Set<String> = []
     /// Jobs ended, by result status.
     var totals: [String: Int] = [:]
     let startedAt = Date()
@@ -118,10 +120,12 @@ final class WorkerSession {
     func declareAndConsume() throws {
         jobConsumers = [:]
         isConsuming = false
+        declaredRetryQueues = []
         publishCount = 0  // confirm numbers start at 1 on every new channel
         try connection.openChannel(Self.publishChannel)
         try Topology.declareResults(on: connection, channel: Self.publishChannel)
         try Topology.declareDeadLetters(on: connection, channel: Self.publishChannel)
+        try Topology.declareProgress(on: connection, channel: Self.publishChannel)
         try connection.enableConfirms(channel: Self.publishChannel)
         try consumeControl()
         try connection.openChannel(Self.jobsChannel)
@@ -173,6 +177,8 @@ final class WorkerSession {
         switch message {
         case .finished(let finished):
             try finish(finished)
+        case .progress(let jobID, let fraction, let message):
+            try publishProgress(jobID: jobID, fraction: fraction, message: message)
         case .stop:
             if stopDeadline == nil {
                 for tag in jobConsumers.keys { try connection.cancelConsumer(tag, channel: Self.jobsChannel) }

@@ -1,0 +1,39 @@
+import AMQP
+import Foundation
+
+/// A message in the dead-letter queue, as `warren dead list` shows it.
+public struct DeadLetter: Sendable {
+    /// The job id: the body's `id` when it is a readable descriptor, else the message's `message_id`.
+    public var jobID: String?
+    /// The operation type, when the body is a readable descriptor.
+    public var type: String?
+    /// Why it was dead-lettered (`x-warren-dead-reason`): a `JobError` code, or the broker's reason
+    /// (`rejected`, `expired`, `maxlen`) for messages the broker dead-lettered itself.
+    public var reason: String
+    /// The explanation (`x-warren-dead-message`).
+    public var message: String?
+    /// The job queue it came from.
+    public var queue: String?
+    /// Body size in bytes.
+    public var size: Int
+    /// The original message, untouched.
+    public var body: [UInt8]
+    public var properties: MessageProperties
+
+    init(_ delivery: Delivery) {
+        let headers = delivery.properties.headers ?? [:]
+        let death = headers["x-death"].flatMap { value -> AMQPTable? in
+            if case .array(let deaths) = value, case .table(let first)? = deaths.first { return first }
+            return nil
+        }
+        let descriptor = try? WireCoding.decoder.decode(OperationDescriptor.self, from: Data(delivery.body))
+        jobID = descriptor?.id ?? delivery.properties.messageID
+        type = descriptor?.type ?? delivery.properties.type
+        reason = headers[Topology.deadReasonHeader]?.stringValue ?? death?["reason"]?.stringValue ?? "unknown"
+        message = headers[Topology.deadMessageHeader]?.stringValue
+        queue = headers[Topology.deadQueueHeader]?.stringValue ?? death?["queue"]?.stringValue
+        size = delivery.body.count
+        body = delivery.body
+        properties = delivery.properties
+    }
+}

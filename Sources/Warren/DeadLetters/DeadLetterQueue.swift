@@ -1,0 +1,137 @@
+import AMQP
+import Foundation
+
+/// Inspects and replays the dead-letter queue (`warren.dead`).
+///
+/// Listing takes each message and puts it back: the queue is unchanged afterwards (its order may change).
+/// Requeueing republishes the original message to its job queue with a fresh attempt count, waits for the
+/// broker's confirm, and only then removes it from the dead-letter queue: nothing is lost on the way.
+///
+/// Thread safety: confined, like ``Producer``: use it from the thread that created it.
+public final class DeadLetterQueue {
+    static let channel: UInt16 = 1
+    let connection: AMQPConnection
+
+    /// Connects and declares the dead-letter exchange and queue.
+    /// - Throws: ``WarrenError`` (`invalidConfiguration` for a bad URL, `broker` when the connection fails).
+    public init(url: String) throws {
+        connection = try BrokerAddresses(url, connectionName: "warren dead").connect()
+        do {
+            try connection.openChannel(Self.channel)
+            try Topology.declareDeadLetters(on: connection, channel: Self.channel)
+            try connection.enableConfirms(channel: Self.channel)
+        } catch let error as AMQPError {
+            throw WarrenError(.broker, error.description)
+        }
+    }
+
+    /// Closes the connection.
+    public func close() {
+        connection.close()
+    }
+
+    /// Up to `limit` dead letters, oldest first; the queue keeps them all.
+    public func list(limit: Int = 1000) throws -> [DeadLetter] {
+        try brokerCall {
+            let deliveries = try take(limit: limit)
+            if let last = deliveries.last {
+                try connection.nack(last.deliveryTag, multiple: true, requeue: true, channel: Self.channel)
+            }
+            return deliveries.map(DeadLetter.init)
+        }
+    }
+
+    /// What ``requeue(jobIDs:limit:)`` did.
+    public struct RequeueReport: Sendable {
+        /// Letters sent back to their job queues.
+        public var requeued: [DeadLetter] = []
+        /// Letters that stay dead: they name no queue, or their queue no longer exists.
+        public var stayed: [DeadLetter] = []
+    }
+
+    /// Sends dead letters back to the queues they came from, with their attempt count reset: those whose job id
+    /// is in `jobIDs`, or every one (up to `limit`) when `jobIDs` is `nil`.
+    public func requeue(jobIDs: Set<String>? = nil, limit: Int = 100_000) throws -> RequeueReport {
+        try brokerCall {
+            var report = RequeueReport()
+            var sent: [(tag: UInt64, letter: DeadLetter)] = []
+            for delivery in try take(limit: limit) {
+                let letter = DeadLetter(delivery)
+                let chosen = jobIDs.map { ids in letter.jobID.map(ids.contains) ?? false } ?? true
+                guard chosen, let queue = letter.queue else {
+                    if chosen { report.stayed.append(letter) }
+                    try connection.nack(delivery.deliveryTag, requeue: true, channel: Self.channel)
+                    continue
+                }
+                var properties = delivery.properties
+                var headers = properties.headers ?? [:]
+                for name in [Topology.deadReasonHeader, Topology.deadMessageHeader, Topology.deadQueueHeader, "x-death"] {
+                    headers[name] = nil
+                }
+                headers[Topology.attemptHeader] = 1
+                properties.headers = headers
+                properties.expiration = nil
+                try connection.publish(
+                    delivery.body, exchange: "", routingKey: queue, properties: properties, mandatory: true,
+                    channel: Self.channel)
+                sent.append((delivery.deliveryTag, letter))
+            }
+            let unroutable = try waitForConfirms(sent.count)
+            for (tag, letter) in sent {
+                if let queue = letter.queue, unroutable.contains(queue) {
+                    try connection.nack(tag, requeue: true, channel: Self.channel)
+                    report.stayed.append(letter)
+                } else {
+                    try connection.ack(tag, channel: Self.channel)
+                    report.requeued.append(letter)
+                }
+            }
+            return report
+        }
+    }
+
+    /// Takes up to `limit` messages, unacknowledged.
+    private func take(limit: Int) throws -> [Delivery] {
+        var deliveries: [Delivery] = []
+        while deliveries.count < limit, let delivery = try connection.get(Topology.deadQueue, channel: Self.channel) {
+            deliveries.append(delivery)
+        }
+        return deliveries
+    }
+
+    /// Waits for `count` confirms; returns the routing keys of mandatory publishes no queue took.
+    private func waitForConfirms(_ count: Int) throws -> Set<String> {
+        var confirmed = 0
+        var returned: [String] = []
+        let deadline = ContinuousClock.now + .seconds(30)
+        while confirmed < count {
+            guard let event = try connection.nextEvent() else {
+                guard ContinuousClock.now < deadline else {
+                    throw WarrenError(.timeout, "the broker did not confirm the requeued messages within 30 s")
+                }
+                connection.waitForActivity(wakeUp: nil, timeout: .milliseconds(200))
+                continue
+            }
+            switch event {
+            case .confirm(_, let tag, let multiple, let ack):
+                guard ack else { throw WarrenError(.broker, "the broker refused a requeued message") }
+                confirmed = multiple ? max(confirmed, Int(tag)) : confirmed + 1
+            case .returned(_, _, _, _, let routingKey):
+                returned.append(routingKey)
+            case .channelClosed(let error):
+                throw error
+            default:
+                break
+            }
+        }
+        return Set(returned)
+    }
+
+    private func brokerCall<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as AMQPError {
+            throw WarrenError(.broker, error.description)
+        }
+    }
+}

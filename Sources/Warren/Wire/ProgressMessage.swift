@@ -1,0 +1,36 @@
+import Foundation
+
+/// How far a running job has come, as its operation reported it. Version 1 of the format.
+///
+/// Published (transient, best effort) to the `warren.progress` topic exchange with the job id as routing key;
+/// a job's last progress report is not a result: only the result message ends a job.
+public struct ProgressMessage: Sendable, Hashable, Codable {
+    public var version: Int
+    /// Always `progress`.
+    public var kind: String
+    public var jobID: String
+    /// 0 … 1.
+    public var fraction: Double
+    public var message: String?
+    public var workerID: String
+    public var at: Date
+
+    enum CodingKeys: String, CodingKey {
+        case version, kind, jobID = "jobId", fraction, message, workerID = "workerId", at
+    }
+
+    public init(jobID: String, fraction: Double, message: String?, workerID: String, at: Date = Date()) {
+        self.version = WireCoding.version
+        self.kind = "progress"
+        self.jobID = jobID
+        self.fraction = min(max(fraction, 0), 1)
+        self.message = message
+        self.workerID = workerID
+        self.at = at
+    }
+
+    /// Decodes a progress message body.
+    public static func decode(_ body: [UInt8]) throws -> ProgressMessage {
+        try WireCoding.decoder.decode(ProgressMessage.self, from: Data(body))
+    }
+}

@@ -1,0 +1,93 @@
+import ArgumentParser
+import Foundation
+import Warren
+
+/// `warren dead`: inspect and replay dead-lettered jobs.
+struct DeadCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dead",
+        abstract: "Inspect and replay dead-lettered jobs (the warren.dead queue).",
+        subcommands: [List.self, Requeue.self])
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List dead letters with their reasons; the queue keeps them.",
+            discussion: "Line format: JOB-ID reason=CODE queue=Q type=T bytes=N: MESSAGE")
+
+        @OptionGroup var broker: BrokerOptions
+
+        @Option(name: .long, help: "Show at most this many.")
+        var limit: Int = 1000
+
+        @Flag(name: .long, help: "Print one JSON object per line.")
+        var json = false
+
+        func run() throws {
+            let dead = try DeadLetterQueue(url: broker.brokerURL)
+            defer { dead.close() }
+            let letters = try dead.list(limit: limit)
+            for letter in letters {
+                if json {
+                    var object: [String: Any] = ["reason": letter.reason, "bytes": letter.size]
+                    object["jobId"] = letter.jobID
+                    object["type"] = letter.type
+                    object["message"] = letter.message
+                    object["queue"] = letter.queue
+                    let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+                    print(String(decoding: data, as: UTF8.self))
+                } else {
+                    print(DeadCommand.line(letter))
+                }
+            }
+            if !json { FileHandle.standardError.write(Data("\(letters.count) dead letter(s)\n".utf8)) }
+        }
+    }
+
+    struct Requeue: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Send dead letters back to their job queues, attempt count reset: the given ids, or all.",
+            discussion: """
+                Examples:
+                  warren dead requeue 3f0c… 7a1e…
+                  warren dead requeue --all
+                """)
+
+        @OptionGroup var broker: BrokerOptions
+
+        @Argument(help: "Job ids to requeue.")
+        var ids: [String] = []
+
+        @Flag(name: .long, help: "Requeue every dead letter.")
+        var all = false
+
+        func validate() throws {
+            if ids.isEmpty == !all { throw ValidationError("name job ids, or --all (not both)") }
+        }
+
+        func run() throws {
+            let dead = try DeadLetterQueue(url: broker.brokerURL)
+            defer { dead.close() }
+            let report = try dead.requeue(jobIDs: all ? nil : Set(ids))
+            for letter in report.requeued { print("requeued \(letter.jobID ?? "-") to \(letter.queue ?? "-")") }
+            for letter in report.stayed {
+                FileHandle.standardError.write(
+                    Data("warren: \(letter.jobID ?? "-") stays dead: its queue '\(letter.queue ?? "")' does not exist\n".utf8))
+            }
+            if !all {
+                let found = Set(report.requeued.compactMap(\.jobID)).union(report.stayed.compactMap(\.jobID))
+                for id in ids where !found.contains(id) {
+                    FileHandle.standardError.write(Data("warren: no dead letter for job \(id)\n".utf8))
+                }
+                if found.count < Set(ids).count || !report.stayed.isEmpty { throw ExitCode.failure }
+            }
+        }
+    }
+
+    static func line(_ letter: DeadLetter) -> String {
+        var fields = [letter.jobID ?? "-", "reason=\(letter.reason)"]
+        if let queue = letter.queue { fields.append("queue=\(queue)") }
+        if let type = letter.type { fields.append("type=\(type)") }
+        fields.append("bytes=\(letter.size)")
+        return fields.joined(separator: " ") + (letter.message.map { ": \($0)" } ?? "")
+    }
+}

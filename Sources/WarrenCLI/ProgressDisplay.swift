@@ -1,0 +1,32 @@
+import Foundation
+import Glibc
+import Warren
+
+/// Shows a job's progress on standard error: a bar redrawn in place on a terminal, plain lines otherwise.
+///
+/// Thread safety: confined to the thread that waits for the result.
+final class ProgressDisplay {
+    private let isTerminal = isatty(STDERR_FILENO) == 1
+    private var drewBar = false
+
+    func show(_ report: ProgressMessage) {
+        let percent = Int((report.fraction * 100).rounded())
+        if isTerminal {
+            let filled = Int(report.fraction * 30)
+            let bar = String(repeating: "█", count: filled) + String(repeating: "·", count: 30 - filled)
+            write("\r\u{1B}[2K[\(bar)] \(percent)% \(report.message ?? "")")
+            drewBar = true
+        } else {
+            write(ResultPrinter.line(report) + "\n")
+        }
+    }
+
+    /// Ends the bar's line, so the result prints below it.
+    func finish() {
+        if drewBar { write("\n") }
+    }
+
+    private func write(_ text: String) {
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+}

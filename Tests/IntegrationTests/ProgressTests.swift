@@ -1,0 +1,41 @@
+import Foundation
+import Testing
+import Warren
+
+extension Integration {
+    @Suite struct Progress {
+        @Test("enqueue --wait prints progress reports (plain lines when stderr is not a terminal)")
+        func enqueueWaitShowsProgress() throws {
+            let queue = TestEnvironment.uniqueName("progress")
+            defer { BrokerProbe.delete(queue) }
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            let output = try CLI.run([
+                "enqueue", "sum", "--url", try TestEnvironment.brokerURL, "--queue", queue, "--wait",
+                "--input", #"{"numbers":[1,2,3,4,5,6,7,8],"delayMs":150}"#,
+            ])
+            #expect(output.status == 0, "\(output.stderr)")
+            let id = try #require(output.stdout.split(separator: "\n").first.map(String.init))
+            let reports = output.stderr.split(separator: "\n").filter { $0.hasPrefix("progress \(id) ") }
+            #expect(reports.count >= 2, "\(output.stderr)")
+            #expect(reports.first?.contains("0% worker=") == true)
+            #expect(reports.contains { $0.contains("adding 5") })
+            #expect(output.stdout.contains("succeeded \(id)"))
+        }
+
+        @Test("the library reports progress to a producer waiting for the result, in order")
+        func libraryProgress() throws {
+            let queue = TestEnvironment.uniqueName("progress-lib")
+            defer { BrokerProbe.delete(queue) }
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            let producer = try Producer.forTests()
+            let job = try producer.enqueue(JobRequest(type: "sum", input: .numbers(Array(1...6), delayMs: 150), queue: queue), watch: true)
+            var fractions: [Double] = []
+            let result = try producer.waitForResult(of: job.id, timeout: .seconds(60)) { fractions.append($0.fraction) }
+            #expect(result.status == .succeeded)
+            #expect(fractions.count >= 2)
+            #expect(fractions == fractions.sorted())
+        }
+    }
+}
