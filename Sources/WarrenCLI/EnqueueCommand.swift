@@ -2,21 +2,34 @@ import ArgumentParser
 import Foundation
 import Warren
 
-/// `warren enqueue`: publishes one job.
+/// `warren enqueue`: publishes one job, or a graph of jobs that depend on each other.
 struct EnqueueCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "enqueue",
-        abstract: "Publish a job and print its id; with --wait, print its result.",
+        abstract: "Publish a job (or a graph of jobs) and print its id; with --wait, print its result.",
         discussion: """
             Examples:
               warren enqueue sum --input '{"numbers":[1,2,3],"delayMs":200}'
               warren enqueue sum --input @numbers.json --key totals --supersede --wait
+              warren enqueue echo --depends-on 3f0c… --require-success
+              warren enqueue --graph pipeline.json --wait
+            A graph file is {"jobs": [{"name", "type", "input", "priority", "key", "queue", "dependsOn": [names or \
+            earlier job ids], "requireSuccess", "maxAttempts"}]}; it prints one "NAME ID" line per job.
             """)
 
     @OptionGroup var broker: BrokerOptions
 
     @Argument(help: "The operation type, e.g. sum, sleep, echo, fail.")
-    var type: String
+    var type: String?
+
+    @Option(name: .long, help: ArgumentHelp("Enqueue the jobs of a graph file instead.", valueName: "file.json"))
+    var graph: String?
+
+    @Option(name: .customLong("depends-on"), help: "Start only after this job ended (repeatable).")
+    var dependsOn: [String] = []
+
+    @Flag(name: .customLong("require-success"), help: "With --depends-on: end cancelled unless they all succeeded.")
+    var requireSuccess = false
 
     @Option(name: .long, help: ArgumentHelp("The input: JSON text, or @FILE to read it from a file.", valueName: "json|@file"))
     var input: String = "null"
@@ -51,37 +64,64 @@ struct EnqueueCommand: ParsableCommand {
     var json = false
 
     func validate() throws {
+        if (type == nil) == (graph == nil) { throw ValidationError("name an operation type, or --graph FILE (not both)") }
+        if graph != nil && (!dependsOn.isEmpty || supersede || key != nil || deadline != nil) {
+            throw ValidationError("--graph takes each job's settings from the file")
+        }
+        if requireSuccess && dependsOn.isEmpty { throw ValidationError("--require-success needs --depends-on") }
         if supersede && key == nil { throw ValidationError("--supersede needs --key") }
         if timeout <= 0 { throw ValidationError("--timeout must be positive") }
         if let maxAttempts, maxAttempts < 1 { throw ValidationError("--max-attempts must be at least 1") }
     }
 
     func run() throws {
-        let request = JobRequest(
-            type: type, input: try parseInput(), priority: priority, key: key, supersede: supersede, queue: queue,
-            deadline: deadline.map { Date(timeIntervalSinceNow: $0) }, maxAttempts: maxAttempts)
+        let requests: [JobRequest]
+        var names: [String: String] = [:]
+        if let graph {
+            (requests, names) = try GraphFile.load(graph).requests(defaultQueue: queue)
+        } else {
+            requests = [
+                JobRequest(
+                    type: type!, input: try parseInput(), priority: priority, key: key, supersede: supersede,
+                    queue: queue, deadline: deadline.map { Date(timeIntervalSinceNow: $0) }, maxAttempts: maxAttempts,
+                    dependencies: dependsOn, requireSuccess: requireSuccess)
+            ]
+        }
         let producer = try Producer(url: broker.brokerURL)
         defer { producer.close() }
-        let descriptor = try producer.enqueue(request, watch: wait)
-        print(json ? try ResultPrinter.json(descriptor) : descriptor.id)
+        let descriptors: [OperationDescriptor]
+        do {
+            descriptors = try producer.enqueue(requests, watch: wait)
+        } catch let error as WarrenError where error.code == .invalidConfiguration {
+            throw ValidationError(error.message)
+        }
+        for descriptor in descriptors {
+            let shown = json ? try ResultPrinter.json(descriptor) : descriptor.id
+            print(names[descriptor.id].map { "\($0) \(shown)" } ?? shown)
+        }
         fflush(nil)
         guard wait else { return }
-        let result: JobResult
-        do {
-            let display = ProgressDisplay()
-            defer { display.finish() }
-            result = try producer.waitForResult(
-                of: descriptor.id, timeout: .milliseconds(Int(timeout * 1000)), progress: display.show)
-        } catch let error as WarrenError where error.code == .timeout {
-            FileHandle.standardError.write(Data("warren: \(error.message)\n".utf8))
-            throw ExitCode.timedOut
+        let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+        var statuses: [JobStatus] = []
+        for descriptor in descriptors {
+            let result: JobResult
+            do {
+                let display = ProgressDisplay()
+                defer { display.finish() }
+                result = try producer.waitForResult(
+                    of: descriptor.id, timeout: max(deadline - ContinuousClock.now, .milliseconds(1)),
+                    progress: display.show)
+            } catch let error as WarrenError where error.code == .timeout {
+                FileHandle.standardError.write(Data("warren: \(error.message)\n".utf8))
+                throw ExitCode.timedOut
+            }
+            let shown = json ? try ResultPrinter.json(result) : ResultPrinter.line(result, verdict: .current)
+            print(names[descriptor.id].map { "\($0) \(shown)" } ?? shown)
+            fflush(nil)
+            statuses.append(result.status)
         }
-        print(json ? try ResultPrinter.json(result) : ResultPrinter.line(result, verdict: .current))
-        switch result.status {
-        case .succeeded: return
-        case .failed: throw ExitCode.jobFailed
-        case .cancelled: throw ExitCode.jobCancelled
-        }
+        if statuses.contains(.failed) { throw ExitCode.jobFailed }
+        if statuses.contains(.cancelled) { throw ExitCode.jobCancelled }
     }
 
     private func parseInput() throws -> JSONValue {

@@ -14,6 +14,11 @@ public struct JobRequest: Sendable {
     public var queue: String
     /// Past this instant the job is not started. Default: none.
     public var deadline: Date?
+    /// Jobs (by id) that must end before this one starts: jobs enqueued earlier from this host, or jobs of the
+    /// same ``Producer/enqueue(_:watch:)`` call. Default: none.
+    public var dependencies: [String]
+    /// With ``dependencies``: end `cancelled` instead of running when one of them did not succeed. Default: `false`.
+    public var requireSuccess: Bool
     /// How many times the job runs when its handler fails with a retryable error. Default: `nil`, the
     /// descriptor's default (3).
     public var maxAttempts: Int?
@@ -23,7 +28,7 @@ public struct JobRequest: Sendable {
     public init(
         type: String, input: JSONValue = .null, priority: JobPriority = .normal, key: String? = nil,
         supersede: Bool = false, queue: String = Topology.defaultQueue, deadline: Date? = nil,
-        maxAttempts: Int? = nil,
+        maxAttempts: Int? = nil, dependencies: [String] = [], requireSuccess: Bool = false,
         id: String = UUID().uuidString.lowercased()
     ) {
         self.type = type
@@ -34,6 +39,8 @@ public struct JobRequest: Sendable {
         self.queue = queue
         self.deadline = deadline
         self.maxAttempts = maxAttempts
+        self.dependencies = dependencies
+        self.requireSuccess = requireSuccess
         self.id = id
     }
 }

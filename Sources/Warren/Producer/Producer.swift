@@ -20,6 +20,7 @@ public final class Producer {
 
     let connection: AMQPConnection
     let sequences: SequenceStore
+    let journal: JobJournal
     private var publishCount: UInt64 = 0
     private var declaredQueues: Set<String> = []
     private var controlDeclared = false
@@ -35,6 +36,7 @@ public final class Producer {
     /// - Throws: ``WarrenError`` (`invalidConfiguration` for a bad URL, `broker` when the connection fails).
     public init(url: String, sequences: SequenceStore = SequenceStore()) throws {
         self.sequences = sequences
+        journal = JobJournal(path: (sequences.path as NSString).deletingLastPathComponent + "/journal")
         let addresses = try BrokerAddresses(
             url, connectionName: "warren producer \(ProcessInfo.processInfo.processIdentifier)")
         connection = try addresses.connect()
@@ -59,20 +61,28 @@ public final class Producer {
         try enqueue([request], watch: watch)[0]
     }
 
-    /// Publishes jobs in order and returns their descriptors once the broker confirmed all of them.
+    /// Publishes jobs and returns their descriptors once the broker confirmed all of them.
+    ///
+    /// Jobs may depend on each other and on jobs enqueued earlier from this host; they are published so that a
+    /// job comes after those it depends on, and a bad graph is refused before anything is published.
     /// - Parameter watch: Also start collecting their results, for ``waitForResult(of:timeout:)``.
+    /// - Throws: ``WarrenError`` (`invalidConfiguration`) for an invalid id, a job that depends on itself, an
+    ///   unknown dependency or a cycle; (`broker`) when the broker refuses or the connection fails.
     @discardableResult
     public func enqueue(_ requests: [JobRequest], watch: Bool = false) throws -> [OperationDescriptor] {
-        try brokerCall {
+        let outside = Set(requests.flatMap(\.dependencies)).subtracting(requests.map(\.id))
+        let ordered = try DependencyGraph.ordered(requests, known: try journal.known(outside))
+        let descriptors: [OperationDescriptor] = try brokerCall {
             var descriptors: [OperationDescriptor] = []
-            for request in requests {
+            for request in ordered {
                 if let problem = OperationDescriptor.problem(withID: request.id) {
                     throw WarrenError(.invalidConfiguration, problem)
                 }
                 let descriptor = OperationDescriptor(
                     id: request.id, type: request.type, input: request.input, priority: request.priority,
                     sequence: try sequences.next(), key: request.key, deadline: request.deadline,
-                    maxAttempts: request.maxAttempts)
+                    maxAttempts: request.maxAttempts, dependencies: request.dependencies.isEmpty ? nil : request.dependencies,
+                    requireSuccess: request.requireSuccess ? true : nil)
                 if watch { try watchResult(of: descriptor.id) }
                 if request.supersede, let key = request.key {
                     try publishControl(.supersede(key: key, before: descriptor.sequence))
@@ -89,6 +99,9 @@ public final class Producer {
             try waitForConfirms()
             return descriptors
         }
+        try journal.append(descriptors.map(\.id))
+        let order = Dictionary(uniqueKeysWithValues: requests.enumerated().map { ($1.id, $0) })
+        return descriptors.sorted { order[$0.id]! < order[$1.id]! }
     }
 
     /// Cancels jobs wherever they are: executing (their code sees `isCancelled`), waiting in a worker (they never

@@ -26,13 +26,21 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
     /// Between attempts it waits 1 s, 2 s, 4 s … (at most 5 minutes), each ±25 %.
     public var maxAttempts: Int?
 
+    /// Jobs (by id) that must have ended before this one starts; a cancelled or failed one counts as ended,
+    /// as with `NSOperation`, unless ``requireSuccess`` is set.
+    public var dependencies: [String]?
+    /// With ``dependencies``: end `cancelled` (reason `dependency`) instead of running when one of them did not
+    /// succeed. Default: `false`.
+    public var requireSuccess: Bool?
+
     /// ``maxAttempts``, or its default.
     public var attemptLimit: Int { max(maxAttempts ?? 3, 1) }
 
     public init(
         id: String = UUID().uuidString.lowercased(), type: String, input: JSONValue = .null,
         priority: JobPriority = .normal, sequence: UInt64, key: String? = nil, deadline: Date? = nil,
-        createdAt: Date? = Date(), maxAttempts: Int? = nil
+        createdAt: Date? = Date(), maxAttempts: Int? = nil, dependencies: [String]? = nil,
+        requireSuccess: Bool? = nil
     ) {
         self.version = WireCoding.version
         self.id = id
@@ -44,6 +52,8 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
         self.deadline = deadline
         self.createdAt = createdAt
         self.maxAttempts = maxAttempts
+        self.dependencies = dependencies
+        self.requireSuccess = requireSuccess
     }
 
     /// The JSON body of the job message, as Warren's producer publishes it.
@@ -65,7 +75,8 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case version, id, type, input, priority, sequence, key, deadline, createdAt, maxAttempts
+        case version, id, type, input, priority, sequence, key, deadline, createdAt, maxAttempts, dependencies,
+            requireSuccess
     }
 
     public init(from decoder: any Decoder) throws {
@@ -80,5 +91,7 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
         deadline = try container.decodeIfPresent(Date.self, forKey: .deadline)
         createdAt = try container.decodeIfPresent(Date.self, forKey: .createdAt)
         maxAttempts = try container.decodeIfPresent(Int.self, forKey: .maxAttempts)
+        dependencies = try container.decodeIfPresent([String].self, forKey: .dependencies)
+        requireSuccess = try container.decodeIfPresent(Bool.self, forKey: .requireSuccess)
     }
 }

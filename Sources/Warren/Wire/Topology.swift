@@ -15,6 +15,9 @@ public enum Topology {
     public static let resultsQueueLength: Int64 = 100_000
     /// Topic exchange for progress reports; the routing key is the job id. Messages are transient.
     public static let progressExchange = "warren.progress"
+    /// Stream queue bound to every result, kept a day: workers holding jobs with dependencies read it to learn
+    /// which jobs have ended, wherever they ran.
+    public static let finishedStream = "warren.finished"
     /// Fanout exchange for control messages (cancellations).
     public static let controlExchange = "warren.control"
     /// Stream queue that keeps control messages for a day, so workers that start later still see them.
@@ -37,18 +40,19 @@ public enum Topology {
     /// Header: which attempt a job delivery is (1 when absent).
     public static let attemptHeader = "x-warren-attempt"
 
-    /// The delay queue that holds jobs of `queue` for `seconds` before a retry: its messages expire back into
-    /// `queue` through the default exchange. One per power-of-two delay, so a long wait never holds up a short one.
-    public static func retryQueue(for queue: String, seconds: Int) -> String {
-        "warren.retry.\(queue).\(seconds)s"
+    /// The delay queue that holds jobs of `queue` for `seconds` (before a retry, or while their dependencies run
+    /// elsewhere): its messages expire back into `queue` through the default exchange. One per power-of-two delay,
+    /// so a long wait never holds up a short one.
+    public static func delayQueue(for queue: String, seconds: Int) -> String {
+        "warren.delay.\(queue).\(seconds)s"
     }
 
-    /// Declares the delay queue ``retryQueue(for:seconds:)``; it deletes itself after an hour unused.
-    public static func declareRetryQueue(
+    /// Declares the delay queue ``delayQueue(for:seconds:)``; it deletes itself after an hour unused.
+    public static func declareDelayQueue(
         for queue: String, seconds: Int, on connection: AMQPConnection, channel: UInt16
     ) throws {
         try connection.declareQueue(
-            retryQueue(for: queue, seconds: seconds),
+            delayQueue(for: queue, seconds: seconds),
             arguments: [
                 "x-message-ttl": .int(Int64(seconds) * 1000), "x-dead-letter-exchange": "",
                 "x-dead-letter-routing-key": .string(queue), "x-expires": .int(Int64(seconds) * 1000 + 3_600_000),
@@ -72,12 +76,21 @@ public enum Topology {
         try connection.bindQueue(deadQueue, to: deadExchange, channel: channel)
     }
 
-    /// Declares the results exchange and the queue that keeps results.
+    /// Declares the results exchange, the queue that keeps results, and the stream of ended jobs, so that no
+    /// result is ever published before they exist.
     public static func declareResults(on connection: AMQPConnection, channel: UInt16) throws {
         try connection.declareExchange(resultsExchange, type: "topic", channel: channel)
         try connection.declareQueue(
             resultsQueue, arguments: ["x-max-length": .int(resultsQueueLength)], channel: channel)
         try connection.bindQueue(resultsQueue, to: resultsExchange, routingKey: "#", channel: channel)
+        try connection.declareQueue(
+            finishedStream,
+            arguments: [
+                "x-queue-type": "stream", "x-max-age": .string(controlRetention),
+                "x-max-length-bytes": .int(1_000_000_000),
+            ],
+            channel: channel)
+        try connection.bindQueue(finishedStream, to: resultsExchange, routingKey: "#", channel: channel)
     }
 
     /// Declares the progress exchange.

@@ -32,6 +32,8 @@ public final class Worker: Sendable {
         public var maxMessageBytes: Int = 1 << 20
         /// How long a stopping worker lets executing operations finish before it cancels them. Default: 30 s.
         public var shutdownGracePeriod: Duration = .seconds(30)
+        /// Most jobs held waiting for their dependencies; more are parked through the broker. Default: 1,000.
+        public var maxParkedJobs = 1_000
         /// The longest wait between reconnection attempts; waits double from 100 ms up to it. Default: 30 s.
         public var maxReconnectDelay: Duration = .seconds(30)
         /// Where the worker logs. Default: a logger labelled `warren.worker`.

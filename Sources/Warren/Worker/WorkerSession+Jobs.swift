@@ -46,21 +46,24 @@ extension WorkerSession {
         }
         let mailbox = worker.mailbox
         let jobID = descriptor.id
-        let job = JobContext(descriptor: descriptor, attempt: attempt, logger: logger) { fraction, message in
+        let context = JobContext(descriptor: descriptor, attempt: attempt, logger: logger) { fraction, message in
             mailbox.post(.progress(jobID: jobID, fraction: fraction, message: message))
         }
-        let operation = JobOperation(job: job, input: descriptor.input, body: registered.body) { finished in
+        let operation = JobOperation(job: context, input: descriptor.input, body: registered.body) { finished in
             mailbox.post(.finished(finished))
         }
-        inFlight[descriptor.id] = InFlightJob(
+        let job = InFlightJob(
             descriptor: descriptor, delivery: delivery, generation: generation, queue: queue,
             localQueue: registered.localQueue, attempt: attempt, receivedAt: receivedAt, operation: operation)
+        if try holdForDependencies(job) { return }
+        inFlight[descriptor.id] = job
         localQueues[registered.localQueue]!.add(operation)
     }
 
     func finish(_ finished: FinishedJob) throws {
         if let job = inFlight[finished.jobID], job.generation != generation { return finishOrphan(finished) }
         guard let job = inFlight.removeValue(forKey: finished.jobID) else { return }
+        if parked.removeValue(forKey: finished.jobID) != nil { try updatePrefetch() }
         let timings = JobTimings(
             enqueuedAt: job.descriptor.createdAt, receivedAt: job.receivedAt, startedAt: finished.startedAt,
             finishedAt: finished.finishedAt)
@@ -88,7 +91,7 @@ extension WorkerSession {
     // MARK: - Bad input
 
     /// Dead-letters a job that can never run, and replies with a `failed` result when its id is known.
-    private func reject(
+    func reject(
         _ delivery: Delivery, error: JobError, receivedAt: Date, descriptor: OperationDescriptor? = nil,
         reply: Bool = true
     ) throws {
@@ -155,6 +158,7 @@ extension WorkerSession {
 
     func publishResult(_ result: JobResult) throws -> UInt64 {
         totals[result.status.rawValue, default: 0] += 1
+        defer { try? dependencyEnded(result.jobID, status: result.status) }
         let properties = MessageProperties(
             contentType: WireCoding.contentType, persistent: true, correlationID: result.jobID,
             timestamp: UInt64(Date().timeIntervalSince1970), type: "warren.result.\(result.status.rawValue)",

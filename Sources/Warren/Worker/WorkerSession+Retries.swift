@@ -20,25 +20,31 @@ extension WorkerSession {
 
     /// Republishes `job` to the delay queue for its next attempt and acks it once the broker has the copy.
     func retry(_ job: InFlightJob, after error: JobError) throws {
-        let delay = Self.retryDelay(after: job.attempt)
-        let milliseconds = Int(delay.components.seconds) * 1000 + Int(delay.components.attoseconds / 1_000_000_000_000_000)
+        let wait = Self.retryDelay(after: job.attempt)
+        let milliseconds = Int(wait.components.seconds) * 1000 + Int(wait.components.attoseconds / 1_000_000_000_000_000)
+        job.operation.job.logger.info(
+            "job failed; retrying", metadata: ["error": "\(error)", "delayMs": "\(milliseconds)"])
+        try delay(job.delivery, from: job.queue, milliseconds: milliseconds, attempt: job.attempt + 1)
+    }
+
+    /// Republishes `delivery` to a delay queue that sends it back to `queue` after `milliseconds`, with
+    /// `attempt` in its attempt header, and acks it once the broker has the copy.
+    func delay(_ delivery: Delivery, from queue: String, milliseconds: Int, attempt: Int) throws {
         var bucket = 1
         while bucket * 1000 < milliseconds { bucket *= 2 }
-        let delayQueue = Topology.retryQueue(for: job.queue, seconds: bucket)
-        if !declaredRetryQueues.contains(delayQueue) {
-            try Topology.declareRetryQueue(for: job.queue, seconds: bucket, on: connection, channel: Self.publishChannel)
-            declaredRetryQueues.insert(delayQueue)
+        let delayQueue = Topology.delayQueue(for: queue, seconds: bucket)
+        if !declaredDelayQueues.contains(delayQueue) {
+            try Topology.declareDelayQueue(for: queue, seconds: bucket, on: connection, channel: Self.publishChannel)
+            declaredDelayQueues.insert(delayQueue)
         }
-        var properties = job.delivery.properties
+        var properties = delivery.properties
         var headers = properties.headers ?? [:]
-        headers[Topology.attemptHeader] = .int(Int64(job.attempt + 1))
+        headers[Topology.attemptHeader] = .int(Int64(attempt))
         headers["x-death"] = nil
         properties.headers = headers
         properties.expiration = String(milliseconds)
         properties.persistent = true
-        job.operation.job.logger.info(
-            "job failed; retrying", metadata: ["error": "\(error)", "delayMs": "\(milliseconds)"])
-        let copy = try publish(job.delivery.body, exchange: "", routingKey: delayQueue, properties: properties)
-        try settle(job.delivery.deliveryTag, action: .ack, after: [copy])
+        let copy = try publish(delivery.body, exchange: "", routingKey: delayQueue, properties: properties)
+        try settle(delivery.deliveryTag, action: .ack, after: [copy])
     }
 }

@@ -10,6 +10,7 @@ final class WorkerSession {
     static let jobsChannel: UInt16 = 1
     static let publishChannel: UInt16 = 2
     static let controlChannel: UInt16 = 3
+    static let finishedChannel: UInt16 = 4
 
     let worker: Worker
     let localQueues: [String: LocalQueue]
@@ -32,7 +33,15 @@ final class WorkerSession {
     /// Broker queues this worker does not take jobs from (`warren pause`).
     var pausedQueues: Set<String> = []
     /// Delay queues declared on this connection.
-    var declaredRetryQueues: Set<String> = []
+    var declaredDelayQueues: Set<String> = []
+    /// Jobs waiting for dependencies, with the ids they still wait for.
+    var parked: [String: Set<String>] = [:]
+    /// Jobs known to have ended, for dependencies.
+    var finishedJobs = FinishedJobs()
+    /// Whether this connection reads the `warren.finished` stream.
+    var readsFinishedStream = false
+    /// The prefetch in force on the jobs channel.
+    var currentPrefetch: UInt16 = 0
     /// Jobs ended, by result status.
     var totals: [String: Int] = [:]
     let startedAt = Date()
@@ -120,7 +129,8 @@ final class WorkerSession {
     func declareAndConsume() throws {
         jobConsumers = [:]
         isConsuming = false
-        declaredRetryQueues = []
+        readsFinishedStream = false
+        declaredDelayQueues = []
         publishCount = 0  // confirm numbers start at 1 on every new channel
         try connection.openChannel(Self.publishChannel)
         try Topology.declareResults(on: connection, channel: Self.publishChannel)
@@ -128,10 +138,12 @@ final class WorkerSession {
         try Topology.declareProgress(on: connection, channel: Self.publishChannel)
         try connection.enableConfirms(channel: Self.publishChannel)
         try consumeControl()
+        if !parked.isEmpty { try readFinishedStream() }
         try connection.openChannel(Self.jobsChannel)
         guard stopDeadline == nil else { return }
-        let prefetch = UInt16(configuration.effectivePrefetch)
-        try connection.qos(prefetchCount: prefetch, global: configuration.queues.count > 1, channel: Self.jobsChannel)
+        // Channel-wide, so that it can grow and shrink live with the number of parked jobs.
+        currentPrefetch = UInt16(min(configuration.effectivePrefetch + parked.count, 65_535))
+        try connection.qos(prefetchCount: currentPrefetch, global: true, channel: Self.jobsChannel)
         for queue in configuration.queues {
             try Topology.declareJobQueue(queue, on: connection, channel: Self.jobsChannel)
         }
@@ -155,6 +167,8 @@ final class WorkerSession {
             switch event {
             case .delivery(let delivery) where delivery.channel == Self.controlChannel:
                 try handleControl(delivery)
+            case .delivery(let delivery) where delivery.channel == Self.finishedChannel:
+                try handleFinished(delivery)
             case .delivery(let delivery):
                 try handleJob(delivery)
             case .confirm(_, let tag, let multiple, let ack):

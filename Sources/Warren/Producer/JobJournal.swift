@@ -1,0 +1,61 @@
+import Foundation
+import Glibc
+
+/// The ids of the jobs this host's producers enqueued, so that a new job may depend on them and an unknown id
+/// is caught before anything is published. Kept next to the sequence file, trimmed to the newest half past 8 MiB.
+///
+/// Thread safety: immutable; an exclusive `flock` serialises concurrent writers, threads and processes alike.
+struct JobJournal: Sendable {
+    let path: String
+    static let limit = 8 << 20
+
+    /// Records `ids` as enqueued.
+    func append(_ ids: [String]) throws {
+        guard !ids.isEmpty else { return }
+        try withLockedFile { descriptor in
+            let size = lseek(descriptor, 0, SEEK_END)
+            if size > Self.limit {
+                let keep = Array(try read(descriptor).suffix(Self.limit / 2))
+                let start = keep.firstIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? 0
+                let rest = Array(keep[start...])
+                guard ftruncate(descriptor, 0) == 0, pwrite(descriptor, rest, rest.count, 0) == rest.count else {
+                    throw failure("trim")
+                }
+            }
+            let text = Array(ids.map { $0 + "\n" }.joined().utf8)
+            guard pwrite(descriptor, text, text.count, lseek(descriptor, 0, SEEK_END)) == text.count else {
+                throw failure("write")
+            }
+        }
+    }
+
+    /// The ids among `ids` that this host enqueued.
+    func known(_ ids: Set<String>) throws -> Set<String> {
+        guard !ids.isEmpty else { return [] }
+        return try withLockedFile { descriptor in
+            let lines = try read(descriptor).split(separator: UInt8(ascii: "\n"))
+            return Set(lines.map { String(decoding: $0, as: UTF8.self) }).intersection(ids)
+        }
+    }
+
+    private func withLockedFile<T>(_ body: (Int32) throws -> T) throws -> T {
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw failure("open") }
+        defer { close(descriptor) }
+        guard flock(descriptor, LOCK_EX) == 0 else { throw failure("lock") }
+        return try body(descriptor)
+    }
+
+    private func read(_ descriptor: Int32) throws -> [UInt8] {
+        let size = Int(lseek(descriptor, 0, SEEK_END))
+        var buffer = [UInt8](repeating: 0, count: size)
+        guard size == 0 || pread(descriptor, &buffer, size, 0) == size else { throw failure("read") }
+        return buffer
+    }
+
+    private func failure(_ action: String) -> WarrenError {
+        WarrenError(
+            .invalidConfiguration,
+            "cannot \(action) the job journal '\(path)': \(String(cString: strerror(errno))) (set WARREN_STATE_DIR)")
+    }
+}

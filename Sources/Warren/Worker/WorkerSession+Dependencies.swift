@@ -1,0 +1,123 @@
+import AMQP
+import Foundation
+
+/// Jobs that wait for other jobs.
+///
+/// A job whose dependencies have not all ended is *parked*: held by the worker, not yet in a local queue. Each
+/// parked job raises the channel's prefetch by one, so waiting jobs never starve the worker of the jobs they wait
+/// for (the Celery fix for ETA tasks); past ``Worker/Configuration/maxParkedJobs`` a job is parked through the
+/// broker instead (a delay queue sends it back a few seconds later). Which jobs ended, wherever they ran, the
+/// worker learns from the `warren.finished` stream, which it starts reading (from its start, a day back) when it
+/// first parks a job. A cancelled or failed dependency counts as ended, unless the job asks for success.
+extension WorkerSession {
+    /// What to do with a job that has dependencies, before it is queued: `true` when it was parked or settled.
+    func holdForDependencies(_ job: InFlightJob) throws -> Bool {
+        let dependencies = job.descriptor.dependencies ?? []
+        guard !dependencies.isEmpty else { return false }
+        if dependencies.contains(job.descriptor.id) {
+            try rejectCycle([job], detail: "job \(job.descriptor.id) depends on itself")
+            return true
+        }
+        let pending = Set(dependencies.filter { finishedJobs[$0] == nil })
+        guard !pending.isEmpty else { return try releaseIfDependenciesAllow(job) }
+        guard parked.count < configuration.maxParkedJobs else {
+            job.operation.job.logger.debug("parking through the broker: too many parked jobs")
+            try delay(job.delivery, from: job.queue, milliseconds: 5_000, attempt: job.attempt)
+            return true
+        }
+        inFlight[job.descriptor.id] = job
+        parked[job.descriptor.id] = pending
+        job.operation.job.logger.debug("parked until its dependencies end", metadata: ["waitingOn": "\(pending.sorted())"])
+        if let cycle = parkedCycle(from: job.descriptor.id) {
+            let members = Set(cycle).compactMap { inFlight[$0] }
+            try rejectCycle(members, detail: "dependency cycle: \(cycle.joined(separator: " -> "))")
+            return true
+        }
+        try readFinishedStream()
+        try updatePrefetch()
+        return true
+    }
+
+    /// A job ended (here, or anywhere as the stream tells): release the jobs that waited only for it.
+    func dependencyEnded(_ jobID: String, status: JobStatus) throws {
+        finishedJobs.record(jobID, status)
+        var released: [InFlightJob] = []
+        for (id, pending) in parked where pending.contains(jobID) {
+            var rest = pending
+            rest.remove(jobID)
+            parked[id] = rest.isEmpty ? nil : rest
+            if rest.isEmpty, let job = inFlight[id] { released.append(job) }
+        }
+        guard !released.isEmpty else { return }
+        for job in released { _ = try releaseIfDependenciesAllow(job) }
+        try updatePrefetch()
+    }
+
+    /// Queues `job`, or ends it `cancelled` when it requires success and a dependency did not succeed.
+    @discardableResult
+    private func releaseIfDependenciesAllow(_ job: InFlightJob) throws -> Bool {
+        let failed = (job.descriptor.dependencies ?? []).filter { finishedJobs[$0].map { $0 != .succeeded } ?? false }
+        if job.descriptor.requireSuccess == true, let first = failed.first {
+            inFlight[job.descriptor.id] = job
+            job.operation.cancel(
+                Cancellation(
+                    reason: "dependency",
+                    message: "dependency \(first) ended \(finishedJobs[first]!.rawValue), and the job requires success"))
+            return true
+        }
+        inFlight[job.descriptor.id] = job
+        localQueues[job.localQueue]!.add(job.operation)
+        return true
+    }
+
+    /// Starts reading the stream of ended jobs, from its start, the first time a job is parked.
+    func readFinishedStream() throws {
+        guard !readsFinishedStream else { return }
+        try connection.openChannel(Self.finishedChannel)
+        try connection.qos(prefetchCount: 1000, channel: Self.finishedChannel)
+        try connection.consume(
+            Topology.finishedStream, arguments: ["x-stream-offset": "first"], channel: Self.finishedChannel)
+        readsFinishedStream = true
+    }
+
+    /// A message of the `warren.finished` stream.
+    func handleFinished(_ delivery: Delivery) throws {
+        try connection.ack(delivery.deliveryTag, multiple: true, channel: Self.finishedChannel)
+        guard let result = try? JobResult.decode(delivery.body) else { return }
+        try dependencyEnded(result.jobID, status: result.status)
+    }
+
+    /// Prefetch: the configured one, plus one for each parked job.
+    func updatePrefetch() throws {
+        let prefetch = UInt16(min(configuration.effectivePrefetch + parked.count, 65_535))
+        guard prefetch != currentPrefetch, isConsuming else { return }
+        try connection.qos(prefetchCount: prefetch, global: true, channel: Self.jobsChannel)
+        currentPrefetch = prefetch
+    }
+
+    /// A cycle through `start` among the jobs parked here, if there is one.
+    private func parkedCycle(from start: String) -> [String]? {
+        var path: [String] = []
+        var visited: Set<String> = []
+        func visit(_ id: String) -> [String]? {
+            if id == start && !path.isEmpty { return path + [start] }
+            guard visited.insert(id).inserted, let waitingOn = parked[id] else { return nil }
+            path.append(id)
+            for next in waitingOn.sorted() { if let cycle = visit(next) { return cycle } }
+            path.removeLast()
+            return nil
+        }
+        return visit(start)
+    }
+
+    /// Dead-letters every job of a dependency cycle, each with a `failed` result that names the cycle.
+    private func rejectCycle(_ jobs: [InFlightJob], detail: String) throws {
+        for job in jobs {
+            parked[job.descriptor.id] = nil
+            inFlight[job.descriptor.id] = nil
+            let error = JobError(code: "dependencyCycle", message: detail)
+            try reject(job.delivery, error: error, receivedAt: job.receivedAt, descriptor: job.descriptor)
+        }
+        try updatePrefetch()
+    }
+}

@@ -1,0 +1,148 @@
+import AMQP
+import Foundation
+import Testing
+import Warren
+
+extension Integration {
+    @Suite struct Dependencies {
+        @Test("a job waits for a job on another worker and another queue; failed and cancelled dependencies count as ended")
+        func acrossWorkers() throws {
+            let first = TestEnvironment.uniqueName("deps-a")
+            let second = TestEnvironment.uniqueName("deps-b")
+            defer { BrokerProbe.delete(first); BrokerProbe.delete(second) }
+            let tap = try MessageTap.results()
+            let one = try CLI.startWorker(queue: first, id: "deps-1")
+            defer { one.terminate() }
+            let two = try CLI.startWorker(queue: second, id: "deps-2")
+            defer { two.terminate() }
+            let producer = try Producer.forTests()
+            let slow = JobRequest(type: "sleep", input: ["seconds": 1], queue: first)
+            let bad = JobRequest(type: "fail", queue: first)
+            let after = JobRequest(type: "echo", input: "after", queue: second, dependencies: [slow.id])
+            let strict = JobRequest(type: "echo", input: "never", queue: second, dependencies: [bad.id], requireSuccess: true)
+            let tolerant = JobRequest(type: "echo", input: "tolerant", queue: second, dependencies: [bad.id, slow.id])
+            // Dependents first: the producer reorders so that dependencies are published before their dependents.
+            let jobs = try producer.enqueue([after, strict, tolerant, slow, bad])
+            #expect(jobs.map(\.id) == [after.id, strict.id, tolerant.id, slow.id, bad.id])
+            let results = try tap.waitForResults([slow.id, bad.id, after.id, strict.id, tolerant.id])
+            #expect(results.map(\.status) == [.succeeded, .failed, .succeeded, .cancelled, .succeeded])
+            #expect(results[2].workerID == "deps-2")
+            #expect(try #require(results[2].timings.startedAt) >= (try #require(results[0].timings.finishedAt)))
+            #expect(results[3].cancellation?.reason == "dependency")
+            #expect(results[3].timings.startedAt == nil)
+        }
+
+        @Test("waiting jobs never starve a worker of the jobs they wait for (width 1, prefetch 1)")
+        func noStarvation() throws {
+            let queue = TestEnvironment.uniqueName("deps-starve")
+            defer { BrokerProbe.delete(queue) }
+            let tap = try MessageTap.results()
+            // A foreign producer puts six dependents ahead of their dependency in the same queue.
+            try Producer.forTests().enqueue(JobRequest(type: "echo", input: "declare", queue: queue))
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
+            defer { connection.close() }
+            try connection.openChannel(1)
+            let root = UUID().uuidString.lowercased()
+            let waiting = (1...6).map { _ in UUID().uuidString.lowercased() }
+            for id in waiting {
+                let body = #"{"version":1,"id":"\#(id)","type":"echo","dependencies":["\#(root)"]}"#
+                try connection.publish(Array(body.utf8), exchange: "", routingKey: queue, channel: 1)
+            }
+            try connection.publish(Array(#"{"version":1,"id":"\#(root)","type":"echo"}"#.utf8), exchange: "", routingKey: queue, channel: 1)
+            let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "1", "--prefetch", "1"])
+            defer { worker.terminate() }
+            let results = try tap.waitForResults([root] + waiting)
+            #expect(results.allSatisfy { $0.status == .succeeded })
+            #expect(results.count == 7)
+        }
+
+        @Test("a waiting job can be cancelled; a cancelled dependency releases its dependents")
+        func cancelWhileWaiting() throws {
+            let queue = TestEnvironment.uniqueName("deps-cancel")
+            defer { BrokerProbe.delete(queue) }
+            let tap = try MessageTap.results()
+            let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "2"])
+            defer { worker.terminate() }
+            let producer = try Producer.forTests()
+            let long = JobRequest(type: "sleep", input: ["seconds": 60], queue: queue)
+            let doomed = JobRequest(type: "echo", input: "doomed", queue: queue, dependencies: [long.id])
+            let patient = JobRequest(type: "echo", input: "patient", queue: queue, dependencies: [long.id])
+            try producer.enqueue([long, doomed, patient])
+            try worker.waitForStart(of: long.id)
+            try producer.cancel(jobIDs: [doomed.id])
+            let cancelled = try tap.waitForResult(doomed.id)
+            #expect(cancelled.status == .cancelled)
+            #expect(cancelled.timings.startedAt == nil)
+            try producer.cancel(jobIDs: [long.id])
+            let results = try tap.waitForResults([long.id, patient.id])
+            #expect(results.map(\.status) == [.cancelled, .succeeded])
+        }
+
+        @Test("a dependency that ended before its dependent was enqueued, on another worker, is known")
+        func endedEarlier() throws {
+            let queue = TestEnvironment.uniqueName("deps-earlier")
+            defer { BrokerProbe.delete(queue) }
+            let producer = try Producer.forTests()
+            let first = try CLI.startWorker(queue: queue)
+            let done = try producer.enqueue(JobRequest(type: "echo", input: "done", queue: queue), watch: true)
+            #expect(try producer.waitForResult(of: done.id, timeout: .seconds(30)).status == .succeeded)
+            first.signal(SIGTERM)
+            first.waitForExit()
+            let second = try CLI.startWorker(queue: queue)
+            defer { second.terminate() }
+            let later = try producer.enqueue(JobRequest(type: "echo", input: "later", queue: queue, dependencies: [done.id]), watch: true)
+            #expect(try producer.waitForResult(of: later.id, timeout: .seconds(30)).status == .succeeded)
+        }
+
+        @Test("cycles, self-dependencies and unknown ids are refused before anything is published")
+        func refusedGraphs() throws {
+            let url = try TestEnvironment.brokerURL
+            let queue = TestEnvironment.uniqueName("deps-refused")
+            defer { BrokerProbe.delete(queue) }
+            let directory = try TestEnvironment.temporaryDirectory()
+            let graphs = [
+                (#"{"jobs":[{"name":"a","type":"echo","dependsOn":["b"]},{"name":"b","type":"echo","dependsOn":["a"]}]}"#, "dependency cycle"),
+                (#"{"jobs":[{"name":"a","type":"echo","dependsOn":["a"]}]}"#, "depends on itself"),
+                (#"{"jobs":[{"name":"a","type":"echo","dependsOn":["no-such-job"]}]}"#, "unknown job no-such-job"),
+            ]
+            for (index, (graph, message)) in graphs.enumerated() {
+                let file = directory.appendingPathComponent("graph\(index).json")
+                try Data(graph.utf8).write(to: file)
+                let output = try CLI.run(["enqueue", "--graph", file.path, "--queue", queue, "--url", url])
+                #expect(output.status == 64, "\(output.stderr)")
+                #expect(output.stderr.contains(message), "\(output.stderr)")
+            }
+            #expect(((try? BrokerProbe.depth(of: queue)) ?? 0) == 0, "nothing was published")
+        }
+
+        @Test("a worker that receives a cyclic graph from a foreign producer dead-letters it with the reason")
+        func foreignCycle() throws {
+            let queue = TestEnvironment.uniqueName("deps-cycle")
+            defer { BrokerProbe.delete(queue) }
+            let tap = try MessageTap.results()
+            let dead = try MessageTap.deadLetters()
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
+            defer { connection.close() }
+            try connection.openChannel(1)
+            let (a, b) = (UUID().uuidString.lowercased(), UUID().uuidString.lowercased())
+            for (id, other) in [(a, b), (b, a)] {
+                let body = #"{"version":1,"id":"\#(id)","type":"echo","dependencies":["\#(other)"]}"#
+                try connection.publish(Array(body.utf8), exchange: "", routingKey: queue, channel: 1)
+            }
+            let results = try tap.waitForResults([a, b])
+            #expect(results.allSatisfy { $0.status == .failed && $0.error?.code == "dependencyCycle" })
+            #expect(results.first?.error?.message.contains("dependency cycle") == true)
+            try dead.read(timeout: .seconds(30)) { letters in
+                [a, b].allSatisfy { id in
+                    letters.contains {
+                        String(decoding: $0.body, as: UTF8.self).contains(#""id":"\#(id)""#)
+                            && $0.properties.headers?[Topology.deadReasonHeader]?.stringValue == "dependencyCycle"
+                    }
+                }
+            }
+            #expect(dead.messages.filter { $0.properties.headers?[Topology.deadReasonHeader]?.stringValue == "dependencyCycle" }.count >= 2)
+        }
+    }
+}

@@ -1,0 +1,51 @@
+import Testing
+
+@testable import Warren
+
+@Suite struct DependencyGraphTests {
+    func job(_ id: String, _ dependencies: [String] = []) -> JobRequest {
+        JobRequest(type: "echo", dependencies: dependencies, id: id)
+    }
+
+    @Test func ordersDependenciesFirstAndKeepsOtherwiseTheGivenOrder() throws {
+        let ordered = try DependencyGraph.ordered([job("c", ["b"]), job("b", ["a"]), job("a"), job("d")], known: [])
+        #expect(ordered.map(\.id) == ["a", "d", "b", "c"])
+    }
+
+    @Test func acceptsDependenciesOnJobsEnqueuedEarlier() throws {
+        #expect(try DependencyGraph.ordered([job("b", ["earlier"])], known: ["earlier"]).map(\.id) == ["b"])
+    }
+
+    @Test func refusesSelfDependenciesUnknownIdsCyclesAndDuplicates() {
+        func message(_ requests: [JobRequest]) -> String? {
+            do {
+                _ = try DependencyGraph.ordered(requests, known: [])
+                return nil
+            } catch let error as WarrenError {
+                return error.message
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(message([job("a", ["a"])]) == "job a depends on itself")
+        #expect(message([job("a", ["x", "y"])])?.contains("unknown jobs x, y") == true)
+        #expect(message([job("a", ["b"]), job("b", ["c"]), job("c", ["a"]), job("d")]) == "dependency cycle among jobs a, b, c")
+        #expect(message([job("a"), job("a")]) == "job id a appears twice")
+    }
+}
+
+@Suite struct FinishedJobsTests {
+    @Test func remembersStatusesAndForgetsTheOldestPastCapacity() {
+        var finished = FinishedJobs(capacity: 2)
+        finished.record("a", .succeeded)
+        finished.record("b", .failed)
+        finished.record("a", .cancelled)
+        #expect(finished["a"] == .succeeded, "the first record of a job wins")
+        finished.record("c", .succeeded)
+        #expect(finished["a"] == nil)
+        #expect(finished["b"] == .failed)
+        #expect(finished["c"] == .succeeded)
+        for index in 0..<10 { finished.record("x\(index)", .succeeded) }
+        #expect(finished["x9"] == .succeeded && finished["x8"] == .succeeded && finished["x7"] == nil)
+    }
+}
