@@ -39,3 +39,18 @@ extension Integration {
         }
     }
 }
+
+extension Integration.Progress {
+    @Test("waiting for one job is not held up by progress reports of another watched job")
+    func progressOfOtherJobs() throws {
+        let queue = TestEnvironment.uniqueName("progress-other")
+        defer { BrokerProbe.delete(queue) }
+        let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "2"])
+        defer { worker.terminate() }
+        let producer = try Producer.forTests()
+        let noisy = try producer.enqueue(JobRequest(type: "sum", input: .numbers(Array(1...5), delayMs: 200), queue: queue), watch: true)
+        let quiet = try producer.enqueue(JobRequest(type: "sleep", input: ["seconds": 1.5], queue: queue), watch: true)
+        #expect(try producer.waitForResult(of: quiet.id, timeout: .seconds(60)).status == .succeeded)
+        #expect(try producer.waitForResult(of: noisy.id, timeout: .seconds(60)).status == .succeeded)
+    }
+}

@@ -184,7 +184,9 @@ public final class Producer {
                 guard left > .zero else {
                     throw WarrenError(.timeout, "no result for job \(jobID) within \(timeout)")
                 }
-                try readEvents(until: deadline) { arrivedResults[jobID] != nil || !arrivedProgress.isEmpty }
+                try readEvents(until: deadline) {
+                    arrivedResults[jobID] != nil || arrivedProgress.contains { $0.jobID == jobID }
+                }
             }
         }
     }
@@ -271,7 +273,11 @@ public final class Producer {
                 while confirmedAhead.remove(confirmedCount + 1) != nil { confirmedCount += 1 }
             case .delivery(let delivery) where delivery.channel == Self.replyChannel:
                 if delivery.exchange == Topology.progressExchange {
-                    if let report = try? ProgressMessage.decode(delivery.body) { arrivedProgress.append(report) }
+                    if let report = try? ProgressMessage.decode(delivery.body) {
+                        // Reports of jobs nobody waits for yet are kept, but only the newest thousand.
+                        arrivedProgress.append(report)
+                        if arrivedProgress.count > 1000 { arrivedProgress.removeFirst(arrivedProgress.count - 1000) }
+                    }
                 } else if let result = try? JobResult.decode(delivery.body) {
                     arrivedResults[result.jobID] = result
                 }

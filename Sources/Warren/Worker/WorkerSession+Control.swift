@@ -65,8 +65,7 @@ extension WorkerSession {
             }
         case "status":
             // A request replayed from the stream at start-up is long answered: only fresh ones get a reply.
-            guard let replyTo = message.replyTo, let sentAt = message.sentAt, sentAt.timeIntervalSinceNow > -30
-            else { return nil }
+            guard let replyTo = message.replyTo, (message.sentAt?.timeIntervalSinceNow ?? 0) > -30 else { return nil }
             _ = try publish(
                 Array(try WireCoding.encoder.encode(status())), exchange: "", routingKey: replyTo,
                 properties: MessageProperties(contentType: WireCoding.contentType, type: "warren.status"))
@@ -111,7 +110,7 @@ extension WorkerSession {
         return WorkerStatus(
             version: WireCoding.version, workerID: configuration.workerID, host: process.hostName,
             pid: process.processIdentifier, startedAt: startedAt, uptimeSeconds: -startedAt.timeIntervalSinceNow,
-            queues: configuration.queues, pausedQueues: pausedQueues.sorted(), prefetch: configuration.effectivePrefetch,
+            queues: configuration.queues, pausedQueues: pausedQueues.sorted(), prefetch: Int(currentPrefetch),
             localQueues: queues, totals: totals)
     }
 }

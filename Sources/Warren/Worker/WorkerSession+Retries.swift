@@ -33,10 +33,9 @@ extension WorkerSession {
         var bucket = 1
         while bucket * 1000 < milliseconds { bucket *= 2 }
         let delayQueue = Topology.delayQueue(for: queue, seconds: bucket)
-        if !declaredDelayQueues.contains(delayQueue) {
-            try Topology.declareDelayQueue(for: queue, seconds: bucket, on: connection, channel: Self.publishChannel)
-            declaredDelayQueues.insert(delayQueue)
-        }
+        // Declared before every use, never cached: a delay queue deletes itself after an hour unused, and a publish
+        // to a queue that is gone would be confirmed and lost.
+        try Topology.declareDelayQueue(for: queue, seconds: bucket, on: connection, channel: Self.publishChannel)
         var properties = delivery.properties
         var headers = properties.headers ?? [:]
         headers[Topology.attemptHeader] = .int(Int64(attempt))

@@ -32,8 +32,6 @@ final class WorkerSession {
     var isConsuming = false
     /// Broker queues this worker does not take jobs from (`warren pause`).
     var pausedQueues: Set<String> = []
-    /// Delay queues declared on this connection.
-    var declaredDelayQueues: Set<String> = []
     /// Jobs waiting for dependencies, with the ids they still wait for.
     var parked: [String: Set<String>] = [:]
     /// Jobs known to have ended, for dependencies.
@@ -130,7 +128,6 @@ final class WorkerSession {
         jobConsumers = [:]
         isConsuming = false
         readsFinishedStream = false
-        declaredDelayQueues = []
         publishCount = 0  // confirm numbers start at 1 on every new channel
         try connection.openChannel(Self.publishChannel)
         try Topology.declareResults(on: connection, channel: Self.publishChannel)
