@@ -126,3 +126,27 @@ extension Integration {
         }
     }
 }
+
+extension Integration.Chaos {
+    @Test("a job that outlives consumer_timeout: the worker reconnects, adopts the redelivery, and the job ends once")
+    func consumerTimeout() throws {
+        let queue = TestEnvironment.uniqueName("consumer-timeout")
+        defer { BrokerProbe.delete(queue) }
+        // Channels opened from now on get a 2 s consumer_timeout; RabbitMQ checks it about once a minute.
+        try Self.brokerCtl(["eval", "application:set_env(rabbit, consumer_timeout, 2000)."])
+        defer { try? Self.brokerCtl(["eval", "application:set_env(rabbit, consumer_timeout, 1800000)."]) }
+        let tap = try MessageTap.results()
+        let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "1"])
+        defer { worker.terminate() }
+        try Self.brokerCtl(["eval", "application:set_env(rabbit, consumer_timeout, 1800000)."])
+        let job = try Producer.forTests().enqueue(JobRequest(type: "sleep", input: ["seconds": 75], queue: queue))
+        let result = try tap.waitForResult(job.id, timeout: .seconds(150))
+        #expect(result.status == .succeeded)
+        #expect(result.redelivered, "the broker took the delivery back when the timeout closed the channel")
+        #expect(worker.stderr.contains("PRECONDITION_FAILED"))
+        #expect(worker.stderr.contains("reconnected"))
+        try tap.settle(for: .seconds(1))
+        #expect(tap.results(for: job.id).count == 1)
+        #expect(try BrokerProbe.depth(of: queue) == 0)
+    }
+}
