@@ -9,6 +9,8 @@ let package = Package(
         .library(name: "AMQP", targets: ["AMQP"]),
         .library(name: "WarrenCLI", targets: ["WarrenCLI"]),
         .executable(name: "warren", targets: ["warren"]),
+        // The libFuzzer target; scripts/fuzz builds it with -sanitize=fuzzer. Built normally, it does nothing.
+        .executable(name: "warren-fuzz", targets: ["WarrenFuzz"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -37,6 +39,8 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "warren", dependencies: ["WarrenCLI"]),
+        .systemLibrary(name: "CLibFuzzer"),
+        .executableTarget(name: "WarrenFuzz", dependencies: ["Warren", "AMQP", "CLibFuzzer"]),
         .testTarget(name: "AMQPTests", dependencies: ["AMQP"]),
         .testTarget(name: "WarrenTests", dependencies: ["Warren"]),
         .testTarget(

@@ -10,7 +10,8 @@ public struct AMQPConfiguration: Sendable, Hashable {
     public var password: String
     /// `true` for `amqps://`: TLS, verifying the broker's certificate.
     public var usesTLS: Bool
-    /// PEM file of the certificate authorities to trust for TLS. Default: `nil`, the URL's `cacertfile` query item.
+    /// PEM file of the certificate authorities to trust for TLS, from the URL's `cacertfile` query item.
+    /// Default: `nil`, the system's bundle (`/etc/ssl/certs/ca-certificates.crt` and its equivalents).
     public var caCertificatePath: String?
     /// Seconds between heartbeats; 0 turns them off. Default: 30.
     public var heartbeat: Int = 30
@@ -25,9 +26,17 @@ public struct AMQPConfiguration: Sendable, Hashable {
     /// A `cacertfile=PATH` query item sets ``caCertificatePath``.
     /// - Throws: ``AMQPError`` with code ``AMQPError/Code/invalidURL``.
     public init(url: String) throws {
-        // C strings end at NUL: "amqp://h\0ignored" must not quietly connect to h.
-        guard !url.utf8.contains(0) else {
-            throw AMQPError(.invalidURL, "invalid broker URL: it contains a NUL character")
+        // A URL has no raw spaces or control characters, but librabbitmq would take them: C strings would end at
+        // a NUL ("amqp://h\0ignored" connecting to h), a newline would split log lines, and ``redact(_:)``,
+        // which stops at whitespace, could not hide a password containing one. Not echoed, for that reason.
+        let isForbidden: (Unicode.Scalar) -> Bool = {
+            $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F
+        }
+        guard !url.unicodeScalars.contains(where: isForbidden) else {
+            throw AMQPError(
+                .invalidURL,
+                "invalid broker URL: it contains spaces or control characters (percent-encode them); "
+                    + "expected amqp://user:password@host:port/vhost")
         }
         var base = url
         var query: [String: String] = [:]
@@ -68,8 +77,8 @@ public struct AMQPConfiguration: Sendable, Hashable {
     /// Replaces the password of any `scheme://user:password@` in `text` with `***`.
     ///
     /// For `amqp://` and `amqps://` the password is everything from the first `:` to the last `@` before the next
-    /// space or comma, so that a password with an unencoded `/` or `@` is hidden too; for other schemes the
-    /// authority ends at the first `/`.
+    /// space, or comma that starts another `amqp` URL, so that a password with an unencoded `/`, `@` or `,` is
+    /// hidden too; for other schemes the authority ends at the first `/`.
     public static func redact(_ text: String) -> String {
         var result = ""
         var rest = Substring(text)
@@ -80,7 +89,13 @@ public struct AMQPConfiguration: Sendable, Hashable {
             result += rest[..<scheme.upperBound]
             rest = rest[scheme.upperBound...]
             let authorityEnd =
-                rest.firstIndex(where: { $0.isWhitespace || $0 == "," || (!isAMQP && $0 == "/") }) ?? rest.endIndex
+                rest.indices.first { index in
+                    let character = rest[index]
+                    if character.isWhitespace { return true }
+                    if !isAMQP { return character == "/" }
+                    // A comma separates URLs in a list (BrokerAddresses), but may be part of a password.
+                    return character == "," && rest[rest.index(after: index)...].lowercased().hasPrefix("amqp")
+                } ?? rest.endIndex
             if let at = rest[..<authorityEnd].lastIndex(of: "@"),
                 let colon = rest[..<at].firstIndex(of: ":")
             {

@@ -11,13 +11,13 @@ public struct JobDecoder: Sendable {
     /// parsed. The descriptor object itself is level 1, so its `input` may nest one level less. Default: 64.
     public var maxNestingDepth: Int
 
-    /// The longest error message this decoder writes, in characters; quoted input is cut to fit, since the message
-    /// travels in a dead letter's header. 1,000.
-    public static let maxErrorMessageLength = 1000
+    /// Jobs with more dependencies are rejected (`invalidDescriptor`). Default: 100.
+    public var maxDependencies: Int
 
-    public init(maxMessageBytes: Int = 1 << 20, maxNestingDepth: Int = 64) {
+    public init(maxMessageBytes: Int = 1 << 20, maxNestingDepth: Int = 64, maxDependencies: Int = 100) {
         self.maxMessageBytes = maxMessageBytes
         self.maxNestingDepth = maxNestingDepth
+        self.maxDependencies = maxDependencies
     }
 
     /// Decodes and validates a job message.
@@ -51,12 +51,17 @@ public struct JobDecoder: Sendable {
         do {
             descriptor = try WireCoding.decoder.decode(OperationDescriptor.self, from: data)
         } catch {
-            let error = diagnose(data, error)
-            throw JobError(code: error.code, message: Self.shortened(error.message), retryable: error.retryable)
+            // JobError cuts the message, which may quote a whole field, to JobError.maxMessageLength.
+            throw diagnose(data, error)
         }
         if descriptor.version != WireCoding.version { throw unsupported(descriptor.version) }
         if let problem = OperationDescriptor.problem(withID: descriptor.id) {
             throw JobError(code: "invalidDescriptor", message: problem)
+        }
+        if let dependencies = descriptor.dependencies, dependencies.count > maxDependencies {
+            throw JobError(
+                code: "invalidDescriptor",
+                message: "the job has \(dependencies.count) dependencies; the limit is \(maxDependencies)")
         }
         return descriptor
     }
@@ -72,6 +77,11 @@ public struct JobDecoder: Sendable {
         if let version = object["version"] as? Int, version != WireCoding.version {
             return unsupported(version)
         }
+        if case .dataCorrupted(let context)? = error as? DecodingError, context.codingPath.isEmpty {
+            // JSONDecoder reports a number that does not fit its field as "not valid JSON", without a path.
+            return JobError(
+                code: "invalidDescriptor", message: "not a valid operation descriptor: \(numberProblem(object))")
+        }
         let detail =
             (error as? DecodingError).map {
                 $0.summary.replacingOccurrences(of: "input", with: "descriptor", options: .anchored)
@@ -79,10 +89,19 @@ public struct JobDecoder: Sendable {
         return JobError(code: "invalidDescriptor", message: "not a valid operation descriptor: \(detail)")
     }
 
-    /// Cuts `message` to ``maxErrorMessageLength`` characters: a decoding error may quote a whole field.
-    static func shortened(_ message: String) -> String {
-        guard message.count > maxErrorMessageLength else { return message }
-        return message.prefix(maxErrorMessageLength - 1) + "…"
+    /// Which number of a valid JSON object does not fit its field.
+    private func numberProblem(_ object: [String: Any]) -> String {
+        func number(_ key: String) -> NSNumber? {
+            guard let value = object[key], !(value is NSNull) else { return nil }
+            return value as? NSNumber
+        }
+        if let sequence = number("sequence"), UInt64(exactly: sequence) == nil {
+            return "descriptor.sequence: \(sequence) is not an integer from 0 to \(UInt64.max)"
+        }
+        if let version = number("version"), Int(exactly: version) == nil {
+            return "descriptor.version: \(version) is not an integer"
+        }
+        return "a number does not fit its field"
     }
 
     private func unsupported(_ version: Int) -> JobError {

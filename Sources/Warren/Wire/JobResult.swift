@@ -6,6 +6,10 @@ public enum JobStatus: String, Sendable, Codable, CaseIterable {
 }
 
 /// Why a job failed: a stable code for programs and a message for people.
+///
+/// The worker puts both in a dead letter's headers, which must fit in one AMQP frame, so the initialiser cuts them
+/// to ``maxCodeLength`` and ``maxMessageLength`` Unicode scalars (ending with `…`): a message quoting a 500 KB
+/// operation type name must not make the dead letter unpublishable.
 public struct JobError: Sendable, Hashable, Codable, Error, CustomStringConvertible {
     /// Machine-readable cause, e.g. `unknownType`, `invalidInput`, `malformedMessage`, `oversized`, `handlerError`.
     public var code: String
@@ -13,10 +17,24 @@ public struct JobError: Sendable, Hashable, Codable, Error, CustomStringConverti
     /// Whether trying again later could succeed.
     public var retryable: Bool
 
+    /// The longest ``code`` the initialiser keeps, in Unicode scalars: 200.
+    public static let maxCodeLength = 200
+    /// The longest ``message`` the initialiser keeps, in Unicode scalars: 1,000.
+    public static let maxMessageLength = 1000
+
     public init(code: String, message: String, retryable: Bool = false) {
-        self.code = code
-        self.message = message
+        self.code = Self.bounded(code, to: Self.maxCodeLength)
+        self.message = Self.bounded(message, to: Self.maxMessageLength)
         self.retryable = retryable
+    }
+
+    /// `text` cut to at most `limit` Unicode scalars (at most 4 UTF-8 bytes each), the last one `…` if it was cut.
+    static func bounded(_ text: String, to limit: Int) -> String {
+        guard text.utf8.count > limit, text.unicodeScalars.count > limit else { return text }
+        var scalars = String.UnicodeScalarView()
+        scalars.append(contentsOf: text.unicodeScalars.prefix(limit - 1))
+        scalars.append("…")
+        return String(scalars)
     }
 
     public var description: String { "\(code): \(message)" }

@@ -43,8 +43,9 @@ enum WireCoding {
 
     static let iso8601 = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
 
-    /// Seconds since 1970 of the dates the wire format accepts: 0001-01-01T00:00:00Z ... 9999-12-31T23:59:59.999Z.
-    static let dateRange: ClosedRange<Double> = -62_135_596_800...253_402_300_799.999
+    /// Seconds since 1970 of the dates the wire format accepts: 0001-01-01T00:00:00Z ... 9999-12-31T23:59:59.999Z,
+    /// as Foundation's ISO 8601 style reads them (in the Julian calendar before 1582).
+    static let dateRange: ClosedRange<Double> = -62_135_769_600...253_402_300_799.999
 
     /// The AMQP content type of every Warren message.
     static let contentType = "application/json"

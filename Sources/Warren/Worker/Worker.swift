@@ -30,6 +30,11 @@ public final class Worker: Sendable {
         public var workerID: String = "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)"
         /// Larger job messages are dead-lettered unread. Default: 1 MiB.
         public var maxMessageBytes: Int = 1 << 20
+        /// Job messages whose JSON nests deeper are dead-lettered unread (the descriptor object is level 1).
+        /// Default: 64.
+        public var maxNestingDepth: Int = 64
+        /// Job messages with more dependencies are dead-lettered. Default: 100.
+        public var maxDependencies: Int = 100
         /// How long a stopping worker lets executing operations finish before it cancels them. Default: 30 s.
         public var shutdownGracePeriod: Duration = .seconds(30)
         /// Most jobs held waiting for their dependencies; more are parked through the broker. Default: 1,000.

@@ -53,7 +53,9 @@ final class WorkerSession {
         self.worker = worker
         logger = worker.configuration.logger
         logger[metadataKey: "worker"] = "\(worker.configuration.workerID)"
-        jobDecoder = JobDecoder(maxMessageBytes: worker.configuration.maxMessageBytes)
+        jobDecoder = JobDecoder(
+            maxMessageBytes: worker.configuration.maxMessageBytes, maxNestingDepth: worker.configuration.maxNestingDepth,
+            maxDependencies: worker.configuration.maxDependencies)
         localQueues = worker.configuration.localQueues.reduce(into: [:]) { queues, entry in
             queues[entry.key] = LocalQueue(name: entry.key, width: entry.value)
         }
@@ -167,7 +169,7 @@ final class WorkerSession {
             case .delivery(let delivery) where delivery.channel == Self.finishedChannel:
                 try handleFinished(delivery)
             case .delivery(let delivery):
-                try handleJob(delivery)
+                try containingMessageErrors(delivery.deliveryTag) { try handleJob(delivery) }
             case .confirm(_, let tag, let multiple, let ack):
                 try settle(upTo: tag, multiple: multiple, ack: ack)
             case .channelClosed(let error):
@@ -187,7 +189,7 @@ final class WorkerSession {
     private func handle(_ message: WorkerMessage) throws {
         switch message {
         case .finished(let finished):
-            try finish(finished)
+            try containingMessageErrors(inFlight[finished.jobID]?.delivery.deliveryTag) { try finish(finished) }
         case .progress(let jobID, let fraction, let message):
             try publishProgress(jobID: jobID, fraction: fraction, message: message)
         case .stop:
@@ -195,6 +197,24 @@ final class WorkerSession {
                 for tag in jobConsumers.keys { try connection.cancelConsumer(tag, channel: Self.jobsChannel) }
             }
             beginStop()
+        }
+    }
+
+    /// Runs `body`, which handles one job message; a failure of librabbitmq to encode what it publishes for that
+    /// message (a header too large, say) concerns the message, not the connection: the message is rejected to the
+    /// queue's dead-letter exchange by the broker (reason `rejected` in `x-death`) and the worker goes on.
+    /// Anything else, a lost connection above all, goes up.
+    private func containingMessageErrors(_ deliveryTag: UInt64?, _ body: () throws -> Void) throws {
+        do {
+            try body()
+        } catch let error as AMQPError where error.code == .library {
+            logger.error("cannot publish for a job message; rejecting it to the dead-letter queue", metadata: ["error": "\(error)"])
+            guard let deliveryTag else { return }
+            if let id = inFlight.first(where: { $0.value.delivery.deliveryTag == deliveryTag })?.key {
+                inFlight[id] = nil
+                parked[id] = nil
+            }
+            try connection.nack(deliveryTag, requeue: false, channel: Self.jobsChannel)
         }
     }
 

@@ -1,0 +1,108 @@
+import AMQP
+import Foundation
+import Warren
+
+/// The properties `warren-fuzz` checks, one function per decoder. Progress and status messages are only decoded:
+/// they must not crash, and nothing else is promised about them.
+enum WireFuzzing {
+    static let codes: Set<String> = [
+        "oversized", "unsupportedContentType", "malformedMessage", "invalidDescriptor", "unsupportedVersion",
+    ]
+    static let decoder = JobDecoder()
+
+    /// Every decoder, one input.
+    static func all(_ bytes: [UInt8]) {
+        jobs(bytes)
+        results(bytes)
+        controlMessages(bytes)
+        _ = try? ProgressMessage.decode(bytes)
+        _ = try? WorkerStatus.decode(bytes)
+        urls(bytes)
+    }
+
+    static let tightDecoder = JobDecoder(maxMessageBytes: 256, maxNestingDepth: 3)
+
+    /// `JobDecoder.decode`, without and with content types. An input whose first line is `CT:<type>` is decoded
+    /// with that content type and the rest as body, so the corpus can reach the content-type checks.
+    static func jobs(_ bytes: [UInt8]) {
+        job(bytes, contentType: nil, decoder)
+        job(bytes, contentType: "application/json; charset=utf-8", decoder)
+        job(bytes, contentType: nil, tightDecoder)
+        if bytes.starts(with: Array("CT:".utf8)) {
+            let newline = bytes.firstIndex(of: UInt8(ascii: "\n")) ?? bytes.endIndex
+            let contentType = String(decoding: bytes[3..<newline], as: UTF8.self)
+            let body = Array(bytes[min(newline + 1, bytes.endIndex)...])
+            job(body, contentType: contentType, decoder)
+        }
+    }
+
+    static func job(_ body: [UInt8], contentType: String?, _ decoder: JobDecoder) {
+        do {
+            let descriptor = try decoder.decode(body, contentType: contentType)
+            check(OperationDescriptor.problem(withID: descriptor.id) == nil, "accepted an invalid job id", body)
+            // What a worker accepted, it echoes in results: it must encode, and read back.
+            let again = try decoder.decode(try descriptor.encoded(), contentType: nil)
+            check(again.id == descriptor.id && again.sequence == descriptor.sequence, "round trip changed it", body)
+            let result = JobResult(
+                jobID: descriptor.id, type: descriptor.type, sequence: descriptor.sequence, key: descriptor.key,
+                status: .succeeded, output: descriptor.input, workerID: "fuzz",
+                timings: JobTimings(enqueuedAt: descriptor.createdAt, receivedAt: descriptor.deadline))
+            _ = try JobResult.decode(try result.encoded())
+        } catch let error as JobError {
+            check(codes.contains(error.code), "unexpected error code \(error.code)", body)
+            check(error.message.unicodeScalars.count <= JobError.maxMessageLength, "error message too long", body)
+        } catch {
+            fail("an accepted descriptor did not round-trip: \(error)", body)
+        }
+    }
+
+    /// `JobResult.decode`: whatever decodes must encode and read back.
+    static func results(_ bytes: [UInt8]) {
+        guard let result = try? JobResult.decode(bytes) else { return }
+        do {
+            let again = try JobResult.decode(try result.encoded())
+            check(again.jobID == result.jobID && again.status == result.status, "round trip changed it", bytes)
+        } catch {
+            fail("a decoded result did not round-trip: \(error)", bytes)
+        }
+    }
+
+    /// `ControlMessage.decode`: whatever decodes must encode and read back.
+    static func controlMessages(_ bytes: [UInt8]) {
+        guard let message = try? ControlMessage.decode(bytes) else { return }
+        do {
+            let again = try ControlMessage.decode(try message.encoded())
+            check(again.jobIDs == message.jobIDs && again.kind == message.kind, "round trip changed it", bytes)
+        } catch {
+            fail("a decoded control message did not round-trip: \(error)", bytes)
+        }
+    }
+
+    /// `AMQPConfiguration(url:)` and the redaction of passwords.
+    static func urls(_ bytes: [UInt8]) {
+        let url = String(decoding: bytes, as: UTF8.self)
+        do {
+            let configuration = try AMQPConfiguration(url: url)
+            let password = configuration.password
+            if !password.isEmpty, password != "***" {
+                check(!configuration.redactedURL.contains(":\(password)@"), "redactedURL shows the password", bytes)
+                if url.contains(":\(password)@") {
+                    check(
+                        !AMQPConfiguration.redact(url).contains(":\(password)@"), "redact shows the password", bytes)
+                }
+            }
+        } catch let error as AMQPError {
+            check(error.code == .invalidURL, "unexpected error code \(error.code)", bytes)
+        } catch {
+            fail("unexpected error \(error)", bytes)
+        }
+    }
+
+    static func check(_ condition: Bool, _ message: @autoclosure () -> String, _ input: [UInt8]) {
+        if !condition { fail(message(), input) }
+    }
+
+    static func fail(_ message: String, _ input: [UInt8]) -> Never {
+        fatalError("\(message); input: \(String(decoding: input.prefix(300), as: UTF8.self).debugDescription)")
+    }
+}

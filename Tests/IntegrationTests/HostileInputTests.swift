@@ -1,0 +1,195 @@
+import AMQP
+import Foundation
+import Testing
+import Warren
+
+/// A corpus of hostile job messages, sent with a client that is not ours (amqp-publish) to one worker with default
+/// limits, a good job after each. The worker must survive every one, dead-letter each with its precise reason, and
+/// run every good job. (That good jobs keep their normal speed meanwhile is the benchmark's business, not a test's.)
+extension Integration {
+    @Suite struct HostileInput {
+        struct Hostile: CustomStringConvertible {
+            let name: String
+            let body: [UInt8]
+            var contentType: String? = "application/json"
+            /// The expected `x-warren-dead-reason`.
+            let code: String
+            /// Text the `x-warren-dead-message` must contain.
+            let detail: String
+            var description: String { name }
+        }
+
+        /// Bodies carry `tag`, so that each is unique and its dead letter can be told apart by body alone
+        /// (amqp-publish cannot set `message_id`).
+        static func corpus(tag: String) -> [Hostile] {
+            func job(_ fields: String) -> [UInt8] { Array("{\(fields)}".utf8) }
+            func id(_ n: Int) -> String { "\(tag)-\(n)" }
+            let huge = String(repeating: "x", count: 500_000)
+            let nestedInput = String(repeating: "[", count: 100) + String(repeating: "]", count: 100)
+            return [
+                Hostile(
+                    name: "a body over the 1 MiB default",
+                    body: job(#""version":1,"id":"\#(id(1))","type":"echo","input":"\#(huge + huge + huge)""#),
+                    code: "oversized", detail: "exceeds the limit of 1048576 bytes"),
+                Hostile(
+                    name: "100,000 opening brackets", body: Array(repeating: UInt8(ascii: "["), count: 100_000),
+                    code: "invalidDescriptor", detail: "deeper than the limit of 64 levels"),
+                Hostile(
+                    name: "input nested 100 levels deep",
+                    body: job(#""version":1,"id":"\#(id(3))","type":"echo","input":\#(nestedInput)"#),
+                    code: "invalidDescriptor", detail: "deeper than the limit of 64 levels"),
+                Hostile(
+                    name: "invalid UTF-8 in a string",
+                    body: job(#""version":1,"id":"\#(id(4))","type":"ech"#) + [0xFF, 0xFE] + Array(#"o""#.utf8) + [125],
+                    code: "malformedMessage", detail: "not valid JSON"),
+                Hostile(
+                    name: "binary garbage", body: Array(tag.utf8) + (0...255).map { UInt8($0) },
+                    code: "malformedMessage", detail: "not valid JSON"),
+                Hostile(name: "an empty body", body: [], code: "malformedMessage", detail: "not valid JSON"),
+                Hostile(
+                    name: "JSON that is not an object", body: Array(#"["\#(tag)",1,2]"#.utf8),
+                    code: "invalidDescriptor", detail: "not an object"),
+                Hostile(
+                    name: "an id that is a number", body: job(#""version":1,"id":42,"type":"echo","key":"\#(tag)""#),
+                    code: "invalidDescriptor", detail: "descriptor.id"),
+                Hostile(
+                    name: "a type that is an array", body: job(#""version":1,"id":"\#(id(9))","type":["echo"]"#),
+                    code: "invalidDescriptor", detail: "descriptor.type"),
+                Hostile(
+                    name: "a negative sequence",
+                    body: job(#""version":1,"id":"\#(id(10))","type":"echo","sequence":-1"#),
+                    code: "invalidDescriptor", detail: "descriptor.sequence"),
+                Hostile(
+                    name: "a sequence beyond 2^64",
+                    body: job(#""version":1,"id":"\#(id(11))","type":"echo","sequence":18446744073709551616"#),
+                    code: "invalidDescriptor", detail: "descriptor.sequence"),
+                Hostile(
+                    name: "input the operation cannot take",
+                    body: job(#""version":1,"id":"\#(id(12))","type":"sum","input":{"numbers":["one"]}"#),
+                    code: "invalidInput", detail: "numbers[0]"),
+                Hostile(
+                    name: "an unknown priority name",
+                    body: job(#""version":1,"id":"\#(id(13))","type":"echo","priority":"urgent""#),
+                    code: "invalidDescriptor", detail: "descriptor.priority"),
+                Hostile(
+                    name: "a numeric priority out of range",
+                    body: job(#""version":1,"id":"\#(id(14))","type":"echo","priority":9"#),
+                    code: "invalidDescriptor", detail: "descriptor.priority"),
+                Hostile(
+                    name: "a 500 KB priority",
+                    body: job(#""version":1,"id":"\#(id(15))","type":"echo","priority":"\#(huge)""#),
+                    code: "invalidDescriptor", detail: "descriptor.priority"),
+                Hostile(
+                    name: "no id", body: job(#""version":1,"type":"echo","key":"\#(tag)""#),
+                    code: "invalidDescriptor", detail: "missing key 'id'"),
+                Hostile(
+                    name: "no version", body: job(#""id":"\#(id(17))","type":"echo""#),
+                    code: "invalidDescriptor", detail: "missing key 'version'"),
+                Hostile(
+                    name: "no type", body: job(#""version":1,"id":"\#(id(18))""#),
+                    code: "invalidDescriptor", detail: "missing key 'type'"),
+                Hostile(
+                    name: "content type text/plain", body: job(#""version":1,"id":"\#(id(19))","type":"echo""#),
+                    contentType: "text/plain", code: "unsupportedContentType", detail: "'text/plain'"),
+                Hostile(
+                    name: "content type application/xml", body: job(#""version":1,"id":"\#(id(20))","type":"echo""#),
+                    contentType: "application/xml", code: "unsupportedContentType", detail: "'application/xml'"),
+                Hostile(
+                    name: "version 2", body: job(#""version":2,"id":"\#(id(21))","type":"echo""#),
+                    code: "unsupportedVersion", detail: "version 2 is not supported"),
+                Hostile(
+                    name: "version 99999999999", body: job(#""version":99999999999,"id":"\#(id(22))","type":"echo""#),
+                    code: "unsupportedVersion", detail: "version 99999999999"),
+                Hostile(
+                    name: "version as a string", body: job(#""version":"1","id":"\#(id(23))","type":"echo""#),
+                    code: "invalidDescriptor", detail: "descriptor.version"),
+                Hostile(
+                    name: "an unknown type", body: job(#""version":1,"id":"\#(id(24))","type":"rm -rf /""#),
+                    code: "unknownType", detail: "unknown operation type 'rm -rf /'"),
+                Hostile(
+                    name: "a 500 KB type name", body: job(#""version":1,"id":"\#(id(25))","type":"\#(huge)""#),
+                    code: "unknownType", detail: "unknown operation type 'xxx"),
+                Hostile(
+                    name: "a deadline that is not a date",
+                    body: job(#""version":1,"id":"\#(id(26))","type":"echo","deadline":"tomorrow""#),
+                    code: "invalidDescriptor", detail: "descriptor.deadline"),
+                Hostile(
+                    name: "a deadline past the year 9999",
+                    body: job(#""version":1,"id":"\#(id(27))","type":"echo","deadline":1e15"#),
+                    code: "invalidDescriptor", detail: "date out of range"),
+                Hostile(
+                    name: "an id with a routing wildcard", body: job(#""version":1,"id":"\#(id(28)).#","type":"echo""#),
+                    code: "invalidDescriptor", detail: "job id must be"),
+                Hostile(
+                    name: "a handler failure with a 500 KB message",
+                    body: job(#""version":1,"id":"\#(id(29))","type":"fail","input":{"message":"\#(huge)"}"#),
+                    code: "requestedFailure", detail: "xxx"),
+            ]
+        }
+
+        @Test("hostile messages from a foreign client are each dead-lettered with their reason; good jobs all run")
+        func hostileCorpus() throws {
+            let url = try TestEnvironment.brokerURL
+            let queue = TestEnvironment.uniqueName("hostile")
+            defer { BrokerProbe.delete(queue) }
+            let tag = TestEnvironment.uniqueName("hostile")
+            let results = try MessageTap.results()
+            let dead = try MessageTap.deadLetters()
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            let producer = try Producer.forTests()
+            var good: [String] = []
+            func goodJob() throws {
+                good.append(
+                    try producer.enqueue(JobRequest(type: "echo", input: .string("good \(good.count)"), queue: queue))
+                        .id)
+            }
+
+            // A duplicate id needs the first copy still running: a long sleep, cancelled at the end.
+            let sleeperID = "\(tag)-sleeper"
+            let sleeper = Array(#"{"version":1,"id":"\#(sleeperID)","type":"sleep","input":{"seconds":3600}}"#.utf8)
+            try ForeignPublisher.publish(sleeper, url: url, routingKey: queue)
+            try worker.waitForStart(of: sleeperID)
+            var corpus = Self.corpus(tag: tag)
+            corpus.append(
+                Hostile(
+                    name: "a duplicate of a running job's id", body: sleeper, code: "duplicateID", detail: sleeperID))
+
+            for hostile in corpus {
+                try ForeignPublisher.publish(
+                    hostile.body, url: url, routingKey: queue, contentType: hostile.contentType)
+                try goodJob()
+            }
+            let cancel = Array(#"{"version":1,"kind":"cancel","jobIds":["\#(sleeperID)"]}"#.utf8)
+            try ForeignPublisher.publish(cancel, url: url, exchange: Topology.controlExchange, routingKey: "")
+
+            let goodResults = try results.waitForResults(good, timeout: .seconds(120))
+            #expect(goodResults.count == good.count)
+            #expect(
+                goodResults.allSatisfy { $0.status == .succeeded }, "\(goodResults.filter { $0.status != .succeeded })")
+            #expect(try results.waitForResult(sleeperID).status == .cancelled)
+
+            func letter(for hostile: Hostile) -> Delivery? {
+                dead.messages.first {
+                    $0.body == hostile.body && $0.properties.headers?[Topology.deadQueueHeader]?.stringValue == queue
+                }
+            }
+            try dead.read(timeout: .seconds(60)) { _ in corpus.allSatisfy { letter(for: $0) != nil } }
+            for hostile in corpus {
+                guard let letter = letter(for: hostile) else {
+                    Issue.record("\(hostile.name): no dead letter")
+                    continue
+                }
+                let headers = letter.properties.headers ?? [:]
+                let message = headers[Topology.deadMessageHeader]?.stringValue ?? ""
+                #expect(
+                    headers[Topology.deadReasonHeader]?.stringValue == hostile.code,
+                    "\(hostile.name): \(message.prefix(300))")
+                #expect(message.contains(hostile.detail), "\(hostile.name): \(message.prefix(300))")
+                #expect(message.unicodeScalars.count <= JobError.maxMessageLength, "\(hostile.name)")
+            }
+            #expect(worker.process.isRunning, "the worker died: \(worker.stderr.suffix(2000))")
+            #expect(!worker.stderr.contains("reconnect"), "hostile input cost the worker its connection")
+        }
+    }
+}
