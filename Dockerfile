@@ -2,7 +2,7 @@
 #   docker build -t warren .        docker run --rm warren --help
 # docker-compose.yml uses this image for its workers.
 
-FROM swift:6.1-bookworm AS build
+FROM swift:6.2-bookworm AS build
 RUN apt-get update \
     && apt-get install -y --no-install-recommends librabbitmq-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*

@@ -15,6 +15,9 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
+        .package(url: "https://github.com/swhitty/FlyingFox", from: "0.27.1"),
     ],
     targets: [
         .systemLibrary(
@@ -28,6 +31,7 @@ let package = Package(
             dependencies: [
                 "AMQP",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
         .target(
@@ -36,13 +40,23 @@ let package = Package(
                 "Warren",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "FlyingFox", package: "FlyingFox"),
             ]
         ),
         .executableTarget(name: "warren", dependencies: ["WarrenCLI"]),
         .systemLibrary(name: "CLibFuzzer"),
         .executableTarget(name: "WarrenFuzz", dependencies: ["Warren", "AMQP", "CLibFuzzer"]),
         .testTarget(name: "AMQPTests", dependencies: ["AMQP"]),
-        .testTarget(name: "WarrenTests", dependencies: ["Warren"]),
+        .testTarget(
+            name: "WarrenTests",
+            dependencies: ["Warren", .product(name: "MetricsTestKit", package: "swift-metrics")]
+        ),
+        .testTarget(
+            name: "WarrenCLITests",
+            dependencies: ["WarrenCLI", "AMQP", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["Warren", "AMQP"]

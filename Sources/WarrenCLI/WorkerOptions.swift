@@ -48,10 +48,37 @@ public struct WorkerOptions: ParsableArguments {
     @Option(name: .customLong("max-message-bytes"), help: "Larger job messages are dead-lettered unread.")
     var maxMessageBytes: Int = 1 << 20
 
+    @Option(name: .customLong("max-nesting-depth"), help: "Job messages nesting arrays and objects deeper are dead-lettered unread.")
+    var maxNestingDepth: Int = 64
+
+    @Option(name: .customLong("max-dependencies"), help: "Job messages with more dependencies are dead-lettered.")
+    var maxDependencies: Int = 100
+
+    @Option(name: .customLong("max-parked-jobs"), help: "Most jobs held waiting for their dependencies; more wait in the broker.")
+    var maxParkedJobs: Int = 1_000
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
+    @Option(name: .customLong("log-format"), help: "text, or json: one object per line.")
+    var logFormat: LogFormat = .text
+
+    @Option(
+        name: .customLong("metrics-port"),
+        help: "Serve Prometheus metrics at http://127.0.0.1:PORT/metrics; 0 picks a free port and logs it.")
+    var metricsPort: UInt16?
+
+    @Option(
+        name: .customLong("metrics-host"),
+        help: "With --metrics-port: the IPv4 address to listen on, e.g. 0.0.0.0 (default: 127.0.0.1).")
+    var metricsHost: String?
+
     public init() {}
+
+    /// Checks the options that depend on each other.
+    public func validate() throws {
+        if metricsHost != nil && metricsPort == nil { throw ValidationError("--metrics-host needs --metrics-port") }
+    }
 
     /// Builds the worker's configuration from the options.
     /// - Throws: `ValidationError` for malformed `name=value` options.
@@ -70,6 +97,9 @@ public struct WorkerOptions: ParsableArguments {
         if let workerID { configuration.workerID = workerID }
         configuration.shutdownGracePeriod = .milliseconds(Int(grace * 1000))
         configuration.maxMessageBytes = maxMessageBytes
+        configuration.maxNestingDepth = maxNestingDepth
+        configuration.maxDependencies = maxDependencies
+        configuration.maxParkedJobs = maxParkedJobs
         var logger = Logger(label: "warren.worker")
         logger.logLevel = logLevel
         configuration.logger = logger
@@ -80,7 +110,7 @@ public struct WorkerOptions: ParsableArguments {
     /// executing jobs).
     /// - Throws: `ValidationError` for bad options; ``WarrenError`` when the broker cannot be reached or is lost.
     public func run(registry: OperationRegistry) throws {
-        LogSetup.bootstrap(level: logLevel)
+        LogSetup.bootstrap(level: logLevel, format: logFormat)
         var registry = registry
         for entry in assign {
             let (type, queue) = try Self.split(entry, option: "--assign", form: "type=queue")
@@ -103,6 +133,12 @@ public struct WorkerOptions: ParsableArguments {
             return source
         }
         defer { signals.forEach { $0.cancel() } }
+        var logger = worker.configuration.logger
+        logger[metadataKey: "worker"] = "\(worker.configuration.workerID)"
+        let metrics = try metricsPort.map {
+            try MetricsServer.start(host: metricsHost ?? "127.0.0.1", port: $0, logger: logger)
+        }
+        defer { metrics?.stop() }
         try worker.runOnCurrentThread()
     }
 

@@ -29,6 +29,17 @@ public final class LocalQueue: @unchecked Sendable {
         queue.operationCount
     }
 
+    /// Operations executing now, and operations added that have not started: a snapshot, for metrics. Safe from
+    /// any thread; costs a copy of the queue's operation list, so it is read when metrics are scraped, not per job.
+    var executingAndWaiting: (executing: Int, waiting: Int) {
+        var executing = 0
+        var waiting = 0
+        for operation in queue.operations where !operation.isFinished {
+            if operation.isExecuting { executing += 1 } else { waiting += 1 }
+        }
+        return (executing, waiting)
+    }
+
     /// Whether new operations are held back (executing ones go on).
     public var isSuspended: Bool {
         get { queue.isSuspended }

@@ -120,7 +120,9 @@ extension WorkerSession {
         headers[Topology.deadQueueHeader] = .string(jobConsumers[delivery.consumerTag] ?? delivery.routingKey)
         properties.headers = headers
         properties.persistent = true
-        return try publish(delivery.body, exchange: Topology.deadExchange, routingKey: delivery.routingKey, properties: properties)
+        let confirm = try publish(delivery.body, exchange: Topology.deadExchange, routingKey: delivery.routingKey, properties: properties)
+        metrics.deadLettered(reason: error.code)
+        return confirm
     }
 
     /// The `id` of a message that is JSON but not a valid descriptor, so its producer still gets an answer.
@@ -163,7 +165,9 @@ extension WorkerSession {
             contentType: WireCoding.contentType, persistent: true, correlationID: result.jobID,
             timestamp: UInt64(Date().timeIntervalSince1970), type: "warren.result.\(result.status.rawValue)",
             appID: "warren")
-        return try publish(
+        let confirm = try publish(
             try result.encoded(), exchange: Topology.resultsExchange, routingKey: result.jobID, properties: properties)
+        metrics.jobFinished(result)
+        return confirm
     }
 }

@@ -39,6 +39,7 @@ extension WorkerSession {
                 generation += 1
                 try declareAndConsume()
                 logger.info("reconnected", metadata: ["broker": "\(broker.redactedURL)", "attempts": "\(attempt)"])
+                metrics.reconnected()
                 return true
             } catch {
                 connection.close()

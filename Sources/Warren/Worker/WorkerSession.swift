@@ -14,6 +14,7 @@ final class WorkerSession {
 
     let worker: Worker
     let localQueues: [String: LocalQueue]
+    let metrics: WorkerMetrics
     let jobDecoder: JobDecoder
     var logger: Logger
     /// The live connection; replaced after a reconnect.
@@ -39,7 +40,9 @@ final class WorkerSession {
     /// Whether this connection reads the `warren.finished` stream.
     var readsFinishedStream = false
     /// The prefetch in force on the jobs channel.
-    var currentPrefetch: UInt16 = 0
+    var currentPrefetch: UInt16 = 0 {
+        didSet { metrics.prefetch(Int(currentPrefetch)) }
+    }
     /// Jobs ended, by result status.
     var totals: [String: Int] = [:]
     let startedAt = Date()
@@ -59,6 +62,8 @@ final class WorkerSession {
         localQueues = worker.configuration.localQueues.reduce(into: [:]) { queues, entry in
             queues[entry.key] = LocalQueue(name: entry.key, width: entry.value)
         }
+        metrics = WorkerMetrics(operationTypes: worker.registry.types)
+        metrics.watch(localQueues.values)
         connection = try worker.brokers.connect()
     }
 
@@ -215,6 +220,7 @@ final class WorkerSession {
                 parked[id] = nil
             }
             try connection.nack(deliveryTag, requeue: false, channel: Self.jobsChannel)
+            metrics.deadLettered(reason: "rejected")
         }
     }
 

@@ -1,0 +1,218 @@
+import Foundation
+import Metrics
+import Synchronization
+
+/// What a worker counts and measures, recorded through the swift-metrics facade: whatever backend the process
+/// bootstrapped with `MetricsSystem.bootstrap` receives it (`warren worker --metrics-port` bootstraps Prometheus);
+/// without one, every call is a no-op.
+///
+/// | metric | kind | labels |
+/// | --- | --- | --- |
+/// | `warren_jobs_total` | counter | `type`, `status` (`succeeded`, `failed`, `cancelled`) |
+/// | `warren_job_run_seconds` | timer (histogram) | `type` |
+/// | `warren_job_wait_seconds` | timer (histogram): received → started | `type` |
+/// | `warren_local_queue_executing`, `warren_local_queue_waiting` | gauge | `queue` |
+/// | `warren_prefetch` | gauge | |
+/// | `warren_reconnects_total` | counter | |
+/// | `warren_dead_lettered_total` | counter | `reason` |
+///
+/// The local queue gauges are sampled, not counted: ``sampleLocalQueues()`` reads every watched queue when the
+/// metrics endpoint is scraped, so the job path pays nothing for them.
+///
+/// Thread safety: locked. The facade's metric objects are made once per label set and kept behind a `Mutex`; they
+/// are safe from any thread themselves. The worker calls it on its broker thread, the endpoint from its own.
+public final class WorkerMetrics: Sendable {
+    private struct Handles {
+        var jobs: [JobKey: CoreMetrics.Counter] = [:]
+        var runTimes: [String: CoreMetrics.Timer] = [:]
+        var waits: [String: CoreMetrics.Timer] = [:]
+        var deadLetters: [String: CoreMetrics.Counter] = [:]
+        var executing: [String: Gauge] = [:]
+        var waiting: [String: Gauge] = [:]
+        var prefetch: Gauge?
+        var reconnects: CoreMetrics.Counter?
+    }
+
+    private struct JobKey: Hashable {
+        let type: String
+        let status: JobStatus
+    }
+
+    /// A local queue whose gauges this process reports; weak, so that a stopped worker's queues go away.
+    private struct Watched {
+        weak var queue: LocalQueue?
+        let name: String
+        /// Where its gauges go.
+        let metrics: WorkerMetrics
+    }
+
+    /// Every watched local queue in the process: metrics are process-wide, like the facade's backend.
+    private static let watched = Mutex<[Watched]>([])
+
+    /// The `type` label of results whose type this worker does not run, or that have none (bad input).
+    static let otherType = "(other)"
+
+    /// `nil`: the factory `MetricsSystem` has when each metric is first made.
+    private let factory: (any MetricsFactory)?
+    /// The types that get a `type` label of their own; `nil`: every type.
+    private let operationTypes: Set<String>?
+    private let handles = Mutex(Handles())
+
+    /// Records through `factory`; by default through the backend the process bootstrapped, even if it does so
+    /// after this initialiser ran (each metric is made when first used).
+    /// - Parameter operationTypes: The types the worker runs: results of other types, which a producer can make
+    ///   up at will, are counted under `type="(other)"`, so that they cannot add series without bound. `nil`: no
+    ///   such limit.
+    public init(factory: (any MetricsFactory)? = nil, operationTypes: [String]? = nil) {
+        self.factory = factory
+        self.operationTypes = operationTypes.map(Set.init)
+    }
+
+    // MARK: - Jobs
+
+    /// Counts a job that ended with a result, and records how long it ran and waited in its local queue.
+    /// - Parameters:
+    ///   - runTime: From start to finish; `nil` when it never started.
+    ///   - queueWait: From its arrival at the worker to its start; `nil` when it never started.
+    func jobFinished(type: String, status: JobStatus, runTime: Duration?, queueWait: Duration?) {
+        let counter: CoreMetrics.Counter = handles.withLock { handles in
+            Self.cached(JobKey(type: type, status: status), in: &handles.jobs) {
+                CoreMetrics.Counter(
+                    label: "warren_jobs_total", dimensions: [("type", type), ("status", status.rawValue)],
+                    factory: currentFactory)
+            }
+        }
+        counter.increment()
+        guard runTime != nil || queueWait != nil else { return }
+        let timers: (run: CoreMetrics.Timer, wait: CoreMetrics.Timer) = handles.withLock { handles in
+            let run = Self.cached(type, in: &handles.runTimes) {
+                CoreMetrics.Timer(
+                    label: "warren_job_run_seconds", dimensions: [("type", type)], factory: currentFactory)
+            }
+            let wait = Self.cached(type, in: &handles.waits) {
+                CoreMetrics.Timer(
+                    label: "warren_job_wait_seconds", dimensions: [("type", type)], factory: currentFactory)
+            }
+            return (run, wait)
+        }
+        if let runTime { timers.run.record(duration: runTime) }
+        if let queueWait { timers.wait.record(duration: queueWait) }
+    }
+
+    /// Counts the job a published result ends, with its durations from the result's timings: run time
+    /// `finishedAt − startedAt`, queue wait `startedAt − receivedAt` (none when it never started).
+    func jobFinished(_ result: JobResult) {
+        func between(_ start: Date?, _ end: Date?) -> Duration? {
+            guard let start, let end else { return nil }
+            return .seconds(max(0, end.timeIntervalSince(start)))
+        }
+        var type = result.type ?? Self.otherType
+        if let operationTypes, !operationTypes.contains(type) { type = Self.otherType }
+        let timings = result.timings
+        jobFinished(
+            type: type, status: result.status, runTime: between(timings.startedAt, timings.finishedAt),
+            queueWait: between(timings.receivedAt, timings.startedAt))
+    }
+
+    /// Counts a message republished to the dead-letter exchange, by its `x-warren-dead-reason`.
+    func deadLettered(reason: String) {
+        let counter: CoreMetrics.Counter = handles.withLock { handles in
+            Self.cached(reason, in: &handles.deadLetters) {
+                CoreMetrics.Counter(
+                    label: "warren_dead_lettered_total", dimensions: [("reason", reason)], factory: currentFactory)
+            }
+        }
+        counter.increment()
+    }
+
+    // MARK: - Connection
+
+    /// Counts a reconnection after a lost connection.
+    func reconnected() {
+        let counter: CoreMetrics.Counter = handles.withLock { handles in
+            if let counter = handles.reconnects { return counter }
+            let counter = CoreMetrics.Counter(label: "warren_reconnects_total", factory: currentFactory)
+            handles.reconnects = counter
+            return counter
+        }
+        counter.increment()
+    }
+
+    /// Reports the prefetch in force.
+    func prefetch(_ count: Int) {
+        let gauge: Gauge = handles.withLock { handles in
+            if let gauge = handles.prefetch { return gauge }
+            let gauge = Gauge(label: "warren_prefetch", factory: currentFactory)
+            handles.prefetch = gauge
+            return gauge
+        }
+        gauge.record(count)
+    }
+
+    // MARK: - Local queues
+
+    /// Sets the gauges of local queue `name`.
+    func localQueue(_ name: String, executing: Int, waiting: Int) {
+        let gauges: (executing: Gauge, waiting: Gauge) = handles.withLock { handles in
+            let executing = Self.cached(name, in: &handles.executing) {
+                Gauge(label: "warren_local_queue_executing", dimensions: [("queue", name)], factory: currentFactory)
+            }
+            let waiting = Self.cached(name, in: &handles.waiting) {
+                Gauge(label: "warren_local_queue_waiting", dimensions: [("queue", name)], factory: currentFactory)
+            }
+            return (executing, waiting)
+        }
+        gauges.executing.record(executing)
+        gauges.waiting.record(waiting)
+    }
+
+    /// Reports these local queues' gauges from now on, at each ``sampleLocalQueues()``, for as long as they live.
+    func watch(_ queues: some Sequence<LocalQueue>) {
+        let added = queues.map { Watched(queue: $0, name: $0.name, metrics: self) }
+        Self.watched.withLock { $0 += added }
+        Self.sample(added)
+    }
+
+    /// Reads the executing and waiting operations of every watched local queue in the process into its gauges,
+    /// adding up queues of the same name (several workers in one process); the gauges of a queue whose worker is
+    /// gone read 0, and it is forgotten. The metrics endpoint calls it before each scrape. Safe from any thread.
+    public static func sampleLocalQueues() {
+        let entries = watched.withLock { watched in
+            defer { watched.removeAll { $0.queue == nil } }
+            return watched
+        }
+        sample(entries)
+    }
+
+    private static func sample(_ entries: [Watched]) {
+        // Instances on the process's backend share its series: their queues add up. One given a factory of its
+        // own (a test's) reports alone.
+        let byBackend = Dictionary(grouping: entries) { $0.metrics.factory == nil ? nil : ObjectIdentifier($0.metrics) }
+        for entries in byBackend.values {
+            var counts: [String: (executing: Int, waiting: Int)] = [:]
+            for entry in entries {
+                let (executing, waiting) = entry.queue?.executingAndWaiting ?? (0, 0)
+                counts[entry.name, default: (0, 0)].executing += executing
+                counts[entry.name, default: (0, 0)].waiting += waiting
+            }
+            for (name, count) in counts {
+                entries[0].metrics.localQueue(name, executing: count.executing, waiting: count.waiting)
+            }
+        }
+    }
+
+    /// The factory in force: the one given, or the process's backend.
+    private var currentFactory: any MetricsFactory {
+        factory ?? MetricsSystem.factory
+    }
+
+    /// The metric `cache` holds for `key`, made and kept on first use.
+    private static func cached<Key: Hashable, Metric>(
+        _ key: Key, in cache: inout [Key: Metric], make: () -> Metric
+    ) -> Metric {
+        if let metric = cache[key] { return metric }
+        let metric = make()
+        cache[key] = metric
+        return metric
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+import Glibc
+import Logging
+import Synchronization
+
+/// A swift-log handler that writes one JSON object per line (`--log-format json`):
+///
+/// ```
+/// {"timestamp":"2026-11-22T10:00:00.123Z","level":"info","label":"warren.worker","message":"worker started","worker":"host-42","prefetch":"4"}
+/// ```
+///
+/// `timestamp` (UTC, milliseconds), `level`, `label` and `message` come first; the metadata follows at the top level,
+/// nested dictionaries flattened into dotted keys (`a.b`), lists written as arrays of strings, every other value as
+/// its string. A metadata key that collides with one of the four fixed fields is written as `metadata.KEY`.
+///
+/// It writes what it is given: callers log URLs through `AMQPConfiguration.redact` or `redactedURL`, as the worker
+/// does, so that no password reaches a log.
+///
+/// Thread safety: a value type; the output function is `@Sendable`, and the standard error writer serialises lines
+/// behind a lock, so that lines from different threads never interleave.
+struct JSONLogHandler: LogHandler {
+    private static let fixedKeys: Set<String> = ["timestamp", "level", "label", "message"]
+    private static let standardErrorLock = Mutex(())
+    private static let timestampStyle = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+
+    let label: String
+    var logLevel: Logger.Level = .info
+    var metadata: Logger.Metadata = [:]
+    var metadataProvider: Logger.MetadataProvider?
+    private let write: @Sendable (String) -> Void
+
+    /// A handler that passes each line, newline included, to `write`.
+    init(label: String, metadataProvider: Logger.MetadataProvider? = nil, write: @escaping @Sendable (String) -> Void) {
+        self.label = label
+        self.metadataProvider = metadataProvider
+        self.write = write
+    }
+
+    /// A handler that writes to standard error.
+    static func standardError(label: String, metadataProvider: Logger.MetadataProvider? = nil) -> JSONLogHandler {
+        JSONLogHandler(label: label, metadataProvider: metadataProvider) { line in
+            let bytes = Array(line.utf8)
+            standardErrorLock.withLock { _ in
+                bytes.withUnsafeBytes { buffer in
+                    var offset = 0
+                    while offset < buffer.count {
+                        let written = Glibc.write(STDERR_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
+                        if written < 0 && errno == EINTR { continue }
+                        guard written > 0 else { return }
+                        offset += written
+                    }
+                }
+            }
+        }
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        var merged = metadata
+        if let provided = metadataProvider?.get() { merged.merge(provided) { $1 } }
+        if let explicit = event.metadata { merged.merge(explicit) { $1 } }
+        write(
+            Self.line(
+                timestamp: Date(), level: event.level, label: label, message: "\(event.message)", metadata: merged))
+    }
+
+    /// The JSON line for one log event, newline included.
+    static func line(
+        timestamp: Date, level: Logger.Level, label: String, message: String, metadata: Logger.Metadata
+    ) -> String {
+        var line = "{"
+        append("timestamp", .string(timestamp.formatted(timestampStyle)), to: &line)
+        line += ","
+        append("level", .string(level.rawValue), to: &line)
+        line += ","
+        append("label", .string(label), to: &line)
+        line += ","
+        append("message", .string(message), to: &line)
+        var fields: [(String, Logger.Metadata.Value)] = []
+        flatten(metadata, prefix: "", into: &fields)
+        for (key, value) in fields.sorted(by: { $0.0 < $1.0 }) {
+            line += ","
+            append(fixedKeys.contains(key) ? "metadata.\(key)" : key, value, to: &line)
+        }
+        return line + "}\n"
+    }
+
+    private static func flatten(
+        _ metadata: Logger.Metadata, prefix: String, into fields: inout [(String, Logger.Metadata.Value)]
+    ) {
+        for (key, value) in metadata {
+            if case .dictionary(let nested) = value, !nested.isEmpty {
+                flatten(nested, prefix: "\(prefix)\(key).", into: &fields)
+            } else {
+                fields.append(("\(prefix)\(key)", value))
+            }
+        }
+    }
+
+    private static func append(_ key: String, _ value: Logger.Metadata.Value, to line: inout String) {
+        appendString(key, to: &line)
+        line += ":"
+        switch value {
+        case .string(let string):
+            appendString(string, to: &line)
+        case .stringConvertible(let convertible):
+            appendString(convertible.description, to: &line)
+        case .array(let values):
+            line += "["
+            for (index, element) in values.enumerated() {
+                if index > 0 { line += "," }
+                appendString(element.description, to: &line)
+            }
+            line += "]"
+        case .dictionary(let nested):
+            // Only an empty dictionary gets here; fuller ones are flattened.
+            appendString(Logger.Metadata.Value.dictionary(nested).description, to: &line)
+        }
+    }
+
+    /// Appends `string` as a JSON string literal: quotes, backslashes and control characters escaped.
+    private static func appendString(_ string: String, to line: inout String) {
+        line += "\""
+        for scalar in string.unicodeScalars {
+            switch scalar {
+            case "\"": line += "\\\""
+            case "\\": line += "\\\\"
+            case "\n": line += "\\n"
+            case "\r": line += "\\r"
+            case "\t": line += "\\t"
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F || (0x2028...0x2029).contains(scalar.value):
+                line += String(format: "\\u%04x", scalar.value)
+            default: line.unicodeScalars.append(scalar)
+            }
+        }
+        line += "\""
+    }
+}

@@ -1,0 +1,123 @@
+import Foundation
+import Testing
+import Warren
+
+extension Integration {
+    @Suite struct Metrics {
+        @Test("the worker serves valid Prometheus text at --metrics-port, and its counters move when jobs run")
+        func endpointCountsJobs() async throws {
+            let queue = TestEnvironment.uniqueName("metrics")
+            defer { BrokerProbe.delete(queue) }
+            let results = try MessageTap.results()
+            let worker = try CLI.startWorker(
+                queue: queue, arguments: ["--metrics-port", "0", "--log-format", "json", "--width", "2"])
+            defer { worker.terminate() }
+            let url = try worker.metricsURL()
+
+            let before = try await MetricsScrape.fetch(url)
+            #expect(before.value("warren_prefetch") == 2)
+            #expect(before.value("warren_local_queue_executing", ["queue": "default"]) == 0)
+            #expect(before.value("warren_local_queue_waiting", ["queue": "default"]) == 0)
+            let echoes = ["type": "echo", "status": "succeeded"]
+            let echoesBefore = before.value("warren_jobs_total", echoes) ?? 0
+
+            let producer = try Producer.forTests()
+            let jobs = try (0..<3).map { index in
+                try producer.enqueue(JobRequest(type: "echo", input: ["n": .number(Double(index))], queue: queue))
+            }
+            let failing = try producer.enqueue(
+                JobRequest(type: "fail", input: ["retryable": false], queue: queue, maxAttempts: 1))
+            _ = try results.waitForResults(jobs.map(\.id) + [failing.id])
+
+            let after = try await MetricsScrape.fetch(url) { metrics in
+                metrics.value("warren_jobs_total", echoes) == echoesBefore + 3
+                    && metrics.value("warren_jobs_total", ["type": "fail", "status": "failed"]) == 1
+            }
+            #expect(after.types["warren_jobs_total"] == "counter")
+            #expect(after.value("warren_jobs_total", echoes) == echoesBefore + 3)
+            #expect(after.value("warren_jobs_total", ["type": "fail", "status": "failed"]) == 1)
+            #expect(after.value("warren_dead_lettered_total", ["reason": "requestedFailure"]) == 1)
+            #expect(after.types["warren_job_run_seconds"] == "histogram")
+            #expect(after.types["warren_job_wait_seconds"] == "histogram")
+            #expect((after.value("warren_job_run_seconds_count", ["type": "echo"]) ?? 0) >= 3)
+            #expect((after.value("warren_job_wait_seconds_count", ["type": "echo"]) ?? 0) >= 3)
+            #expect(after.value("warren_local_queue_executing", ["queue": "default"]) == 0)
+            #expect(after.value("warren_local_queue_waiting", ["queue": "default"]) == 0)
+            #expect(after.value("warren_reconnects_total") ?? 0 == 0)
+
+            for line in worker.stderr.split(separator: "\n") {
+                let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+                #expect(["timestamp", "level", "label", "message"].allSatisfy { object?[$0] is String }, "\(line)")
+            }
+            let password = try #require(URLComponents(string: try TestEnvironment.brokerURL)?.password)
+            #expect(!worker.stderr.contains(":\(password)@"), "the broker's password is never logged")
+            #expect(worker.stderr.contains(":***@"))
+        }
+
+        @Test("a job holding the local queue shows in the executing and waiting gauges")
+        func localQueueGauges() async throws {
+            let queue = TestEnvironment.uniqueName("metrics-gauges")
+            defer { BrokerProbe.delete(queue) }
+            let worker = try CLI.startWorker(
+                queue: queue, arguments: ["--metrics-port", "0", "--width", "1", "--prefetch", "2"])
+            defer { worker.terminate() }
+            let url = try worker.metricsURL()
+            let producer = try Producer.forTests()
+            let running = try producer.enqueue(
+                JobRequest(type: "sum", input: .numbers([1, 2, 3], delayMs: 3000), queue: queue))
+            _ = try producer.enqueue(JobRequest(type: "echo", queue: queue))
+            try worker.waitForStart(of: running.id)
+            let metrics = try await MetricsScrape.fetch(url) { metrics in
+                metrics.value("warren_local_queue_waiting", ["queue": "default"]) == 1
+            }
+            #expect(metrics.value("warren_local_queue_executing", ["queue": "default"]) == 1)
+            #expect(metrics.value("warren_local_queue_waiting", ["queue": "default"]) == 1)
+            try producer.cancel(jobIDs: [running.id])
+        }
+
+        @Test("the exposition text reader accepts what Prometheus accepts and rejects what it does not")
+        func exposition() throws {
+            let valid = """
+                # HELP warren_jobs_total Jobs by type and outcome.
+                # TYPE warren_jobs_total counter
+                warren_jobs_total{type="echo",status="succeeded"} 3
+                warren_jobs_total{type="say \\"hi\\"\\n",status="failed",} 1 1700000000000
+                # TYPE warren_prefetch gauge
+                warren_prefetch 10
+                # TYPE warren_job_run_seconds histogram
+                warren_job_run_seconds_bucket{type="echo",le="0.001"} 2
+                warren_job_run_seconds_bucket{type="echo",le="+Inf"} 3
+                warren_job_run_seconds_sum{type="echo"} 0.0042
+                warren_job_run_seconds_count{type="echo"} 3
+                # a comment
+
+                """
+            let text = try PrometheusText(valid)
+            #expect(text.value("warren_jobs_total", ["type": "echo", "status": "succeeded"]) == 3)
+            #expect(text.value("warren_jobs_total", ["type": "say \"hi\"\n", "status": "failed"]) == 1)
+            #expect(text.value("warren_job_run_seconds_count", ["type": "echo"]) == 3)
+            #expect(try PrometheusText("").samples.isEmpty)
+
+            for invalid in [
+                "warren_jobs_total 1",  // no final newline
+                "9lives 1\n",
+                "warren_jobs_total{type=\"echo} 1\n",
+                "warren_jobs_total{type=echo} 1\n",
+                "warren_jobs_total{type=\"a\\x\"} 1\n",
+                "warren_jobs_total{type=\"a\",type=\"b\"} 1\n",
+                "warren_jobs_total one\n",
+                "warren_jobs_total 1 soon\n",
+                "warren_jobs_total 1\nwarren_jobs_total 2\n",
+                "# TYPE warren_jobs_total counter\nwarren_jobs_total -1\n",
+                "# TYPE warren_jobs_total counter\n# TYPE warren_jobs_total gauge\n",
+                "warren_jobs_total 1\n# TYPE warren_jobs_total counter\n",
+                "# TYPE warren_jobs_total countr\n",
+                "# TYPE h histogram\nh_bucket{le=\"1\"} 2\nh_sum 1\nh_count 2\n",
+                "# TYPE h histogram\nh_bucket{le=\"1\"} 2\nh_bucket{le=\"+Inf\"} 1\nh_sum 1\nh_count 1\n",
+                "# TYPE h histogram\nh_bucket{le=\"+Inf\"} 2\nh_sum 1\nh_count 3\n",
+            ] {
+                #expect(throws: PrometheusText.Problem.self, "\(invalid)") { try PrometheusText(invalid) }
+            }
+        }
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+import MetricsTestKit
+import Testing
+
+@testable import Warren
+
+@Suite("WorkerMetrics")
+struct WorkerMetricsTests {
+    private func result(
+        type: String?, status: JobStatus, receivedAt: Date = Date(), startedAt: Date? = nil, finishedAt: Date = Date()
+    ) -> JobResult {
+        JobResult(
+            jobID: "j", type: type, sequence: 1, key: nil, status: status, attempt: 1, redelivered: false,
+            workerID: "w", timings: JobTimings(receivedAt: receivedAt, startedAt: startedAt, finishedAt: finishedAt))
+    }
+
+    @Test func countsResultsOfTypesTheWorkerDoesNotRunUnderOther() throws {
+        let backend = TestMetrics()
+        let metrics = WorkerMetrics(factory: backend, operationTypes: ["echo"])
+        metrics.jobFinished(result(type: "echo", status: .succeeded, startedAt: Date()))
+        metrics.jobFinished(result(type: "made-up-\(UUID())", status: .failed))
+        metrics.jobFinished(result(type: nil, status: .failed))
+        #expect(
+            try backend.expectCounter("warren_jobs_total", [("type", "echo"), ("status", "succeeded")]).totalValue == 1)
+        #expect(
+            try backend.expectCounter("warren_jobs_total", [("type", "(other)"), ("status", "failed")]).totalValue == 2)
+        #expect(backend.counters(label: "warren_jobs_total").count == 2)
+        #expect(backend.timers(label: "warren_job_run_seconds").map(\.dimensions.first?.1) == ["echo"])
+    }
+
+    @Test func countsJobsByTypeAndStatusAndTimesThoseThatRan() throws {
+        let backend = TestMetrics()
+        let metrics = WorkerMetrics(factory: backend)
+        metrics.jobFinished(type: "echo", status: .succeeded, runTime: .milliseconds(3), queueWait: .milliseconds(2))
+        metrics.jobFinished(type: "echo", status: .succeeded, runTime: .milliseconds(5), queueWait: .zero)
+        metrics.jobFinished(type: "echo", status: .cancelled, runTime: nil, queueWait: nil)
+        let received = Date(timeIntervalSince1970: 100)
+        metrics.jobFinished(
+            result(
+                type: "sum", status: .failed, receivedAt: received, startedAt: received + 0.25,
+                finishedAt: received + 1.75))
+
+        let succeeded = try backend.expectCounter("warren_jobs_total", [("type", "echo"), ("status", "succeeded")])
+        #expect(succeeded.totalValue == 2)
+        #expect(
+            try backend.expectCounter("warren_jobs_total", [("type", "echo"), ("status", "cancelled")]).totalValue == 1)
+        #expect(
+            try backend.expectCounter("warren_jobs_total", [("type", "sum"), ("status", "failed")]).totalValue == 1)
+        #expect(try backend.expectTimer("warren_job_run_seconds", [("type", "echo")]).values == [3_000_000, 5_000_000])
+        #expect(try backend.expectTimer("warren_job_wait_seconds", [("type", "echo")]).values == [2_000_000, 0])
+        #expect(try backend.expectTimer("warren_job_run_seconds", [("type", "sum")]).values == [1_500_000_000])
+        #expect(try backend.expectTimer("warren_job_wait_seconds", [("type", "sum")]).values == [250_000_000])
+    }
+
+    @Test func countsDeadLettersReconnectsAndReportsPrefetch() throws {
+        let backend = TestMetrics()
+        let metrics = WorkerMetrics(factory: backend)
+        metrics.deadLettered(reason: "unknownType")
+        metrics.deadLettered(reason: "unknownType")
+        metrics.deadLettered(reason: "oversized")
+        metrics.reconnected()
+        metrics.prefetch(10)
+        metrics.prefetch(20)
+        #expect(try backend.expectCounter("warren_dead_lettered_total", [("reason", "unknownType")]).totalValue == 2)
+        #expect(try backend.expectCounter("warren_dead_lettered_total", [("reason", "oversized")]).totalValue == 1)
+        #expect(try backend.expectCounter("warren_reconnects_total").totalValue == 1)
+        #expect(try backend.expectGauge("warren_prefetch").lastValue == 20)
+    }
+
+    @Test func samplesTheExecutingAndWaitingOperationsOfWatchedLocalQueues() async throws {
+        let backend = TestMetrics()
+        let metrics = WorkerMetrics(factory: backend)
+        let name = "metrics-\(UUID().uuidString.prefix(8))"
+        let collector = ReportCollector()
+        let gate = Gate()
+        let queue = LocalQueue(name: name, width: 1)
+        metrics.watch([queue])
+        let executing = try backend.expectGauge("warren_local_queue_executing", [("queue", name)])
+        let waiting = try backend.expectGauge("warren_local_queue_waiting", [("queue", name)])
+        #expect(executing.lastValue == 0)
+        #expect(waiting.lastValue == 0)
+
+        let started = Gate()
+        queue.add(
+            TestJobs.blocking(collector: collector) { _, _ in
+                started.open()
+                gate.wait()
+                return .null
+            })
+        queue.add(TestJobs.blocking(collector: collector) { _, _ in .null })
+        queue.add(TestJobs.blocking(collector: collector) { _, _ in .null })
+        #expect(started.wait())
+        #expect(queue.executingAndWaiting == (1, 2))
+        WorkerMetrics.sampleLocalQueues()
+        #expect(executing.lastValue == 1)
+        #expect(waiting.lastValue == 2)
+
+        gate.open()
+        try await collector.waitForReports(3)
+        try await waitUntil("the queue to drain") { queue.operationCount == 0 }
+        WorkerMetrics.sampleLocalQueues()
+        #expect(executing.lastValue == 0)
+        #expect(waiting.lastValue == 0)
+    }
+}
