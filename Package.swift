@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "Warren", targets: ["Warren"]),
         .library(name: "AMQP", targets: ["AMQP"]),
         .library(name: "WarrenCLI", targets: ["WarrenCLI"]),
+        .library(name: "WarrenBench", targets: ["WarrenBench"]),
         .executable(name: "warren", targets: ["warren"]),
         // The libFuzzer target; scripts/fuzz builds it with -sanitize=fuzzer. Built normally, it does nothing.
         .executable(name: "warren-fuzz", targets: ["WarrenFuzz"]),
@@ -34,10 +35,12 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
+        .target(name: "WarrenBench", dependencies: ["Warren", "AMQP"]),
         .target(
             name: "WarrenCLI",
             dependencies: [
                 "Warren",
+                "WarrenBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -1,0 +1,116 @@
+import AMQP
+import Foundation
+import Glibc
+import Warren
+
+/// The baseline worker: a minimal raw client doing exactly what a job costs on the wire, as fast as the protocol
+/// allows, and nothing else.
+///
+/// It consumes with manual acknowledgements and a prefetch, publishes a persistent result for each delivery on a
+/// confirm channel, and acknowledges deliveries only once their results are confirmed, with one `basic.ack`
+/// (`multiple`) for every delivery whose result the broker confirmed since the last ack. Job bodies are not
+/// parsed. It runs in a process of its own (`warren bench baseline-worker`) so that its CPU time and memory are
+/// measured exactly as a Warren worker's, and returns once that process (its parent) is gone.
+///
+/// Thread safety: confined to the thread that calls ``run()``.
+public final class BaselineWorker {
+    /// What to consume and where to publish results.
+    public struct Configuration: Sendable {
+        /// Broker URL.
+        public var url: String
+        /// The job queue to consume (it must exist).
+        public var queue: String
+        /// The queue results are published to, through the default exchange (it must exist).
+        public var resultQueue: String
+        /// Most unacknowledged deliveries (`basic.qos`).
+        public var prefetch: Int
+        /// Warren choices to copy. Default: none.
+        public var variants: Set<BaselineVariant> = []
+
+        /// A baseline worker that copies none of Warren's choices.
+        public init(url: String, queue: String, resultQueue: String, prefetch: Int) {
+            self.url = url
+            self.queue = queue
+            self.resultQueue = resultQueue
+            self.prefetch = prefetch
+        }
+    }
+
+    private static let jobsChannel: UInt16 = 1
+    private static let publishChannel: UInt16 = 2
+
+    private let configuration: Configuration
+    private let connection: AMQPConnection
+    private var confirms = ConfirmTracker()
+    /// Deliveries whose results are published, oldest first: (the result's publish number, the delivery tag).
+    private var unsettled: [(publish: UInt64, deliveryTag: UInt64)] = []
+    private var unsettledHead = 0
+    /// The process that started this one: when it is gone, no one will stop this worker.
+    private let parent = getppid()
+
+    /// Connects, then consumes on one channel and publishes with confirms on another, as a Warren worker does.
+    /// - Throws: `AMQPError` when the broker cannot be reached or refuses a request.
+    public init(configuration: Configuration) throws {
+        self.configuration = configuration
+        var broker = try AMQPConfiguration(url: configuration.url)
+        broker.connectionName = "warren bench baseline worker"
+        connection = try AMQPConnection(configuration: broker)
+        try connection.openChannel(Self.publishChannel)
+        try connection.enableConfirms(channel: Self.publishChannel)
+        try connection.openChannel(Self.jobsChannel)
+        try connection.qos(prefetchCount: UInt16(configuration.prefetch), channel: Self.jobsChannel)
+        try connection.consume(configuration.queue, channel: Self.jobsChannel)
+    }
+
+    /// Works until the process is stopped, or until the process that started it is gone.
+    /// - Throws: `AMQPError` when the connection fails or the broker refuses a result.
+    public func run() throws {
+        let properties = MessageProperties(contentType: "application/json", persistent: true)
+        let toExchange = configuration.variants.contains(.resultsExchange)
+        while true {
+            while let event = try connection.nextEvent() {
+                switch event {
+                case .delivery(let delivery):
+                    var result = properties
+                    result.correlationID = delivery.properties.messageID
+                    try connection.publish(
+                        BaselinePayloads.result, exchange: toExchange ? Topology.resultsExchange : "",
+                        routingKey: toExchange ? result.correlationID ?? "" : configuration.resultQueue,
+                        properties: result, channel: Self.publishChannel)
+                    unsettled.append((confirms.publish(), delivery.deliveryTag))
+                case .confirm(_, let tag, let multiple, let ack):
+                    guard ack else { throw AMQPError(.library, "the broker refused a result (basic.nack)") }
+                    confirms.confirm(tag, multiple: multiple)
+                case .channelClosed(let error):
+                    throw error
+                default:
+                    break
+                }
+            }
+            try acknowledgeConfirmed()
+            if getppid() != parent { return connection.close() }
+            connection.waitForActivity(wakeUp: nil, timeout: .seconds(1))
+        }
+    }
+
+    /// Acknowledges every delivery whose result is confirmed: one `basic.ack` with `multiple` (one per delivery
+    /// with the ``BaselineVariant/singleAcks`` variant).
+    private func acknowledgeConfirmed() throws {
+        let first = unsettledHead
+        while unsettledHead < unsettled.count, confirms.isConfirmed(unsettled[unsettledHead].publish) {
+            unsettledHead += 1
+        }
+        guard unsettledHead > first else { return }
+        if configuration.variants.contains(.singleAcks) {
+            for entry in unsettled[first..<unsettledHead] {
+                try connection.ack(entry.deliveryTag, channel: Self.jobsChannel)
+            }
+        } else {
+            try connection.ack(unsettled[unsettledHead - 1].deliveryTag, multiple: true, channel: Self.jobsChannel)
+        }
+        if unsettledHead > 1024 {
+            unsettled.removeFirst(unsettledHead)
+            unsettledHead = 0
+        }
+    }
+}

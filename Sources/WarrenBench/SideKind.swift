@@ -1,0 +1,4 @@
+/// The two sides.
+public enum SideKind: String, Sendable, Codable, CaseIterable {
+    case baseline, warren
+}

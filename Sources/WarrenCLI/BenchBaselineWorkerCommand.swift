@@ -1,0 +1,39 @@
+import ArgumentParser
+import WarrenBench
+
+/// `warren bench baseline-worker`: the benchmark's raw baseline worker, which `warren bench` starts as a process
+/// of its own so that it is measured exactly as a Warren worker is. Hidden from help.
+struct BenchBaselineWorkerCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "baseline-worker",
+        abstract: "The raw librabbitmq worker warren bench compares Warren with (started by warren bench).",
+        shouldDisplay: false)
+
+    @OptionGroup var broker: BrokerOptions
+
+    @Option(name: .long, help: "The job queue to consume (it must exist).")
+    var queue: String
+
+    @Option(name: .customLong("result-queue"), help: "The queue results go to (it must exist).")
+    var resultQueue: String
+
+    @Option(name: .long, help: "Most unacknowledged deliveries.")
+    var prefetch: Int = 10
+
+    @Option(name: .long, help: "A Warren choice to copy; repeat for several.")
+    var variant: [BaselineVariant] = []
+
+    func validate() throws {
+        guard (1...65_535).contains(prefetch) else { throw ValidationError("--prefetch must be in 1...65535") }
+    }
+
+    func run() throws {
+        DefaultSignals.restore()
+        var configuration = BaselineWorker.Configuration(
+            url: broker.brokerURL, queue: queue, resultQueue: resultQueue, prefetch: prefetch)
+        configuration.variants = Set(variant)
+        try BaselineWorker(configuration: configuration).run()
+    }
+}
+
+extension BaselineVariant: ExpressibleByArgument {}

@@ -1,0 +1,115 @@
+import ArgumentParser
+import Foundation
+import WarrenBench
+
+/// `warren bench`: Warren beside a raw librabbitmq baseline, against a broker of its own.
+struct BenchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Measure Warren beside a raw librabbitmq baseline doing the same jobs; print a table.",
+        discussion: """
+            Both sides run the same job pattern against the broker at --url, each worker in a process of its own: \
+            a persistent job published with confirms, consumed with manual ack and prefetch, a persistent result \
+            published with confirms, then the ack. Measured: throughput at prefetch (and width) 1, 10 and 100, with \
+            producer and worker at once and draining a pre-filled queue; round-trip latency one job at a time; \
+            cancellation latency of an executing job; worker CPU per 1,000 jobs and memory. Use a broker of its \
+            own and a release build (swift build -c release), on an otherwise idle machine. Queues are unique to \
+            the run and deleted after it; results also reach the warren.results queue, as in production.
+            Example:
+              warren bench --url "$(scripts/broker start /tmp/bench-broker)" --json bench.json
+            """,
+        subcommands: [BenchBaselineWorkerCommand.self])
+
+    @OptionGroup var broker: BrokerOptions
+
+    @Option(name: .long, help: "Repetitions of the whole set; the table shows medians and min–max.")
+    var repetitions: Int?
+
+    @Flag(name: .long, help: "A run of well under a minute with few jobs: checks that everything works.")
+    var quick = false
+
+    @Option(name: .long, help: "Jobs per throughput measurement at prefetch 10 and 100 (default: 10000; quick: 1000).")
+    var jobs: Int?
+
+    @Option(
+        name: .customLong("jobs-at-prefetch-1"),
+        help: "Jobs per throughput measurement at prefetch 1 (default: 2000; quick: 200).")
+    var jobsAtPrefetchOne: Int?
+
+    @Option(
+        name: .customLong("latency-samples"), help: "Round trips timed one job at a time (default: 1000; quick: 100).")
+    var latencySamples: Int?
+
+    @Option(name: .long, help: "Cancellations timed (default: 100; quick: 10).")
+    var cancellations: Int?
+
+    @Option(
+        name: .customLong("soak-jobs"), help: "Jobs for worker CPU and memory growth (default: 100000; quick: 4000).")
+    var soakJobs: Int?
+
+    @Option(name: .long, help: "Jobs published before waiting for their confirms (default: 100).")
+    var batch: Int?
+
+    @Option(
+        name: .customLong("baseline-with"),
+        help: ArgumentHelp(
+            "Diagnostics: the baseline copies this Warren choice (priority-queue, results-exchange, single-acks).",
+            visibility: .hidden))
+    var baselineVariants: [BaselineVariant] = []
+
+    @Option(name: .long, help: ArgumentHelp("Also write the report as JSON to this file.", valueName: "path"))
+    var json: String?
+
+    @Option(
+        name: .customLong("worker-executable"),
+        help: ArgumentHelp("The warren executable that runs the workers (default: this one).", valueName: "path"))
+    var workerExecutable: String?
+
+    @Option(
+        name: .customLong("broker-pid"),
+        help: "The broker's process id (a wrapper's is fine): also report the broker's CPU per 1,000 jobs.")
+    var brokerPID: Int32?
+
+    func validate() throws {
+        for (name, value) in [
+            ("--repetitions", repetitions), ("--jobs", jobs), ("--jobs-at-prefetch-1", jobsAtPrefetchOne),
+            ("--latency-samples", latencySamples), ("--cancellations", cancellations), ("--soak-jobs", soakJobs),
+            ("--batch", batch),
+        ] {
+            if let value, value < 1 { throw ValidationError("\(name) must be at least 1") }
+        }
+        if let workerExecutable, !FileManager.default.isExecutableFile(atPath: workerExecutable) {
+            throw ValidationError("--worker-executable \(workerExecutable): not an executable file")
+        }
+    }
+
+    func run() throws {
+        DefaultSignals.restore()
+        var options = quick ? Benchmark.Options.quick : Benchmark.Options.full
+        if let repetitions { options.repetitions = repetitions }
+        if let jobs { options.jobs = jobs }
+        if let jobsAtPrefetchOne { options.jobsAtPrefetchOne = jobsAtPrefetchOne }
+        if let latencySamples { options.latencySamples = latencySamples }
+        if let cancellations { options.cancellations = cancellations }
+        if let soakJobs { options.soakJobs = soakJobs }
+        if let batch { options.batch = batch }
+        options.baselineVariants = Set(baselineVariants)
+        var configuration = Benchmark.Configuration(url: broker.brokerURL)
+        if let workerExecutable { configuration.workerExecutable = workerExecutable }
+        configuration.brokerPID = brokerPID
+        let report: BenchReport
+        do {
+            let benchmark = try Benchmark(configuration: configuration, options: options)
+            report = try benchmark.run { line in
+                FileHandle.standardError.write(Data("\(line)\n".utf8))
+            }
+        } catch let error as BenchError {
+            FileHandle.standardError.write(Data("warren: \(error.message)\n".utf8))
+            throw ExitCode.failure
+        }
+        print(report.table())
+        if let json {
+            try report.json().write(to: URL(fileURLWithPath: json))
+        }
+    }
+}
