@@ -67,11 +67,21 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
     /// What is wrong with `id` as a job id, or `nil` when it is fine: 1 to 128 bytes of letters, digits and
     /// `-_.:`, so that it is a valid routing key and never a wildcard (`*`, `#`) in a result binding.
     public static func problem(withID id: String) -> String? {
-        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:")
-        guard !id.isEmpty, id.utf8.count <= maxIDLength, id.allSatisfy(allowed.contains) else {
+        guard !id.isEmpty, id.utf8.count <= maxIDLength, id.utf8.allSatisfy(isIDByte) else {
             return "job id must be 1 to \(maxIDLength) letters, digits or -_.: (got \(id.utf8.count) bytes: '\(id.prefix(40))')"
         }
         return nil
+    }
+
+    /// Letters, digits and `-_.:`: checked byte by byte, since every job passes through it.
+    private static func isIDByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+            UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: ":"):
+            return true
+        default:
+            return false
+        }
     }
 
     enum CodingKeys: String, CodingKey {
