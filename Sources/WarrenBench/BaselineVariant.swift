@@ -2,13 +2,13 @@
 ///
 /// The published baseline uses none of them. With one, the baseline's figures answer "how much of the gap is this
 /// choice?": for example, with ``resultsExchange`` the baseline's results go through Warren's topic exchange into
-/// the `warren.results` queue that keeps them, as Warren's do.
+/// the `warren.results` stream that keeps them, as Warren's do.
 public enum BaselineVariant: String, Sendable, Codable, CaseIterable {
     /// Job queues declared as Warren declares them (`x-max-priority` 5, a dead-letter exchange) and jobs
     /// published with a priority.
     case priorityQueue = "priority-queue"
-    /// Results published to the `warren.results` topic exchange (routing key: the job id), which also stores them
-    /// in the `warren.results` queue.
+    /// Results published to the `warren.results` topic exchange (routing key: the job id), which stores them in
+    /// the `warren.results` stream.
     case resultsExchange = "results-exchange"
     /// One `basic.ack` per delivery, instead of one with `multiple` for every confirmed delivery.
     case singleAcks = "single-acks"

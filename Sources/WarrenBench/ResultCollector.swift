@@ -15,7 +15,8 @@ final class ResultCollector: @unchecked Sendable {
     enum Source: Sendable {
         /// An existing queue, consumed without acknowledgements.
         case queue(String)
-        /// A private queue this collector declares and binds to Warren's results exchange with `#`.
+        /// Warren's results stream, from the results stored after the collector started, as `warren results
+        /// --follow` reads it.
         case warrenResults
     }
 
@@ -37,6 +38,7 @@ final class ResultCollector: @unchecked Sendable {
 
     private let condition = NSCondition()
     private let wakeUp = WakeUpSignal()
+    private let source: Source
     private let prefix: String
     private let expected: Int?
     private let keepsArrivals: Bool
@@ -55,6 +57,7 @@ final class ResultCollector: @unchecked Sendable {
     init(
         broker: AMQPConfiguration, source: Source, prefix: String, expected: Int? = nil, keepsArrivals: Bool = false
     ) throws {
+        self.source = source
         self.prefix = prefix
         self.expected = expected
         self.keepsArrivals = keepsArrivals
@@ -87,20 +90,27 @@ final class ResultCollector: @unchecked Sendable {
             try connection.consume(queue, noAck: true, channel: 1)
         case .warrenResults:
             try Topology.declareResults(on: connection, channel: 1)
-            let queue = try connection.declareQueue(
-                "", durable: false, exclusive: true, autoDelete: true, channel: 1
-            ).name
-            try connection.bindQueue(queue, to: Topology.resultsExchange, routingKey: "#", channel: 1)
-            try connection.consume(queue, noAck: true, channel: 1)
+            try connection.qos(prefetchCount: 2_000, channel: 1)
+            try connection.consume(Topology.resultsStream, arguments: ["x-stream-offset": "next"], channel: 1)
         }
         return connection
     }
 
     private func collect(from connection: AMQPConnection) throws {
         while true {
+            var lastTag: UInt64?
+            defer { if let lastTag { try? connection.ack(lastTag, multiple: true, channel: 1) } }
             while let event = try connection.nextEvent() {
                 guard case .delivery(let delivery) = event else { continue }
                 let instant = ContinuousClock.now
+                // A stream consumer acknowledges (for credit only); a queue consumed without acks must not.
+                if case .warrenResults = source {
+                    lastTag = delivery.deliveryTag
+                    if delivery.deliveryTag % 500 == 0 {
+                        try connection.ack(delivery.deliveryTag, multiple: true, channel: 1)
+                        lastTag = nil
+                    }
+                }
                 guard let id = delivery.properties.correlationID, id.hasPrefix(prefix) else { continue }
                 let done = condition.withLock {
                     count += 1

@@ -2,7 +2,7 @@ import Foundation
 import Warren
 
 /// Warren's side: jobs published with ``Producer`` (batched `enqueue`), run by a `warren worker` process, results
-/// read from a private queue bound to the `warren.results` exchange.
+/// read from the `warren.results` stream.
 ///
 /// Thread safety: confined to the thread that runs the benchmark, like its ``Producer``.
 final class WarrenSide: BenchSide {

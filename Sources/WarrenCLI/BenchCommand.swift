@@ -14,7 +14,7 @@ struct BenchCommand: ParsableCommand {
             producer and worker at once and draining a pre-filled queue; round-trip latency one job at a time; \
             cancellation latency of an executing job; worker CPU per 1,000 jobs and memory. Use a broker of its \
             own and a release build (swift build -c release), on an otherwise idle machine. Queues are unique to \
-            the run and deleted after it; results also reach the warren.results queue, as in production.
+            the run and deleted after it; Warren's results are stored in the warren.results stream, as in production.
             Example:
               warren bench --url "$(scripts/broker start /tmp/bench-broker)" --json bench.json
             """,

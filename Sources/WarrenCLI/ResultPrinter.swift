@@ -28,7 +28,7 @@ enum ResultPrinter {
             + (report.message.map { " \($0)" } ?? "")
     }
 
-    static func json(_ result: JobResult, verdict: StaleResultFilter.Verdict) throws -> String {
+    static func json(_ result: JobResult, verdict: StaleResultFilter.Verdict, offset: UInt64? = nil) throws -> String {
         let name: String
         switch verdict {
         case .current: name = "current"
@@ -36,7 +36,8 @@ enum ResultPrinter {
         case .duplicate: name = "duplicate"
         }
         let body = try String(decoding: JSONEncoder.sorted.encode(result), as: UTF8.self)
-        return "{\"verdict\":\"\(name)\",\"result\":\(body)}"
+        let position = offset.map { ",\"offset\":\($0)" } ?? ""
+        return "{\"verdict\":\"\(name)\"\(position),\"result\":\(body)}"
     }
 
     static func json(_ value: some Encodable) throws -> String {

@@ -6,13 +6,16 @@ import Warren
 struct ResultsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "results",
-        abstract: "Print results as they arrive; for keyed jobs, report older arrivals as stale.",
+        abstract: "Print stored results, or follow them as they arrive; for keyed jobs, report older arrivals as stale.",
         discussion: """
-            Reads (and removes) results from the warren.results queue. Without --follow, prints what is stored \
-            and exits; with --follow, keeps printing until interrupted or --idle seconds pass without a result.
+            Reads the warren.results stream, which keeps every result for 7 days; reading removes nothing. \
+            Without --follow, prints the stored results (all of them, or those since --since) and exits once \
+            --idle seconds pass without one; with --follow, starts now (or at --since) and keeps printing until \
+            interrupted or --idle seconds pass without a result.
             Line format: STATUS JOB-ID type=T seq=N [key=K] worker=W attempt=A [output=JSON|error=CODE: MESSAGE]
             A stale result (an older sequence of a key whose newer result was seen) prints as `stale …`.
             With --follow, progress reports of running jobs print as: progress JOB-ID 42% worker=W MESSAGE
+            With --json, each result is {"verdict": …, "offset": N, "result": …}; --offset N starts there again.
             """)
 
     @OptionGroup var broker: BrokerOptions
@@ -20,37 +23,96 @@ struct ResultsCommand: ParsableCommand {
     @Flag(name: .shortAndLong, help: "Keep printing results as they arrive.")
     var follow = false
 
-    @Option(name: .long, help: "With --follow: exit after this many seconds without a result.")
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Start with the results stored since then: 'all', 'now', or a time ago such as 90, 30s, 10m, 2h, 1d.",
+            valueName: "when"))
+    var since: ResultsSince?
+
+    @Option(name: .long, help: "Start at this stream offset (as --json prints it).")
+    var offset: UInt64?
+
+    @Option(name: .long, help: "Only results of this job (repeatable).")
+    var job: [String] = []
+
+    @Option(name: .long, help: "Only results of jobs with this key (repeatable).")
+    var key: [String] = []
+
+    @Option(
+        name: .long,
+        help: "Exit after this many seconds without a result (default: 1 without --follow, never with it).")
     var idle: Double?
 
-    @Flag(name: .long, help: "Print one JSON object per line: {\"verdict\": …, \"result\": …}.")
+    @Flag(name: .long, help: "Print one JSON object per line: {\"verdict\": …, \"offset\": N, \"result\": …}.")
     var json = false
 
+    func validate() throws {
+        if since != nil && offset != nil { throw ValidationError("give --since or --offset, not both") }
+        if let idle, !(idle > 0) { throw ValidationError("--idle must be a positive number of seconds") }
+    }
+
     func run() throws {
-        let reader = try ResultReader(url: broker.brokerURL)
+        let start: ResultReader.Start = offset.map { .offset($0) } ?? (since ?? (follow ? .now : .all)).start
+        let reader = try ResultReader(url: broker.brokerURL, from: start, progress: follow)
         defer { reader.close() }
+        let quiet = idle ?? (follow ? nil : 1)
         var filter = StaleResultFilter()
         while true {
-            let next: ResultReader.Event?
-            if follow {
-                next = try reader.next(waitingUpTo: idle.map { .milliseconds(Int($0 * 1000)) } ?? .seconds(3600))
-                if next == nil && idle != nil { return }
-            } else {
-                next = try reader.next().map(ResultReader.Event.result)
-                if next == nil { return }
-            }
-            switch next {
-            case .result(.success(let result))?:
-                let verdict = filter.judge(result)
-                print(json ? try ResultPrinter.json(result, verdict: verdict) : ResultPrinter.line(result, verdict: verdict))
-            case .result(.failure(let error))?:
-                FileHandle.standardError.write(Data("warren: \(error.message)\n".utf8))
-            case .progress(let report)?:
-                print(json ? try ResultPrinter.json(report) : ResultPrinter.line(report))
-            case nil:
+            guard let event = try reader.next(waitingUpTo: quiet.map { .milliseconds(Int($0 * 1000)) } ?? .seconds(3600))
+            else {
+                if quiet != nil { return }
                 continue
             }
+            switch event {
+            case .result(.success(let result), let offset):
+                guard job.isEmpty || job.contains(result.jobID), key.isEmpty || result.key.map(key.contains) == true
+                else { continue }
+                let verdict = filter.judge(result)
+                print(
+                    json
+                        ? try ResultPrinter.json(result, verdict: verdict, offset: offset)
+                        : ResultPrinter.line(result, verdict: verdict))
+            case .result(.failure(let error), let offset):
+                FileHandle.standardError.write(
+                    Data("warren: at offset \(offset.map(String.init) ?? "?"): \(error.message)\n".utf8))
+            case .progress(let report):
+                guard job.isEmpty || job.contains(report.jobID) else { continue }
+                print(json ? try ResultPrinter.json(report) : ResultPrinter.line(report))
+            }
             fflush(nil)
+        }
+    }
+}
+
+/// Where `warren results --since` starts.
+enum ResultsSince: ExpressibleByArgument, Equatable {
+    case all
+    case now
+    case ago(TimeInterval)
+
+    init?(argument: String) {
+        switch argument.lowercased() {
+        case "all": self = .all
+        case "now": self = .now
+        default:
+            let units: [Character: TimeInterval] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
+            var number = Substring(argument)
+            var unit: TimeInterval = 1
+            if let last = argument.last, let scale = units[last] {
+                number = number.dropLast()
+                unit = scale
+            }
+            guard let value = Double(number), value >= 0, value.isFinite else { return nil }
+            self = .ago(value * unit)
+        }
+    }
+
+    var start: ResultReader.Start {
+        switch self {
+        case .all: .first
+        case .now: .next
+        case .ago(let seconds): .since(Date(timeIntervalSinceNow: -seconds))
         }
     }
 }

@@ -19,7 +19,7 @@ extension Integration {
             let newer = try producer.enqueue(JobRequest(type: "sum", input: .numbers([10, 20]), key: key, queue: queue))
             _ = try tap.waitForResults([older.id, newer.id])
 
-            let output = try CLI.run(["results", "--url", try TestEnvironment.brokerURL])
+            let output = try CLI.run(["results", "--key", key, "--url", try TestEnvironment.brokerURL])
             #expect(output.status == 0, "\(output.stderr)")
             let lines = output.stdout.split(separator: "\n")
             let newerLine = try #require(lines.first { $0.contains(newer.id) })
@@ -33,7 +33,6 @@ extension Integration {
         func follow() throws {
             let queue = TestEnvironment.uniqueName("follow")
             defer { BrokerProbe.delete(queue) }
-            _ = try CLI.run(["results", "--url", try TestEnvironment.brokerURL])  // start from an empty store
             let follower = try ChildProcess(
                 TestEnvironment.warrenBinary,
                 ["results", "--follow", "--json", "--idle", "5", "--url", try TestEnvironment.brokerURL])
@@ -49,6 +48,41 @@ extension Integration {
             let result = try #require(object["result"] as? [String: Any])
             #expect(result["status"] as? String == "succeeded")
             #expect(result["output"] as? String == "hello")
+            #expect(object["offset"] is Int)
+        }
+
+        @Test("warren results reads without removing: every reader sees the stored results, --offset resumes")
+        func storedResultsStay() throws {
+            let queue = TestEnvironment.uniqueName("stored")
+            defer { BrokerProbe.delete(queue) }
+            let url = try TestEnvironment.brokerURL
+            let producer = try Producer.forTests()
+            let tap = try MessageTap.results()
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            let jobs = try producer.enqueue((1...3).map { JobRequest(type: "echo", input: .number(Double($0)), queue: queue) })
+            _ = try tap.waitForResults(jobs.map(\.id))
+            let filter = jobs.flatMap { ["--job", $0.id] }
+
+            var offsets: [String: Int] = [:]
+            for reader in 1...2 {
+                let output = try CLI.run(["results", "--json", "--since", "10m", "--url", url] + filter)
+                #expect(output.status == 0, "reader \(reader): \(output.stderr)")
+                let objects = try output.stdout.split(separator: "\n").map {
+                    try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+                }
+                let ids = objects.compactMap { ($0["result"] as? [String: Any])?["jobId"] as? String }
+                #expect(Set(ids) == Set(jobs.map(\.id)), "reader \(reader) sees every result")
+                for object in objects {
+                    let id = try #require((object["result"] as? [String: Any])?["jobId"] as? String)
+                    offsets[id] = try #require(object["offset"] as? Int)
+                }
+            }
+            let last = try #require(offsets[jobs[2].id])
+            let resumed = try CLI.run(["results", "--offset", "\(last)", "--url", url] + filter)
+            #expect(resumed.stdout.split(separator: "\n").map { String($0.split(separator: " ")[1]) } == [jobs[2].id])
+            let none = try CLI.run(["results", "--since", "now", "--idle", "0.5", "--url", url] + filter)
+            #expect(none.status == 0 && none.stdout.isEmpty)
         }
     }
 }

@@ -1,58 +1,84 @@
 import AMQP
 import Foundation
 
-/// Reads results from the queue that keeps them (`warren.results`), acknowledging each one it returns.
+/// Reads results from the stream that keeps them (`warren.results`), oldest first. Reading removes nothing: any
+/// number of readers each see every result, and a reader can start where an earlier one stopped
+/// (``Start/offset(_:)``).
+///
+/// ```swift
+/// let reader = try ResultReader(url: url, from: .since(Date(timeIntervalSinceNow: -600)))
+/// while case .result(let result, _)? = try reader.next(waitingUpTo: .seconds(1)) { print(result) }
+/// ```
 ///
 /// Thread safety: confined, like ``Producer``: use it from the thread that created it.
 public final class ResultReader {
-    static let channel: UInt16 = 1
-    let connection: AMQPConnection
-    private var consuming = false
+    /// Where in the stream reading starts.
+    public enum Start: Sendable, Equatable {
+        /// The oldest result the stream still keeps.
+        case first
+        /// Only results stored from now on.
+        case next
+        /// The result at this stream offset (as ``Event/result(_:offset:)`` reports it), and those after it.
+        case offset(UInt64)
+        /// Results stored at or after this instant (to the second: the broker keeps whole-second timestamps).
+        case since(Date)
 
-    /// Connects and declares the results queue.
+        var argument: AMQPFieldValue {
+            switch self {
+            case .first: "first"
+            case .next: "next"
+            case .offset(let offset): .int(Int64(clamping: offset))
+            case .since(let date): .timestamp(UInt64(max(0, date.timeIntervalSince1970.rounded(.down))))
+            }
+        }
+    }
+
+    /// What the reader returns.
+    public enum Event: Sendable {
+        /// A stored result, or the error that says why its message is unreadable (never dropped silently), with
+        /// its offset in the stream.
+        case result(Result<JobResult, WarrenError>, offset: UInt64?)
+        /// A progress report of a running job (only with `progress: true`).
+        case progress(ProgressMessage)
+    }
+
+    static let channel: UInt16 = 1
+    /// Results the broker sends ahead of ``next(waitingUpTo:)``: a stream consumer must have a prefetch.
+    static let prefetch: UInt16 = 500
+    let connection: AMQPConnection
+
+    /// Connects, declares the results stream and starts reading it at `start`.
+    /// - Parameters:
+    ///   - start: Where to start. Default: the oldest kept result.
+    ///   - progress: Also return progress reports of running jobs, from now on (they are not stored).
     /// - Throws: ``WarrenError`` (`invalidConfiguration` for a bad URL, `broker` when the connection fails).
-    public init(url: String) throws {
+    public init(url: String, from start: Start = .first, progress: Bool = false) throws {
         connection = try BrokerAddresses(url, connectionName: "warren results").connect()
         do {
             try connection.openChannel(Self.channel)
             try Topology.declareResults(on: connection, channel: Self.channel)
-        } catch let error as AMQPError {
-            throw WarrenError(.broker, error.description)
-        }
-    }
-
-    /// The next stored result, or `nil` when none is waiting. Results that do not decode are returned as errors
-    /// in `Result.failure`, never dropped silently.
-    public func next() throws -> Result<JobResult, WarrenError>? {
-        do {
-            guard let delivery = try connection.get(Topology.resultsQueue, channel: Self.channel) else { return nil }
-            return decode(delivery)
-        } catch let error as AMQPError {
-            throw WarrenError(.broker, error.description)
-        }
-    }
-
-    /// What follow mode reads.
-    public enum Event: Sendable {
-        case result(Result<JobResult, WarrenError>)
-        case progress(ProgressMessage)
-    }
-
-    /// Waits up to `timeout` for the next result or progress report, consuming the results queue and a private
-    /// queue bound to every progress report (for follow mode).
-    public func next(waitingUpTo timeout: Duration) throws -> Event? {
-        do {
-            if !consuming {
-                try connection.qos(prefetchCount: 100, channel: Self.channel)
-                try connection.consume(Topology.resultsQueue, channel: Self.channel)
+            try connection.qos(prefetchCount: Self.prefetch, channel: Self.channel)
+            try connection.consume(
+                Topology.resultsStream, arguments: ["x-stream-offset": start.argument], channel: Self.channel)
+            if progress {
                 try Topology.declareProgress(on: connection, channel: Self.channel)
-                let progress = try connection.declareQueue(
+                let queue = try connection.declareQueue(
                     "", durable: false, exclusive: true, autoDelete: true, channel: Self.channel
                 ).name
-                try connection.bindQueue(progress, to: Topology.progressExchange, routingKey: "#", channel: Self.channel)
-                try connection.consume(progress, noAck: true, channel: Self.channel)
-                consuming = true
+                try connection.bindQueue(queue, to: Topology.progressExchange, routingKey: "#", channel: Self.channel)
+                try connection.consume(queue, noAck: true, channel: Self.channel)
             }
+        } catch let error as AMQPError {
+            connection.close()
+            throw WarrenError(.broker, error.description)
+        }
+    }
+
+    /// Waits up to `timeout` for the next result (or progress report); `nil` when none came in that time, which,
+    /// for a reader that started in the past, means it has read everything stored so far.
+    /// - Throws: ``WarrenError`` (`broker`) when the connection fails.
+    public func next(waitingUpTo timeout: Duration) throws -> Event? {
+        do {
             let deadline = ContinuousClock.now + timeout
             while true {
                 if let event = try connection.nextEvent() {
@@ -61,7 +87,9 @@ public final class ResultReader {
                         if let report = try? ProgressMessage.decode(delivery.body) { return .progress(report) }
                         continue
                     }
-                    return .result(decode(delivery))
+                    // Stream consumers acknowledge to get more deliveries; the ack removes nothing.
+                    try connection.ack(delivery.deliveryTag, multiple: true, channel: Self.channel)
+                    return .result(Self.decode(delivery), offset: Self.offset(of: delivery))
                 }
                 let left = deadline - ContinuousClock.now
                 guard left > .zero else { return nil }
@@ -72,13 +100,16 @@ public final class ResultReader {
         }
     }
 
-    private func decode(_ delivery: Delivery) -> Result<JobResult, WarrenError> {
-        try? connection.ack(delivery.deliveryTag, channel: delivery.channel)
+    private static func decode(_ delivery: Delivery) -> Result<JobResult, WarrenError> {
         do {
             return .success(try JobResult.decode(delivery.body))
         } catch {
             return .failure(WarrenError(.wireFormat, "unreadable result message: \(error)"))
         }
+    }
+
+    private static func offset(of delivery: Delivery) -> UInt64? {
+        delivery.properties.headers?["x-stream-offset"]?.intValue.flatMap { UInt64(exactly: $0) }
     }
 
     /// Closes the connection.

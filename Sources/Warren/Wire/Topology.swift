@@ -9,15 +9,16 @@ public enum Topology {
     public static let defaultQueue = "warren.default"
     /// Topic exchange for results; the routing key is the job id.
     public static let resultsExchange = "warren.results"
-    /// Durable queue that keeps results for `warren results`; bound to ``resultsExchange`` with `#`.
-    public static let resultsQueue = "warren.results"
-    /// How many results ``resultsQueue`` keeps before dropping the oldest.
-    public static let resultsQueueLength: Int64 = 100_000
+    /// Stream queue that keeps every result (bound to ``resultsExchange`` with `#`), for ``resultsRetention`` or
+    /// up to ``resultsMaxBytes``: `warren results` reads it, and so do workers holding jobs with dependencies, to
+    /// learn which jobs have ended wherever they ran. Reading it removes nothing.
+    public static let resultsStream = "warren.results"
+    /// How long ``resultsStream`` keeps results.
+    public static let resultsRetention = "7D"
+    /// How many bytes of results ``resultsStream`` keeps at most; the oldest segments go first.
+    public static let resultsMaxBytes: Int64 = 2_000_000_000
     /// Topic exchange for progress reports; the routing key is the job id. Messages are transient.
     public static let progressExchange = "warren.progress"
-    /// Stream queue bound to every result, kept a day: workers holding jobs with dependencies read it to learn
-    /// which jobs have ended, wherever they ran.
-    public static let finishedStream = "warren.finished"
     /// Fanout exchange for control messages (cancellations).
     public static let controlExchange = "warren.control"
     /// Stream queue that keeps control messages for a day, so workers that start later still see them.
@@ -76,21 +77,18 @@ public enum Topology {
         try connection.bindQueue(deadQueue, to: deadExchange, channel: channel)
     }
 
-    /// Declares the results exchange, the queue that keeps results, and the stream of ended jobs, so that no
-    /// result is ever published before they exist.
+    /// Declares the results exchange and the stream that keeps results, so that no result is ever published
+    /// before they exist.
     public static func declareResults(on connection: AMQPConnection, channel: UInt16) throws {
         try connection.declareExchange(resultsExchange, type: "topic", channel: channel)
         try connection.declareQueue(
-            resultsQueue, arguments: ["x-max-length": .int(resultsQueueLength)], channel: channel)
-        try connection.bindQueue(resultsQueue, to: resultsExchange, routingKey: "#", channel: channel)
-        try connection.declareQueue(
-            finishedStream,
+            resultsStream,
             arguments: [
-                "x-queue-type": "stream", "x-max-age": .string(controlRetention),
-                "x-max-length-bytes": .int(1_000_000_000),
+                "x-queue-type": "stream", "x-max-age": .string(resultsRetention),
+                "x-max-length-bytes": .int(resultsMaxBytes),
             ],
             channel: channel)
-        try connection.bindQueue(finishedStream, to: resultsExchange, routingKey: "#", channel: channel)
+        try connection.bindQueue(resultsStream, to: resultsExchange, routingKey: "#", channel: channel)
     }
 
     /// Declares the progress exchange.

@@ -1,5 +1,5 @@
-/// The jobs a worker knows have ended, with their status: its own, and everyone's from the `warren.finished`
-/// stream. Bounded: past ``capacity`` the oldest are forgotten.
+/// The jobs a worker knows have ended, with their status, once dependencies are in play: its own, and everyone's
+/// from the `warren.results` stream. Bounded: past ``capacity`` the oldest are forgotten.
 ///
 /// Thread safety: confined to the worker's broker thread.
 struct FinishedJobs {

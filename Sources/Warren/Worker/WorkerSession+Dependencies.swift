@@ -7,8 +7,9 @@ import Foundation
 /// parked job raises the channel's prefetch by one, so waiting jobs never starve the worker of the jobs they wait
 /// for (the Celery fix for ETA tasks); past ``Worker/Configuration/maxParkedJobs`` a job is parked through the
 /// broker instead (a delay queue sends it back a few seconds later). Which jobs ended, wherever they ran, the
-/// worker learns from the `warren.finished` stream, which it starts reading (from its start, a day back) when it
-/// first parks a job. A cancelled or failed dependency counts as ended, unless the job asks for success.
+/// worker learns from the `warren.results` stream, which it starts reading (a day back) when it first parks a job;
+/// from then on it also remembers the jobs it ends itself. A cancelled or failed dependency counts as ended, unless
+/// the job asks for success.
 extension WorkerSession {
     /// What to do with a job that has dependencies, before it is queued: `true` when it was parked or settled.
     func holdForDependencies(_ job: InFlightJob) throws -> Bool {
@@ -33,13 +34,16 @@ extension WorkerSession {
             try rejectCycle(members, detail: "dependency cycle: \(cycle.joined(separator: " -> "))")
             return true
         }
-        try readFinishedStream()
+        try readResultsStream()
         try updatePrefetch()
         return true
     }
 
-    /// A job ended (here, or anywhere as the stream tells): release the jobs that waited only for it.
+    /// A job ended (here, or anywhere as the stream tells): release the jobs that waited only for it. Remembered
+    /// only once dependencies are in play (the stream is read): until then no job waits, and a job that arrives
+    /// later with dependencies learns of earlier ends from the stream.
     func dependencyEnded(_ jobID: String, status: JobStatus) throws {
+        guard readsResultsStream else { return }
         finishedJobs.record(jobID, status)
         var released: [InFlightJob] = []
         for (id, pending) in parked where pending.contains(jobID) {
@@ -70,19 +74,23 @@ extension WorkerSession {
         return true
     }
 
-    /// Starts reading the stream of ended jobs, from its start, the first time a job is parked.
-    func readFinishedStream() throws {
-        guard !readsFinishedStream else { return }
-        try connection.openChannel(Self.finishedChannel)
-        try connection.qos(prefetchCount: 1000, channel: Self.finishedChannel)
+    /// How far back the results stream is read for dependencies.
+    static let dependencyHorizon: TimeInterval = 86_400
+
+    /// Starts reading the results stream, from ``dependencyHorizon`` ago, the first time a job is parked.
+    func readResultsStream() throws {
+        guard !readsResultsStream else { return }
+        try connection.openChannel(Self.resultsChannel)
+        try connection.qos(prefetchCount: 1000, channel: Self.resultsChannel)
+        let since = UInt64(Date().timeIntervalSince1970 - Self.dependencyHorizon)
         try connection.consume(
-            Topology.finishedStream, arguments: ["x-stream-offset": "first"], channel: Self.finishedChannel)
-        readsFinishedStream = true
+            Topology.resultsStream, arguments: ["x-stream-offset": .timestamp(since)], channel: Self.resultsChannel)
+        readsResultsStream = true
     }
 
-    /// A message of the `warren.finished` stream.
-    func handleFinished(_ delivery: Delivery) throws {
-        try connection.ack(delivery.deliveryTag, multiple: true, channel: Self.finishedChannel)
+    /// A message of the `warren.results` stream.
+    func handleStoredResult(_ delivery: Delivery) throws {
+        try connection.ack(delivery.deliveryTag, multiple: true, channel: Self.resultsChannel)
         guard let result = try? JobResult.decode(delivery.body) else { return }
         try dependencyEnded(result.jobID, status: result.status)
     }

@@ -6,7 +6,7 @@ extension WorkerSession {
     func handleJob(_ delivery: Delivery) throws {
         let receivedAt = Date()
         if stopDeadline != nil {
-            return try connection.nack(delivery.deliveryTag, requeue: true, channel: Self.jobsChannel)
+            return try nackJob(delivery.deliveryTag, requeue: true)
         }
         let descriptor: OperationDescriptor
         do {
@@ -70,7 +70,7 @@ extension WorkerSession {
         let result: JobResult
         switch finished.outcome {
         case .cancelled(let cancellation) where Cancellation.requeueReasons.contains(cancellation.reason):
-            return try connection.nack(job.delivery.deliveryTag, requeue: true, channel: Self.jobsChannel)
+            return try nackJob(job.delivery.deliveryTag, requeue: true)
         case .cancelled(let cancellation):
             result = makeResult(
                 job.descriptor, delivery: job.delivery, status: .cancelled, cancellation: cancellation,

@@ -10,7 +10,7 @@ final class WorkerSession {
     static let jobsChannel: UInt16 = 1
     static let publishChannel: UInt16 = 2
     static let controlChannel: UInt16 = 3
-    static let finishedChannel: UInt16 = 4
+    static let resultsChannel: UInt16 = 4
 
     let worker: Worker
     let localQueues: [String: LocalQueue]
@@ -23,6 +23,8 @@ final class WorkerSession {
     var generation = 1
     var inFlight: [String: InFlightJob] = [:]
     var unconfirmed: [UInt64: Settlement] = [:]
+    /// Job deliveries not settled yet, and acks not sent yet.
+    var acks = AckBatch()
     var publishCount: UInt64 = 0
     var cancellations = CancellationRegistry()
     /// Results of jobs that finished after their delivery died with a connection, kept for the redelivery.
@@ -37,8 +39,8 @@ final class WorkerSession {
     var parked: [String: Set<String>] = [:]
     /// Jobs known to have ended, for dependencies.
     var finishedJobs = FinishedJobs()
-    /// Whether this connection reads the `warren.finished` stream.
-    var readsFinishedStream = false
+    /// Whether this connection reads the `warren.results` stream (for dependencies).
+    var readsResultsStream = false
     /// The prefetch in force on the jobs channel.
     var currentPrefetch: UInt16 = 0 {
         didSet { metrics.prefetch(Int(currentPrefetch)) }
@@ -100,6 +102,7 @@ final class WorkerSession {
         while true {
             for message in worker.mailbox.drain() { try handle(message) }
             try readEvents()
+            try sendAcks()
             if let stopDeadline, ContinuousClock.now >= stopDeadline { cancelAll(reason: "shutdown") }
             enforceDeadlines()
             if isDone { return }
@@ -134,7 +137,8 @@ final class WorkerSession {
     func declareAndConsume() throws {
         jobConsumers = [:]
         isConsuming = false
-        readsFinishedStream = false
+        readsResultsStream = false
+        acks.reset()
         publishCount = 0  // confirm numbers start at 1 on every new channel
         try connection.openChannel(Self.publishChannel)
         try Topology.declareResults(on: connection, channel: Self.publishChannel)
@@ -142,7 +146,7 @@ final class WorkerSession {
         try Topology.declareProgress(on: connection, channel: Self.publishChannel)
         try connection.enableConfirms(channel: Self.publishChannel)
         try consumeControl()
-        if !parked.isEmpty { try readFinishedStream() }
+        if !parked.isEmpty { try readResultsStream() }
         try connection.openChannel(Self.jobsChannel)
         guard stopDeadline == nil else { return }
         // Channel-wide, so that it can grow and shrink live with the number of parked jobs.
@@ -171,9 +175,10 @@ final class WorkerSession {
             switch event {
             case .delivery(let delivery) where delivery.channel == Self.controlChannel:
                 try handleControl(delivery)
-            case .delivery(let delivery) where delivery.channel == Self.finishedChannel:
-                try handleFinished(delivery)
+            case .delivery(let delivery) where delivery.channel == Self.resultsChannel:
+                try handleStoredResult(delivery)
             case .delivery(let delivery):
+                acks.received(delivery.deliveryTag)
                 try containingMessageErrors(delivery.deliveryTag) { try handleJob(delivery) }
             case .confirm(_, let tag, let multiple, let ack):
                 try settle(upTo: tag, multiple: multiple, ack: ack)
@@ -219,7 +224,7 @@ final class WorkerSession {
                 inFlight[id] = nil
                 parked[id] = nil
             }
-            try connection.nack(deliveryTag, requeue: false, channel: Self.jobsChannel)
+            try nackJob(deliveryTag, requeue: false)
             metrics.deadLettered(reason: "rejected")
         }
     }
@@ -283,9 +288,22 @@ final class WorkerSession {
             logger.error("the broker refused a result; requeueing the job so it runs again")
         }
         if settlement.action == .ack && !settlement.refused {
-            try connection.ack(settlement.deliveryTag, channel: Self.jobsChannel)
+            acks.acknowledge(settlement.deliveryTag)
         } else {
-            try connection.nack(settlement.deliveryTag, requeue: true, channel: Self.jobsChannel)
+            try nackJob(settlement.deliveryTag, requeue: true)
         }
+    }
+
+    /// Nacks a job delivery now: back to its queue, or (`requeue: false`) to the queue's dead-letter exchange.
+    func nackJob(_ deliveryTag: UInt64, requeue: Bool) throws {
+        acks.reject(deliveryTag)
+        try connection.nack(deliveryTag, requeue: requeue, channel: Self.jobsChannel)
+    }
+
+    /// Sends the acks this loop iteration settled, batched (``AckBatch``).
+    private func sendAcks() throws {
+        let batch = acks.take()
+        if let upTo = batch.upTo { try connection.ack(upTo, multiple: true, channel: Self.jobsChannel) }
+        for tag in batch.singles { try connection.ack(tag, channel: Self.jobsChannel) }
     }
 }
