@@ -12,6 +12,15 @@ import Testing
         #expect(ordered.map(\.id) == ["a", "d", "b", "c"])
     }
 
+    /// A chain listed backwards, each job after the one that depends on it: the worst order for the sort. It once
+    /// took minutes at this size (quadratic), long enough for the broker to drop the producer's idle connection.
+    @Test func ordersALargeSubmissionListedBackwards() throws {
+        let count = 30_000
+        let requests = (0..<count).reversed().map { index in job("j\(index)", index == 0 ? [] : ["j\(index - 1)"]) }
+        let ordered = try DependencyGraph.ordered(requests + [job("fan", ["j0", "j\(count - 1)"])], known: [])
+        #expect(ordered.map(\.id) == (0..<count).map { "j\($0)" } + ["fan"])
+    }
+
     @Test func acceptsDependenciesOnJobsEnqueuedEarlier() throws {
         #expect(try DependencyGraph.ordered([job("b", ["earlier"])], known: ["earlier"]).map(\.id) == ["b"])
     }

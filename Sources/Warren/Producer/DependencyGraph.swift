@@ -25,22 +25,28 @@ enum DependencyGraph {
                         + "(neither in this submission nor enqueued earlier from this host)")
             }
         }
-        // Kahn's algorithm over the edges inside the submission.
-        var waiting = byID.mapValues { Set($0.dependencies.filter { byID[$0] != nil }) }
+        // Kahn's algorithm over the edges inside the submission: linear in jobs and edges.
+        var waitingOn: [String: Int] = [:]
+        var dependents: [String: [String]] = [:]
+        for request in requests {
+            let inside = Set(request.dependencies.filter { byID[$0] != nil })
+            waitingOn[request.id] = inside.count
+            for dependency in inside { dependents[dependency, default: []].append(request.id) }
+        }
+        var ready = requests.filter { waitingOn[$0.id] == 0 }.map(\.id)
         var ordered: [JobRequest] = []
-        var ready = requests.filter { waiting[$0.id]!.isEmpty }.map(\.id)
-        while let id = ready.first {
-            ready.removeFirst()
+        ordered.reserveCapacity(requests.count)
+        while ordered.count < ready.count {
+            let id = ready[ordered.count]
             ordered.append(byID[id]!)
-            waiting[id] = nil
-            for request in requests where waiting[request.id]?.remove(id) != nil && waiting[request.id]!.isEmpty {
-                ready.append(request.id)
+            for dependent in dependents[id] ?? [] {
+                waitingOn[dependent]! -= 1
+                if waitingOn[dependent] == 0 { ready.append(dependent) }
             }
         }
-        guard waiting.isEmpty else {
-            throw WarrenError(
-                .invalidConfiguration,
-                "dependency cycle among jobs \(waiting.keys.sorted().joined(separator: ", "))")
+        guard ordered.count == requests.count else {
+            let cycle = waitingOn.filter { $0.value > 0 }.keys.sorted()
+            throw WarrenError(.invalidConfiguration, "dependency cycle among jobs \(cycle.joined(separator: ", "))")
         }
         return ordered
     }
