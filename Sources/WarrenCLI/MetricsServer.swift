@@ -1,26 +1,35 @@
-import Dispatch
-import FlyingFox
-import FlyingSocks
-import Foundation
+import Glibc
 import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
 import Prometheus
-import Synchronization
 import Warren
 
 /// The worker's Prometheus endpoint (`--metrics-port`): `GET /metrics` answers with the exposition text of the
-/// registry behind swift-metrics in this process.
+/// registry behind swift-metrics in this process; anything else is 404.
 ///
-/// Thread safety: immutable; the HTTP server is an actor that runs in a task of its own, the registry is locked.
+/// SwiftNIO serves it, on one event loop thread the server owns: unlike an HTTP stack built on Foundation's
+/// networking, NIO does not bring libcurl and its TLS and Kerberos libraries into every process.
+///
+/// Thread safety: immutable; the listening channel and its connections live on the server's event loop, and the
+/// registry is locked.
 final class MetricsServer: Sendable {
     /// The port it listens on: the one asked for, or the one the system picked for port 0.
     let port: UInt16
     let host: String
-    private let serving: Task<Void, Never>
+    private let group: MultiThreadedEventLoopGroup
+    private let channel: any Channel
 
-    private init(host: String, port: UInt16, serving: Task<Void, Never>) {
+    /// How long a connection may stay idle before the server closes it: longer than any scrape interval, so a
+    /// scraper's kept-alive connection survives, but abandoned connections do not pile up.
+    static let idleTimeout = TimeAmount.minutes(5)
+
+    private init(host: String, port: UInt16, group: MultiThreadedEventLoopGroup, channel: any Channel) {
         self.host = host
         self.port = port
-        self.serving = serving
+        self.group = group
+        self.channel = channel
     }
 
     /// Bootstraps swift-metrics with Prometheus (once per process), listens on `host:port`, and logs
@@ -28,75 +37,112 @@ final class MetricsServer: Sendable {
     /// - Throws: ``WarrenError`` (`invalidConfiguration`) when it cannot listen there (a bad address, a port in use).
     static func start(host: String, port: UInt16, logger: Logger) throws -> MetricsServer {
         let registry = MetricsSetup.bootstrap()
-        let address: sockaddr_in
-        do {
-            address = try .inet(ip4: host, port: port)
-        } catch {
+        var ip4 = in_addr()
+        guard inet_pton(AF_INET, host, &ip4) == 1, let address = try? SocketAddress(ipAddress: host, port: Int(port))
+        else {
             throw WarrenError(.invalidConfiguration, "--metrics-host \(host): not an IPv4 address")
         }
-        let server = HTTPServer(address: address, timeout: 10, logger: DisabledLogger.disabled)
-        let startup = Startup()
-        let serving = Task {
-            await server.appendRoute("GET /metrics") { _ in
-                WorkerMetrics.sampleLocalQueues()
-                var text: [UInt8] = []
-                registry.emit(into: &text)
-                return HTTPResponse(
-                    statusCode: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                    body: Data(text))
-            }
-            let listening = Task {
-                do {
-                    try await server.waitUntilListening(timeout: 10)
-                    guard case .ip4(_, let port) = await server.listeningAddress else {
-                        throw WarrenError(.invalidConfiguration, "the metrics endpoint has no IPv4 address")
-                    }
-                    startup.report(.success(port))
-                } catch {
-                    startup.report(.failure(error))
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 64)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let pipeline = channel.pipeline.syncOperations
+                    try pipeline.addHandler(IdleStateHandler(allTimeout: idleTimeout))
+                    try pipeline.configureHTTPServerPipeline(withErrorHandling: true)
+                    try pipeline.addHandler(MetricsHandler(registry: registry))
                 }
             }
-            do {
-                try await server.run()
-            } catch {
-                startup.report(.failure(error))
+        let channel: any Channel
+        let bound: Int
+        do {
+            channel = try bootstrap.bind(to: address).wait()
+            guard let port = channel.localAddress?.port else {
+                throw WarrenError(.invalidConfiguration, "the metrics endpoint has no IPv4 address")
             }
-            listening.cancel()
-        }
-        switch startup.wait() {
-        case .success(let port):
-            logger.info("metrics endpoint listening", metadata: ["host": "\(host)", "port": "\(port)"])
-            return MetricsServer(host: host, port: port, serving: serving)
-        case .failure(let error):
-            serving.cancel()
+            bound = port
+        } catch {
+            try? group.syncShutdownGracefully()
             throw WarrenError(.invalidConfiguration, "cannot serve metrics on \(host):\(port): \(error)")
         }
+        logger.info("metrics endpoint listening", metadata: ["host": "\(host)", "port": "\(bound)"])
+        return MetricsServer(host: host, port: UInt16(bound), group: group, channel: channel)
     }
 
-    /// Stops listening.
+    /// Stops listening, closes the connections and ends the server's thread.
     func stop() {
-        serving.cancel()
+        try? channel.close().wait()
+        try? group.syncShutdownGracefully()
+    }
+}
+
+/// Answers one connection's requests, in order (NIO's pipeline handler holds back pipelined requests until the
+/// answer before them is written).
+///
+/// Thread safety: confined to its channel's event loop, as every NIO handler.
+private final class MetricsHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let registry: PrometheusCollectorRegistry
+    private var request: HTTPRequestHead?
+
+    init(registry: PrometheusCollectorRegistry) {
+        self.registry = registry
     }
 
-    /// How starting went: the first report wins, the thread that started the server waits for it.
-    ///
-    /// Thread safety: locked.
-    private final class Startup: Sendable {
-        private let outcome = Mutex<Result<UInt16, any Error>?>(nil)
-        private let ready = DispatchSemaphore(value: 0)
-
-        func report(_ result: Result<UInt16, any Error>) {
-            let first = outcome.withLock { outcome in
-                guard outcome == nil else { return false }
-                outcome = result
-                return true
-            }
-            if first { ready.signal() }
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            request = head
+        case .body:
+            break
+        case .end:
+            guard let head = request else { return }
+            request = nil
+            respond(to: head, context: context)
         }
+    }
 
-        func wait() -> Result<UInt16, any Error> {
-            ready.wait()
-            return outcome.withLock { $0! }
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is IdleStateHandler.IdleStateEvent {
+            context.close(promise: nil)
+        } else {
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    /// A request that does not parse was answered 400 by NIO's error handler; nothing sensible can follow it.
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+
+    private func respond(to head: HTTPRequestHead, context: ChannelHandlerContext) {
+        let path = head.uri.prefix { $0 != "?" }
+        var headers = HTTPHeaders()
+        let status: HTTPResponseStatus
+        var body = context.channel.allocator.buffer(capacity: 0)
+        if head.method == .GET && path == "/metrics" {
+            WorkerMetrics.sampleLocalQueues()
+            var text: [UInt8] = []
+            registry.emit(into: &text)
+            body.writeBytes(text)
+            status = .ok
+            headers.add(name: "Content-Type", value: "text/plain; version=0.0.4; charset=utf-8")
+        } else {
+            status = .notFound
+        }
+        headers.add(name: "Content-Length", value: "\(body.readableBytes)")
+        let keepAlive = head.isKeepAlive
+        headers.add(name: "Connection", value: keepAlive ? "keep-alive" : "close")
+        let response = HTTPResponseHead(version: head.version, status: status, headers: headers)
+        context.write(wrapOutboundOut(.head(response)), promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+        let written = context.writeAndFlush(wrapOutboundOut(.end(nil)))
+        if !keepAlive {
+            let channel = context.channel
+            written.whenComplete { _ in channel.close(promise: nil) }
         }
     }
 }

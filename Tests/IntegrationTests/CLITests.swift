@@ -80,5 +80,38 @@ extension Integration {
             let object = try JSONSerialization.jsonObject(with: Data(later.stdout.utf8)) as? [String: Any]
             #expect(try #require((object?["sequence"] as? NSNumber)?.uint64Value) > sequences.max()!)
         }
+
+        @Test("concurrent graph enqueues get consecutive sequence numbers that never overlap across processes")
+        func sequenceRangesAcrossProcesses() throws {
+            let url = try TestEnvironment.brokerURL
+            let queue = TestEnvironment.uniqueName("sequence-ranges")
+            defer { BrokerProbe.delete(queue) }
+            let state = try TestEnvironment.temporaryDirectory()
+            let graph = state.appendingPathComponent("graph.json")
+            let jobs = (0..<5).map { #"{"name": "j\#($0)", "type": "echo"}"# }
+            try Data(#"{"jobs": [\#(jobs.joined(separator: ", "))]}"#.utf8).write(to: graph)
+            let producers = try (0..<4).map { _ in
+                try ChildProcess(
+                    TestEnvironment.warrenBinary,
+                    ["enqueue", "--graph", graph.path, "--json", "--url", url, "--queue", queue],
+                    environment: ["WARREN_STATE_DIR": state.path])
+            }
+            var ranges: [ClosedRange<UInt64>] = []
+            for producer in producers {
+                #expect(producer.waitForExit() == 0, "\(producer.stderr)")
+                // One line per job: its name, then its descriptor.
+                let numbers = try producer.stdout.split(separator: "\n").map { line in
+                    let json = try #require(line.split(separator: " ", maxSplits: 1).last)
+                    let object = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
+                    return try #require((object?["sequence"] as? NSNumber)?.uint64Value)
+                }.sorted()
+                #expect(numbers.count == 5)
+                let range = try #require(numbers.first)...(try #require(numbers.last))
+                #expect(range.count == 5, "one process's jobs have consecutive numbers: \(numbers)")
+                ranges.append(range)
+            }
+            ranges.sort { $0.lowerBound < $1.lowerBound }
+            #expect(zip(ranges, ranges.dropFirst()).allSatisfy { $0.upperBound < $1.lowerBound }, "\(ranges)")
+        }
     }
 }

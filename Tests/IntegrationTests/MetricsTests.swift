@@ -2,6 +2,10 @@ import Foundation
 import Testing
 import Warren
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 extension Integration {
     @Suite struct Metrics {
         @Test("the worker serves valid Prometheus text at --metrics-port, and its counters move when jobs run")
@@ -73,6 +77,33 @@ extension Integration {
             #expect(metrics.value("warren_local_queue_executing", ["queue": "default"]) == 1)
             #expect(metrics.value("warren_local_queue_waiting", ["queue": "default"]) == 1)
             try producer.cancel(jobIDs: [running.id])
+        }
+
+        @Test("anything but GET /metrics is 404; a port in use or a host that is not IPv4 stops the worker")
+        func otherRequestsAndAddresses() async throws {
+            let queue = TestEnvironment.uniqueName("metrics-other")
+            defer { BrokerProbe.delete(queue) }
+            let worker = try CLI.startWorker(queue: queue, arguments: ["--metrics-port", "0"])
+            defer { worker.terminate() }
+            let url = try worker.metricsURL()
+            _ = try await MetricsScrape.fetch(try #require(URL(string: url.absoluteString + "?name=warren_prefetch")))
+            for (method, path) in [("GET", "/"), ("GET", "/metrics/more"), ("GET", "/other"), ("POST", "/metrics")] {
+                var request = URLRequest(url: try #require(URL(string: path, relativeTo: url)))
+                request.httpMethod = method
+                let (_, response) = try await URLSession.shared.data(for: request)
+                #expect((response as? HTTPURLResponse)?.statusCode == 404, "\(method) \(path)")
+            }
+
+            let brokerURL = try TestEnvironment.brokerURL
+            let port = try #require(url.port)
+            let taken = try CLI.run(["worker", "--url", brokerURL, "--queue", queue, "--metrics-port", "\(port)"])
+            #expect(taken.status != 0)
+            #expect(taken.stderr.contains("cannot serve metrics on 127.0.0.1:\(port)"), "\(taken.stderr)")
+            let named = try CLI.run([
+                "worker", "--url", brokerURL, "--queue", queue, "--metrics-port", "0", "--metrics-host", "localhost",
+            ])
+            #expect(named.status != 0)
+            #expect(named.stderr.contains("--metrics-host localhost: not an IPv4 address"), "\(named.stderr)")
         }
 
         @Test("the exposition text reader accepts what Prometheus accepts and rejects what it does not")

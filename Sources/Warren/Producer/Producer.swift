@@ -64,23 +64,26 @@ public final class Producer {
     /// Publishes jobs and returns their descriptors once the broker confirmed all of them.
     ///
     /// Jobs may depend on each other and on jobs enqueued earlier from this host; they are published so that a
-    /// job comes after those it depends on, and a bad graph is refused before anything is published.
+    /// job comes after those it depends on, and a bad graph is refused before anything is published. Their
+    /// sequence numbers are consecutive, in the order they are published, reserved from ``SequenceStore`` at once.
     /// - Parameter watch: Also start collecting their results, for ``waitForResult(of:timeout:)``.
     /// - Throws: ``WarrenError`` (`invalidConfiguration`) for an invalid id, a job that depends on itself, an
-    ///   unknown dependency or a cycle; (`broker`) when the broker refuses or the connection fails.
+    ///   unknown dependency or a cycle, or a sequence file that cannot be used; (`broker`) when the broker refuses
+    ///   or the connection fails.
     @discardableResult
     public func enqueue(_ requests: [JobRequest], watch: Bool = false) throws -> [OperationDescriptor] {
+        guard !requests.isEmpty else { return [] }
         let outside = Set(requests.flatMap(\.dependencies)).subtracting(requests.map(\.id))
         let ordered = try DependencyGraph.ordered(requests, known: try journal.known(outside))
         let descriptors: [OperationDescriptor] = try brokerCall {
             var descriptors: [OperationDescriptor] = []
-            for request in ordered {
+            for (request, sequence) in zip(ordered, try sequences.reserve(ordered.count)) {
                 if let problem = OperationDescriptor.problem(withID: request.id) {
                     throw WarrenError(.invalidConfiguration, problem)
                 }
                 let descriptor = OperationDescriptor(
                     id: request.id, type: request.type, input: request.input, priority: request.priority,
-                    sequence: try sequences.next(), key: request.key, deadline: request.deadline,
+                    sequence: sequence, key: request.key, deadline: request.deadline,
                     maxAttempts: request.maxAttempts, dependencies: request.dependencies.isEmpty ? nil : request.dependencies,
                     requireSuccess: request.requireSuccess ? true : nil)
                 if watch { try watchResult(of: descriptor.id) }

@@ -3,14 +3,24 @@ import Glibc
 
 /// Hands out sequence numbers that strictly increase across every producer process on a host.
 ///
-/// The next number is `max(last + 1, microseconds since 1970)`, where `last` is kept in a file under an exclusive
-/// `flock`: numbers never repeat or go backwards on one host, even across restarts, and numbers from hosts with
-/// synchronised clocks interleave in time order.
+/// A reservation of `count` numbers takes `first = max(last + 1, microseconds since 1970)` and the numbers
+/// `first ... first + count - 1`, where `last` is kept in a file under an exclusive `flock`: numbers never repeat
+/// or go backwards on one host, even across restarts, and numbers from hosts with synchronised clocks interleave in
+/// time order. ``Producer`` reserves the numbers of one `enqueue` call at once: one lock and one write per call,
+/// not per job.
+///
+/// The file holds the last number handed out as decimal text, right-aligned in a fixed-width record
+/// (``recordWidth`` bytes, newline included) that each reservation overwrites in place: no truncation, which would
+/// make ext4 flush the file on close. Older Warren versions wrote the number unpadded (`"1795313882672853\n"`);
+/// both forms read the same, to this type and to those versions, which trim whitespace.
 ///
 /// Thread safety: immutable; the file lock serialises concurrent callers, threads and processes alike.
 public struct SequenceStore: Sendable {
     /// The file holding the last number handed out.
     public let path: String
+
+    /// The size of the record: 20 digits (enough for any `UInt64`) and a newline.
+    static let recordWidth = 21
 
     /// The default file: `$WARREN_STATE_DIR/sequence`, else `$XDG_STATE_HOME/warren/sequence`,
     /// else `~/.local/state/warren/sequence`.
@@ -26,8 +36,78 @@ public struct SequenceStore: Sendable {
     }
 
     /// Reserves the next number.
-    /// - Throws: ``WarrenError`` (`invalidConfiguration`) when the file cannot be created, locked or written.
+    /// - Throws: ``WarrenError`` (`invalidConfiguration`) when the file cannot be created, locked, read or written.
     public func next() throws -> UInt64 {
+        try reserve(1).lowerBound
+    }
+
+    /// Reserves `count` consecutive numbers under one lock: no other caller on this host, in this process or
+    /// another, gets any of them or any number below them from now on.
+    /// - Parameter count: How many numbers; at least 1.
+    /// - Returns: `first ... first + count - 1`, with `first = max(last + 1, microseconds since 1970)`.
+    /// - Throws: ``WarrenError`` (`invalidConfiguration`) when the file cannot be created, locked, read or written,
+    ///   or holds a number so large that `count` more would not fit in 64 bits.
+    public func reserve(_ count: Int) throws -> ClosedRange<UInt64> {
+        precondition(count > 0, "reserve at least one sequence number")
+        let descriptor = try openFile()
+        defer { close(descriptor) }
+        guard flock(descriptor, LOCK_EX) == 0 else { throw failure("lock") }
+        // Two records' worth: a longer file is not one this type or an older Warren wrote, and reads as absent.
+        var buffer = [UInt8](repeating: 0, count: 2 * Self.recordWidth)
+        let length = pread(descriptor, &buffer, buffer.count, 0)
+        guard length >= 0 else { throw failure("read") }
+        let last = Self.number(in: buffer[..<length]) ?? 0
+        let now = UInt64(Date().timeIntervalSince1970 * 1_000_000)
+        guard let numbers = Self.numbers(after: last, now: now, count: count) else {
+            throw WarrenError(
+                .invalidConfiguration,
+                "the sequence file '\(path)' holds \(last): no \(count) numbers left above it (set WARREN_STATE_DIR)")
+        }
+        let record = Self.record(numbers.upperBound)
+        guard pwrite(descriptor, record, record.count, 0) == record.count else { throw failure("write") }
+        // Only a file that was not a record (longer than one) needs cutting; records overwrite records exactly.
+        if length > record.count, ftruncate(descriptor, off_t(record.count)) != 0 { throw failure("write") }
+        return numbers
+    }
+
+    /// `count` numbers from `max(last + 1, now)`; `nil` when they would not fit in 64 bits.
+    static func numbers(after last: UInt64, now: UInt64, count: Int) -> ClosedRange<UInt64>? {
+        let (next, full) = last.addingReportingOverflow(1)
+        guard !full else { return nil }
+        let first = max(next, now)
+        let (end, overflow) = first.addingReportingOverflow(UInt64(count - 1))
+        return overflow ? nil : first...end
+    }
+
+    /// `number` right-aligned in ``recordWidth`` bytes, newline included.
+    static func record(_ number: UInt64) -> [UInt8] {
+        let digits = Array(String(number).utf8)
+        let padding = [UInt8](repeating: UInt8(ascii: " "), count: recordWidth - 1 - digits.count)
+        return padding + digits + [UInt8(ascii: "\n")]
+    }
+
+    /// The decimal number `bytes` hold, between optional ASCII whitespace; `nil` for anything else.
+    static func number(in bytes: ArraySlice<UInt8>) -> UInt64? {
+        let isSpace = { (byte: UInt8) in byte == 0x20 || (0x09...0x0D).contains(byte) }
+        guard let start = bytes.firstIndex(where: { !isSpace($0) }),
+            let end = bytes.lastIndex(where: { !isSpace($0) })
+        else { return nil }
+        var value: UInt64 = 0
+        for byte in bytes[start...end] {
+            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+            let (times10, overflowMultiplying) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflowAdding) = times10.addingReportingOverflow(UInt64(byte - UInt8(ascii: "0")))
+            guard !overflowMultiplying, !overflowAdding else { return nil }
+            value = sum
+        }
+        return value
+    }
+
+    /// Opens the file, creating it and, only when they are missing, its directories.
+    private func openFile() throws -> Int32 {
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        if descriptor >= 0 { return descriptor }
+        guard errno == ENOENT || errno == ENOTDIR else { throw failure("open") }
         do {
             try FileManager.default.createDirectory(
                 atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
@@ -36,20 +116,9 @@ public struct SequenceStore: Sendable {
                 .invalidConfiguration,
                 "cannot create the directory of the sequence file '\(path)' (set WARREN_STATE_DIR)")
         }
-        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw failure("open") }
-        defer { close(descriptor) }
-        guard flock(descriptor, LOCK_EX) == 0 else { throw failure("lock") }
-        var buffer = [UInt8](repeating: 0, count: 32)
-        let count = pread(descriptor, &buffer, buffer.count, 0)
-        let last = count > 0 ? UInt64(String(decoding: buffer[..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0 : 0
-        let now = UInt64(Date().timeIntervalSince1970 * 1_000_000)
-        let next = max(last + 1, now)
-        let text = Array("\(next)\n".utf8)
-        guard ftruncate(descriptor, 0) == 0, pwrite(descriptor, text, text.count, 0) == text.count else {
-            throw failure("write")
-        }
-        return next
+        let created = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard created >= 0 else { throw failure("open") }
+        return created
     }
 
     private func failure(_ action: String) -> WarrenError {
