@@ -112,6 +112,10 @@ extension Integration {
                 #expect(output.status == 64, "\(output.stderr)")
                 #expect(output.stderr.contains(message), "\(output.stderr)")
             }
+            // An invalid id anywhere in a submission refuses all of it, the valid jobs before it included.
+            let valid = JobRequest(type: "echo", queue: queue, id: TestEnvironment.uniqueName("valid"))
+            let invalid = JobRequest(type: "echo", queue: queue, id: "no spaces allowed")
+            #expect(throws: WarrenError.self) { try Producer.forTests().enqueue([valid, invalid]) }
             #expect(((try? BrokerProbe.depth(of: queue)) ?? 0) == 0, "nothing was published")
         }
 

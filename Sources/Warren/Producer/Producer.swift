@@ -77,10 +77,10 @@ public final class Producer {
         let ordered = try DependencyGraph.ordered(requests, known: try journal.known(outside))
         let descriptors: [OperationDescriptor] = try brokerCall {
             var descriptors: [OperationDescriptor] = []
+            if let problem = ordered.lazy.compactMap({ OperationDescriptor.problem(withID: $0.id) }).first {
+                throw WarrenError(.invalidConfiguration, problem)
+            }
             for (request, sequence) in zip(ordered, try sequences.reserve(ordered.count)) {
-                if let problem = OperationDescriptor.problem(withID: request.id) {
-                    throw WarrenError(.invalidConfiguration, problem)
-                }
                 let descriptor = OperationDescriptor(
                     id: request.id, type: request.type, input: request.input, priority: request.priority,
                     sequence: sequence, key: request.key, deadline: request.deadline,
