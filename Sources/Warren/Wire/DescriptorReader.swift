@@ -48,13 +48,14 @@ enum DescriptorReader {
             repeat {
                 let name = try scanner.readString()
                 try scanner.expect(":")
-                // Matched as JSONDecoder matches keys: by Swift string equality.
-                guard let field = OperationDescriptor.CodingKeys(rawValue: name) else {
+                guard let index = fieldIndex(named: name) else {
                     _ = try scanner.readValue(depth: 1)
                     continue
                 }
-                guard seen & field.bit == 0 else { throw JSONScanner.Decline() }
-                seen |= field.bit
+                let bit: UInt32 = 1 << index
+                guard seen & bit == 0 else { throw JSONScanner.Decline() }
+                seen |= bit
+                let field = fields[index].key
                 // `null` reads as absent (the Codable path uses decodeIfPresent), except for required fields.
                 if scanner.consumeNull() {
                     guard field != .version, field != .id, field != .type else { throw JSONScanner.Decline() }
@@ -93,6 +94,21 @@ enum DescriptorReader {
         return descriptor
     }
 
+    /// The fields and their names' bytes; a field's index here is its bit in the set of fields seen.
+    private static let fields = OperationDescriptor.CodingKeys.allCases.map { (key: $0, name: Array($0.rawValue.utf8)) }
+
+    /// The index in ``fields`` of the field called `name`, matched as JSONDecoder matches keys: by Swift string
+    /// equality, which holds for equal bytes (the cheap test) and for canonically equivalent ones too.
+    private static func fieldIndex(named name: String) -> Int? {
+        var bytes = name
+        if let index = bytes.withUTF8({ utf8 in
+            fields.firstIndex { $0.name.count == utf8.count && $0.name.elementsEqual(utf8) }
+        }) {
+            return index
+        }
+        return OperationDescriptor.CodingKeys(rawValue: name).flatMap { key in fields.firstIndex { $0.key == key } }
+    }
+
     /// A date as ``WireCoding/decoder`` reads it: Unix seconds, or an ISO 8601 string, in the wire format's years.
     private static func readDate(_ scanner: inout JSONScanner) throws -> Date {
         let date: Date
@@ -106,9 +122,4 @@ enum DescriptorReader {
         guard WireCoding.dateRange.contains(date.timeIntervalSince1970) else { throw JSONScanner.Decline() }
         return date
     }
-}
-
-extension OperationDescriptor.CodingKeys {
-    /// One bit per field, to notice a field given twice.
-    fileprivate var bit: UInt32 { 1 << Self.allCases.firstIndex(of: self)! }
 }
