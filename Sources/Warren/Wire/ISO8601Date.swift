@@ -63,32 +63,30 @@ enum ISO8601Date {
         let (year, month, day) = civilDate(daysSince1970: days)
         guard years.contains(year) else { return false }
         let secondOfDay = seconds - days * 86400
-        bytes.append(UInt8(ascii: "\""))
-        appendDigits(year, count: 4, to: &bytes)
-        bytes.append(UInt8(ascii: "-"))
-        appendDigits(month, count: 2, to: &bytes)
-        bytes.append(UInt8(ascii: "-"))
-        appendDigits(day, count: 2, to: &bytes)
-        bytes.append(UInt8(ascii: "T"))
-        appendDigits(secondOfDay / 3600, count: 2, to: &bytes)
-        bytes.append(UInt8(ascii: ":"))
-        appendDigits(secondOfDay / 60 % 60, count: 2, to: &bytes)
-        bytes.append(UInt8(ascii: ":"))
-        appendDigits(secondOfDay % 60, count: 2, to: &bytes)
-        bytes.append(UInt8(ascii: "."))
-        appendDigits(milliseconds, count: 3, to: &bytes)
-        bytes.append(contentsOf: "Z\"".utf8)
+        let start = bytes.count
+        bytes.append(contentsOf: template)
+        bytes.withUnsafeMutableBufferPointer { text in
+            // Writes `value` in decimal over the `width` zeros at `offset` in the template.
+            func write(_ value: Int, width: Int, at offset: Int) {
+                var rest = value
+                for index in (start + offset..<start + offset + width).reversed() {
+                    text[index] = UInt8(ascii: "0") + UInt8(rest % 10)
+                    rest /= 10
+                }
+            }
+            write(year, width: 4, at: 1)
+            write(month, width: 2, at: 6)
+            write(day, width: 2, at: 9)
+            write(secondOfDay / 3600, width: 2, at: 12)
+            write(secondOfDay / 60 % 60, width: 2, at: 15)
+            write(secondOfDay % 60, width: 2, at: 18)
+            write(milliseconds, width: 3, at: 21)
+        }
         return true
     }
 
-    private static func appendDigits(_ value: Int, count: Int, to bytes: inout [UInt8]) {
-        var divisor = 1
-        for _ in 1..<count { divisor *= 10 }
-        while divisor > 0 {
-            bytes.append(UInt8(ascii: "0") + UInt8(value / divisor % 10))
-            divisor /= 10
-        }
-    }
+    /// A written date, quotes included, before its digits are filled in.
+    private static let template = Array(#""0000-00-00T00:00:00.000Z""#.utf8)
 
     private static func isLeapYear(_ year: Int) -> Bool {
         year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)

@@ -161,23 +161,36 @@ struct ResultWriter {
 
     private mutating func string(_ text: String) {
         bytes.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): bytes.append(contentsOf: #"\""#.utf8)
-            case UInt8(ascii: "\\"): bytes.append(contentsOf: #"\\"#.utf8)
-            case 0x08: bytes.append(contentsOf: #"\b"#.utf8)
-            case 0x0C: bytes.append(contentsOf: #"\f"#.utf8)
-            case 0x0A: bytes.append(contentsOf: #"\n"#.utf8)
-            case 0x0D: bytes.append(contentsOf: #"\r"#.utf8)
-            case 0x09: bytes.append(contentsOf: #"\t"#.utf8)
-            case 0..<0x20:
-                bytes.append(contentsOf: #"\u00"#.utf8)
-                bytes.append(Self.hexDigits[Int(byte >> 4)])
-                bytes.append(Self.hexDigits[Int(byte & 0xF)])
-            default: bytes.append(byte)
+        var text = text
+        text.withUTF8 { utf8 in
+            // Runs of bytes that need no escape go in whole.
+            var plainStart = 0
+            for (index, byte) in utf8.enumerated()
+            where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                bytes.append(contentsOf: utf8[plainStart..<index])
+                escape(byte)
+                plainStart = index + 1
             }
+            bytes.append(contentsOf: utf8[plainStart...])
         }
         bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// A quote, backslash or control character, escaped as JSONEncoder escapes it.
+    private mutating func escape(_ byte: UInt8) {
+        switch byte {
+        case UInt8(ascii: "\""): bytes.append(contentsOf: #"\""#.utf8)
+        case UInt8(ascii: "\\"): bytes.append(contentsOf: #"\\"#.utf8)
+        case 0x08: bytes.append(contentsOf: #"\b"#.utf8)
+        case 0x0C: bytes.append(contentsOf: #"\f"#.utf8)
+        case 0x0A: bytes.append(contentsOf: #"\n"#.utf8)
+        case 0x0D: bytes.append(contentsOf: #"\r"#.utf8)
+        case 0x09: bytes.append(contentsOf: #"\t"#.utf8)
+        default:
+            bytes.append(contentsOf: #"\u00"#.utf8)
+            bytes.append(Self.hexDigits[Int(byte >> 4)])
+            bytes.append(Self.hexDigits[Int(byte & 0xF)])
+        }
     }
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
