@@ -104,7 +104,9 @@ enum Identical {
         case (.object(let x), .object(let y)):
             return x.count == y.count
                 && x.allSatisfy { key, value in
-                    y.contains { otherKey, other in strings(key, otherKey) && values(value, other) }
+                    // Dictionary keys compare as Swift strings: check that the key found has the same scalars.
+                    guard let index = y.index(forKey: key) else { return false }
+                    return strings(key, y[index].key) && values(value, y[index].value)
                 }
         default: return false
         }
