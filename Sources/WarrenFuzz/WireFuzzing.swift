@@ -1,6 +1,6 @@
 import AMQP
 import Foundation
-import Warren
+@_spi(Fuzzing) import Warren
 
 /// The properties `warren-fuzz` checks, one function per decoder. Progress and status messages are only decoded:
 /// they must not crash, and nothing else is promised about them.
@@ -12,6 +12,7 @@ enum WireFuzzing {
 
     /// Every decoder, one input.
     static func all(_ bytes: [UInt8]) {
+        fastDescriptorReader(bytes)
         jobs(bytes)
         results(bytes)
         controlMessages(bytes)
@@ -48,6 +49,7 @@ enum WireFuzzing {
                 status: .succeeded, output: descriptor.input, workerID: "fuzz",
                 timings: JobTimings(enqueuedAt: descriptor.createdAt, receivedAt: descriptor.deadline))
             _ = try JobResult.decode(try result.encoded())
+            try fastResultWriter(result, body)
         } catch let error as JobError {
             check(codes.contains(error.code), "unexpected error code \(error.code)", body)
             check(error.message.unicodeScalars.count <= JobError.maxMessageLength, "error message too long", body)
@@ -56,12 +58,36 @@ enum WireFuzzing {
         }
     }
 
-    /// `JobResult.decode`: whatever decodes must encode and read back.
+    /// The hand-written descriptor reader against `JSONDecoder`: whatever it reads, `JSONDecoder` must read
+    /// identically (strings by scalars, numbers and dates by bits), under the default depth limit and a tight one.
+    static func fastDescriptorReader(_ bytes: [UInt8]) {
+        for depth in [64, 3] {
+            guard let read = WireFastPaths.handReadDescriptor(bytes, maxNestingDepth: depth) else { continue }
+            guard let reference = try? WireFastPaths.codableDescriptor(bytes) else {
+                fail("the fast path read a descriptor that JSONDecoder refuses: \(read)", bytes)
+            }
+            check(Identical.descriptors(read, reference), "the fast path read \(read), JSONDecoder \(reference)", bytes)
+        }
+    }
+
+    /// The hand-written result writer against `JSONEncoder`: whatever it writes must be `JSONEncoder`'s bytes.
+    static func fastResultWriter(_ result: JobResult, _ input: [UInt8]) throws {
+        guard let written = WireFastPaths.handWritten(result) else { return }
+        let expected = try WireFastPaths.encodedByJSONEncoder(result)
+        check(
+            written == expected,
+            "the result writer wrote \(String(decoding: written, as: UTF8.self)), JSONEncoder "
+                + String(decoding: expected, as: UTF8.self), input)
+    }
+
+    /// `JobResult.decode`: whatever decodes must encode and read back, and the result writer must write it as
+    /// `JSONEncoder` does.
     static func results(_ bytes: [UInt8]) {
         guard let result = try? JobResult.decode(bytes) else { return }
         do {
             let again = try JobResult.decode(try result.encoded())
             check(again.jobID == result.jobID && again.status == result.status, "round trip changed it", bytes)
+            try fastResultWriter(result, bytes)
         } catch {
             fail("a decoded result did not round-trip: \(error)", bytes)
         }

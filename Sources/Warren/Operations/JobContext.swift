@@ -4,7 +4,8 @@ import Synchronization
 
 /// What an operation's code knows about the job it runs, and how it learns that it was cancelled.
 ///
-/// Thread safety: immutable fields; the cancellation state is behind a `Mutex`. Safe from any thread.
+/// Thread safety: immutable fields; the cancellation state and the job's logger (built on first use) are behind
+/// `Mutex`es. Safe from any thread.
 public final class JobContext: Sendable {
     /// The job's id.
     public let jobID: String
@@ -16,8 +17,10 @@ public final class JobContext: Sendable {
     /// 1 for the first delivery of this job.
     public let attempt: Int
     public let deadline: Date?
-    /// A logger whose metadata carries the job id, type, attempt and worker id.
-    public let logger: Logger
+    /// The worker's logger, which the job's own ``logger`` extends.
+    private let workerLogger: Logger
+    /// ``logger``, once it was first asked for: most jobs never log, so they never pay for its metadata.
+    private let jobLogger = Mutex<Logger?>(nil)
     private let cancellationState = Mutex<Cancellation?>(nil)
     private let progressSink: @Sendable (Double, String?) -> Void
     /// When the last progress report went out, to send at most ten a second.
@@ -35,11 +38,27 @@ public final class JobContext: Sendable {
         priority = descriptor.priority
         self.attempt = attempt
         deadline = descriptor.deadline
-        var logger = logger
-        logger[metadataKey: "job"] = "\(descriptor.id)"
-        logger[metadataKey: "type"] = "\(descriptor.type)"
-        logger[metadataKey: "attempt"] = "\(attempt)"
-        self.logger = logger
+        workerLogger = logger
+    }
+
+    /// A logger whose metadata carries the job id, type, attempt and worker id.
+    public var logger: Logger {
+        jobLogger.withLock { cached in
+            if let cached { return cached }
+            var logger = workerLogger
+            logger[metadataKey: "job"] = .string(jobID)
+            logger[metadataKey: "type"] = .string(type)
+            logger[metadataKey: "attempt"] = .string(String(attempt))
+            cached = logger
+            return logger
+        }
+    }
+
+    /// Logs a debug message through ``logger``, which is not even built when the worker's logger drops such messages:
+    /// the worker logs one for every job.
+    func debug(_ message: @autoclosure () -> Logger.Message, metadata: @autoclosure () -> Logger.Metadata? = nil) {
+        guard workerLogger.logLevel <= .debug else { return }
+        logger.debug(message(), metadata: metadata())
     }
 
     /// Reports how far the job has come: `fraction` from 0 to 1, and a short message. `warren enqueue --wait` draws

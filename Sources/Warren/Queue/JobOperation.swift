@@ -75,7 +75,7 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
             return complete(startedAt: nil, outcome: .cancelled(job.cancellation!))
         }
         let startedAt = Date()
-        job.logger.debug("job started")
+        job.debug("job started")
         switch body {
         case .blocking(let code):
             complete(startedAt: startedAt, outcome: outcome { try code(input, job) })

@@ -120,9 +120,11 @@ public struct JobResult: Sendable, Hashable, Codable {
         self.timings = timings
     }
 
-    /// The JSON body of the message.
+    /// The JSON body of the message: what `JSONEncoder` writes, written without it where that is sure to give the
+    /// same bytes.
+    /// - Throws: `EncodingError` for a number in ``output`` that is not finite.
     public func encoded() throws -> [UInt8] {
-        Array(try WireCoding.encoder.encode(self))
+        try ResultWriter.bytes(for: self) ?? Array(WireCoding.encoder.encode(self))
     }
 
     /// Decodes a result message body.

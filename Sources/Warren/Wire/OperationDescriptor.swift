@@ -84,7 +84,7 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
         }
     }
 
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case version, id, type, input, priority, sequence, key, deadline, createdAt, maxAttempts, dependencies,
             requireSuccess
     }

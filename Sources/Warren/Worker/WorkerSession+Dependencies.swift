@@ -22,13 +22,13 @@ extension WorkerSession {
         let pending = Set(dependencies.filter { finishedJobs[$0] == nil })
         guard !pending.isEmpty else { return try releaseIfDependenciesAllow(job) }
         guard parked.count < configuration.maxParkedJobs else {
-            job.operation.job.logger.debug("parking through the broker: too many parked jobs")
+            job.operation.job.debug("parking through the broker: too many parked jobs")
             try delay(job.delivery, from: job.queue, milliseconds: 5_000, attempt: job.attempt)
             return true
         }
         inFlight[job.descriptor.id] = job
         parked[job.descriptor.id] = pending
-        job.operation.job.logger.debug("parked until its dependencies end", metadata: ["waitingOn": "\(pending.sorted())"])
+        job.operation.job.debug("parked until its dependencies end", metadata: ["waitingOn": "\(pending.sorted())"])
         if let cycle = parkedCycle(from: job.descriptor.id) {
             let members = Set(cycle).compactMap { inFlight[$0] }
             try rejectCycle(members, detail: "dependency cycle: \(cycle.joined(separator: " -> "))")

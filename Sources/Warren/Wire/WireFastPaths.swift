@@ -1,0 +1,27 @@
+import Foundation
+
+/// The hand-written descriptor reader and result writer beside the Codable paths they stand in for, so that
+/// `warren-fuzz` can check that they agree. Not for general use.
+///
+/// Thread safety: stateless.
+@_spi(Fuzzing) public enum WireFastPaths {
+    /// What ``JobDecoder`` reads from `body` without `JSONDecoder`, or `nil` where it leaves `body` to it.
+    public static func handReadDescriptor(_ body: [UInt8], maxNestingDepth: Int) -> OperationDescriptor? {
+        DescriptorReader.descriptor(from: body, maxDepth: maxNestingDepth)
+    }
+
+    /// What `JSONDecoder` reads from `body`, before ``JobDecoder``'s checks.
+    public static func codableDescriptor(_ body: [UInt8]) throws -> OperationDescriptor {
+        try WireCoding.decoder.decode(OperationDescriptor.self, from: Data(body))
+    }
+
+    /// What ``JobResult/encoded()`` writes without `JSONEncoder`, or `nil` where it leaves `result` to it.
+    public static func handWritten(_ result: JobResult) -> [UInt8]? {
+        ResultWriter.bytes(for: result)
+    }
+
+    /// What `JSONEncoder` writes for `result`.
+    public static func encodedByJSONEncoder(_ result: JobResult) throws -> [UInt8] {
+        Array(try WireCoding.encoder.encode(result))
+    }
+}

@@ -1,0 +1,45 @@
+import Foundation
+import Warren
+
+/// Equality without the leniency of `==`, for comparing the fast paths with Foundation: strings by their scalars
+/// (`==` holds for canonically equivalent ones), doubles and dates by their bits (`==` holds for 0 and -0).
+enum Identical {
+    static func strings(_ a: String?, _ b: String?) -> Bool {
+        switch (a, b) {
+        case (nil, nil): return true
+        case (let a?, let b?): return a.unicodeScalars.elementsEqual(b.unicodeScalars)
+        default: return false
+        }
+    }
+
+    static func dates(_ a: Date?, _ b: Date?) -> Bool {
+        a?.timeIntervalSinceReferenceDate.bitPattern == b?.timeIntervalSinceReferenceDate.bitPattern
+    }
+
+    static func values(_ a: JSONValue, _ b: JSONValue) -> Bool {
+        switch (a, b) {
+        case (.null, .null): return true
+        case (.bool(let x), .bool(let y)): return x == y
+        case (.number(let x), .number(let y)): return x.bitPattern == y.bitPattern
+        case (.string(let x), .string(let y)): return strings(x, y)
+        case (.array(let x), .array(let y)): return x.count == y.count && zip(x, y).allSatisfy(values)
+        case (.object(let x), .object(let y)):
+            return x.count == y.count
+                && x.allSatisfy { key, value in
+                    // Dictionary keys compare as Swift strings: check that the key found has the same scalars.
+                    guard let index = y.index(forKey: key) else { return false }
+                    return strings(key, y[index].key) && values(value, y[index].value)
+                }
+        default: return false
+        }
+    }
+
+    static func descriptors(_ a: OperationDescriptor, _ b: OperationDescriptor) -> Bool {
+        a.version == b.version && strings(a.id, b.id) && strings(a.type, b.type) && values(a.input, b.input)
+            && a.priority == b.priority && a.sequence == b.sequence && strings(a.key, b.key)
+            && dates(a.deadline, b.deadline) && dates(a.createdAt, b.createdAt) && a.maxAttempts == b.maxAttempts
+            && a.dependencies?.count == b.dependencies?.count
+            && zip(a.dependencies ?? [], b.dependencies ?? []).allSatisfy(strings)
+            && a.requireSuccess == b.requireSuccess
+    }
+}

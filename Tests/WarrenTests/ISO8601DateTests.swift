@@ -1,0 +1,62 @@
+import Foundation
+import Testing
+
+@testable import Warren
+
+/// The integer-arithmetic dates against Foundation's ISO 8601 style, both ways, bit for bit.
+@Suite("ISO8601Date")
+struct ISO8601DateTests {
+    private static func parse(_ text: String) -> Date? {
+        var text = text
+        return text.withUTF8 { ISO8601Date.date(parsing: $0) }
+    }
+
+    @Test func parsesAsFoundationDoesWithEveryFractionAndOffset() throws {
+        var generator = SeededGenerator(seed: 9)
+        func digits(_ count: Int) -> String {
+            (0..<count).map { _ in String(Int.random(in: 0...9, using: &generator)) }.joined()
+        }
+        for _ in 0..<3000 {
+            // Any second of the years 1583 ... 9999, as Foundation writes it without its "Z".
+            let second = Double(Int.random(in: -13_190_860_800...252_423_993_599, using: &generator))
+            var text = String(Date(timeIntervalSinceReferenceDate: second).formatted(.iso8601).dropLast())
+            let fractionDigits = Int.random(in: 0...9, using: &generator)
+            if fractionDigits > 0 { text += "." + digits(fractionDigits) }
+            if Bool.random(using: &generator) {
+                text += "Z"
+            } else {
+                let hours = Int.random(in: 0...17, using: &generator)
+                text += (Bool.random(using: &generator) ? "+" : "-") + (hours < 10 ? "0\(hours):" : "\(hours):")
+                text += String(Int.random(in: 0...5, using: &generator)) + digits(1)
+            }
+            let expected = try WireCoding.iso8601.parse(text).timeIntervalSinceReferenceDate
+            let parsed = try #require(Self.parse(text), "declined \(text)").timeIntervalSinceReferenceDate
+            #expect(parsed.bitPattern == expected.bitPattern, "\(text): \(parsed) but Foundation \(expected)")
+        }
+    }
+
+    @Test(arguments: [
+        "2030-01-01T24:00:00Z", "2030-02-29T00:00:00Z", "2030-04-31T00:00:00Z", "2030-01-01T00:60:00Z",
+        "2030-01-01T00:00:60Z", "2030-01-01T00:00:00z", "2030-01-01t00:00:00Z", "2030-01-01 00:00:00Z",
+        "2030-01-01T00:00:00Z ", "2030-01-01T00:00:00.Z", "2030-01-01T00:00:00.1234567890Z", "2030-01-01T00:00:00+0100",
+        "2030-01-01T00:00:00+18:00", "2030-01-01T00:00:00", "2030-01-01", "1582-12-31T23:59:59Z",
+        "+2030-01-01T00:00:00Z", "20300101T000000Z", "2030-1-01T00:00:00Z", "",
+    ])
+    func declinesWhatItDoesNotReadExactly(_ text: String) {
+        #expect(Self.parse(text) == nil)
+    }
+
+    @Test func writesAsFoundationFormats() {
+        var generator = SeededGenerator(seed: 10)
+        for _ in 0..<3000 {
+            let date = Date(
+                timeIntervalSinceReferenceDate: Double.random(
+                    in: -13_190_860_800...252_423_993_599.999, using: &generator))
+            var bytes: [UInt8] = []
+            #expect(ISO8601Date.append(date, to: &bytes))
+            #expect(
+                String(decoding: bytes, as: UTF8.self) == "\"\(date.formatted(WireCoding.iso8601))\"",
+                "\(date.timeIntervalSinceReferenceDate)")
+        }
+    }
+}
