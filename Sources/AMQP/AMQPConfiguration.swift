@@ -55,7 +55,7 @@ public struct AMQPConfiguration: Sendable, Hashable {
         guard amqp_parse_url(buffer, &info) == AMQP_STATUS_OK.rawValue else {
             throw AMQPError(
                 .invalidURL,
-                "invalid broker URL '\(Self.redact(url).prefix(200))': expected amqp://user:password@host:port/vhost")
+                "invalid broker URL '\(Self.redactInvalid(url).prefix(200))': expected amqp://user:password@host:port/vhost")
         }
         host = String(cString: info.host)
         port = Int(info.port)
@@ -68,17 +68,31 @@ public struct AMQPConfiguration: Sendable, Hashable {
 
     /// The URL with the password replaced by `***`, safe for logs and error messages.
     public var redactedURL: String {
+        // Every part percent-encoded, so that the only `:` … `@` is the one around `***` whatever the user name,
+        // host (an IPv6 literal keeps its colons, in brackets) or virtual host contain.
         let unreserved = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~"))
-        let vhost = virtualHost.addingPercentEncoding(withAllowedCharacters: unreserved) ?? virtualHost
-        let host = host.contains(":") ? "[\(host)]" : host
+        let encode = { (part: String, allowed: CharacterSet) in
+            part.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
+        }
+        let vhost = encode(virtualHost, unreserved)
+        let user = encode(user, unreserved)
+        let host = host.contains(":") ? "[\(encode(host, unreserved.union([":"])))]" : encode(host, unreserved)
         return "\(usesTLS ? "amqps" : "amqp")://\(user):***@\(host):\(port)/\(vhost)"
+    }
+
+    /// `url`, which did not parse, as an error message may show it: as ``redact(_:)`` hides it, and without a scheme
+    /// (`user:password@host`) everything before the last `@` hidden, since no rule says where a password would end.
+    static func redactInvalid(_ url: String) -> String {
+        guard !url.contains("://"), let at = url.lastIndex(of: "@") else { return redact(url) }
+        return "***" + url[at...]
     }
 
     /// Replaces the password of any `scheme://user:password@` in `text` with `***`.
     ///
     /// For `amqp://` and `amqps://` the password is everything from the first `:` to the last `@` before the next
-    /// space, or comma that starts another `amqp` URL, so that a password with an unencoded `/`, `@` or `,` is
-    /// hidden too; for other schemes the authority ends at the first `/`.
+    /// space, or comma that starts another `amqp://` or `amqps://` URL (as ``BrokerAddresses`` splits a list), so
+    /// that a password with an unencoded `/`, `@` or `,` is hidden too; for other schemes the authority ends at the
+    /// first `/`. Whatever follows the last `@` of an `amqp` URL holds no `@`, so no `:password@` is left in it.
     public static func redact(_ text: String) -> String {
         var result = ""
         var rest = Substring(text)
@@ -93,8 +107,9 @@ public struct AMQPConfiguration: Sendable, Hashable {
                     let character = rest[index]
                     if character.isWhitespace { return true }
                     if !isAMQP { return character == "/" }
-                    // A comma separates URLs in a list (BrokerAddresses), but may be part of a password.
-                    return character == "," && rest[rest.index(after: index)...].lowercased().hasPrefix("amqp")
+                    // A comma separates URLs in a list (BrokerAddresses), but may be part of a password or of
+                    // anything else: only one that starts another URL ends this one.
+                    return character == "," && startsAMQPURL(rest[rest.index(after: index)...])
                 } ?? rest.endIndex
             if let at = rest[..<authorityEnd].lastIndex(of: "@"),
                 let colon = rest[..<at].firstIndex(of: ":")
@@ -104,5 +119,12 @@ public struct AMQPConfiguration: Sendable, Hashable {
             }
         }
         return result + rest
+    }
+
+    /// Whether `text` starts with `amqp://` or `amqps://`, in any case, after spaces: the start of the next URL in
+    /// a comma-separated list.
+    public static func startsAMQPURL(_ text: Substring) -> Bool {
+        let text = text.drop(while: \.isWhitespace).prefix(8).lowercased()
+        return text.hasPrefix("amqp://") || text.hasPrefix("amqps://")
     }
 }

@@ -8,10 +8,13 @@ struct BrokerAddresses: Sendable {
     let configurations: [AMQPConfiguration]
 
     /// Parses `amqp://…[,amqp://…]`, naming every connection `connectionName`.
+    ///
+    /// Only a comma before `amqp://` or `amqps://` separates URLs, so a password with a comma stays whole (and is
+    /// not shown, in part, by the error about a URL cut in two).
     /// - Throws: ``WarrenError`` (`invalidConfiguration`) for an empty list or a malformed URL.
     init(_ urls: String, connectionName: String) throws {
         do {
-            configurations = try urls.split(separator: ",").map { url in
+            configurations = try Self.split(urls).map { url in
                 var configuration = try AMQPConfiguration(url: url.trimmingCharacters(in: .whitespaces))
                 configuration.connectionName = connectionName
                 return configuration
@@ -20,6 +23,19 @@ struct BrokerAddresses: Sendable {
             throw WarrenError(.invalidConfiguration, error.message)
         }
         guard !configurations.isEmpty else { throw WarrenError(.invalidConfiguration, "no broker URL given") }
+    }
+
+    /// `urls` cut at each comma that starts another `amqp://` or `amqps://` URL; empty pieces dropped.
+    static func split(_ urls: String) -> [Substring] {
+        var pieces: [Substring] = []
+        var start = urls.startIndex
+        for index in urls.indices
+        where urls[index] == "," && AMQPConfiguration.startsAMQPURL(urls[urls.index(after: index)...]) {
+            pieces.append(urls[start..<index])
+            start = urls.index(after: index)
+        }
+        pieces.append(urls[start...])
+        return pieces.filter { !$0.allSatisfy(\.isWhitespace) }
     }
 
     /// Opens a connection to the first address that accepts one.
