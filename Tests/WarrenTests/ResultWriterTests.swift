@@ -13,7 +13,7 @@ struct ResultWriterTests {
 
     private func expectSameBytes(_ result: JobResult, sourceLocation: SourceLocation = #_sourceLocation) throws {
         let written = try #require(
-            ResultWriter.bytes(for: result), "declined \(result)", sourceLocation: sourceLocation)
+            JSONWriter.bytes(for: result), "declined \(result)", sourceLocation: sourceLocation)
         let expected = try Self.foundationBytes(result)
         #expect(
             written == expected,
@@ -129,7 +129,7 @@ struct ResultWriterTests {
                 status: JobStatus.allCases.randomElement(using: &generator)!,
                 output: WireSamples.value(using: &generator), text: WireSamples.string(using: &generator),
                 timings: JobTimings(enqueuedAt: date, startedAt: date))
-            let decoded = try JobResult.decode(try #require(ResultWriter.bytes(for: result)))
+            let decoded = try JobResult.decode(try #require(JSONWriter.bytes(for: result)))
             var expected = result
             // A null output is written, and reads back as no output: the Codable path does the same.
             if case .null? = expected.output { expected.output = nil }
@@ -142,7 +142,7 @@ struct ResultWriterTests {
     @Test(arguments: [Double.nan, .infinity, -.infinity])
     func leavesNumbersThatAreNotFiniteToJSONEncoder(_ number: Double) {
         let result = Self.result(status: .succeeded, output: ["x": [.number(number)]])
-        #expect(ResultWriter.bytes(for: result) == nil)
+        #expect(JSONWriter.bytes(for: result) == nil)
         #expect(throws: EncodingError.self) { try result.encoded() }
     }
 
@@ -150,7 +150,7 @@ struct ResultWriterTests {
     func leavesDatesOutsideItsYearsToJSONEncoder(_ seconds: Double) throws {
         let result = Self.result(
             status: .succeeded, timings: JobTimings(startedAt: Date(timeIntervalSince1970: seconds)))
-        #expect(ResultWriter.bytes(for: result) == nil)
+        #expect(JSONWriter.bytes(for: result) == nil)
         #expect(try result.encoded() == Self.foundationBytes(result))
     }
 }

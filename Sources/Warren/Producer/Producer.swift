@@ -92,7 +92,7 @@ public final class Producer {
                 }
                 try declareJobQueue(request.queue)
                 try publish(
-                    Array(try WireCoding.encoder.encode(descriptor)), exchange: "", routingKey: request.queue,
+                    try descriptor.encoded(), exchange: "", routingKey: request.queue,
                     properties: MessageProperties(
                         contentType: WireCoding.contentType, persistent: true,
                         priority: descriptor.priority.amqpPriority, messageID: descriptor.id,

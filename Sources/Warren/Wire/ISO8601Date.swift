@@ -1,7 +1,7 @@
 import Foundation
 
 /// Dates of the wire format read and written with integer arithmetic, for the fast paths of ``DescriptorReader``
-/// and ``ResultWriter``: the same `Date` as `Date.ISO8601FormatStyle` parses, the same text as
+/// and ``JSONWriter``: the same `Date` as `Date.ISO8601FormatStyle` parses, the same text as
 /// ``WireCoding/iso8601`` formats, for years 1583 … 9999 only.
 ///
 /// Before 1583 Foundation's Gregorian calendar turns Julian, which this does not follow, so such dates are left to

@@ -124,7 +124,7 @@ public struct JobResult: Sendable, Hashable, Codable {
     /// same bytes.
     /// - Throws: `EncodingError` for a number in ``output`` that is not finite.
     public func encoded() throws -> [UInt8] {
-        try ResultWriter.bytes(for: self) ?? Array(WireCoding.encoder.encode(self))
+        try JSONWriter.bytes(for: self) ?? Array(WireCoding.encoder.encode(self))
     }
 
     /// Decodes a result message body.

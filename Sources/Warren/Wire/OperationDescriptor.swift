@@ -56,9 +56,11 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
         self.requireSuccess = requireSuccess
     }
 
-    /// The JSON body of the job message, as Warren's producer publishes it.
+    /// The JSON body of the job message, as Warren's producer publishes it: what `JSONEncoder` writes, written
+    /// without it where that is sure to give the same bytes.
+    /// - Throws: `EncodingError` for a number in ``input`` that is not finite.
     public func encoded() throws -> [UInt8] {
-        Array(try WireCoding.encoder.encode(self))
+        try JSONWriter.bytes(for: self) ?? Array(WireCoding.encoder.encode(self))
     }
 
     /// The longest job id, in bytes: ids are routing keys, which AMQP limits to 255 bytes.

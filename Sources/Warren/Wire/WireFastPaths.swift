@@ -1,6 +1,6 @@
 import Foundation
 
-/// The hand-written descriptor reader and result writer beside the Codable paths they stand in for, so that
+/// The hand-written descriptor reader, and result and descriptor writers, beside the Codable paths they stand in for, so that
 /// `warren-fuzz` can check that they agree. Not for general use.
 ///
 /// Thread safety: stateless.
@@ -15,9 +15,19 @@ import Foundation
         try WireCoding.decoder.decode(OperationDescriptor.self, from: Data(body))
     }
 
+    /// What ``OperationDescriptor/encoded()`` writes without `JSONEncoder`, or `nil` where it leaves `descriptor` to it.
+    public static func handWritten(_ descriptor: OperationDescriptor) -> [UInt8]? {
+        JSONWriter.bytes(for: descriptor)
+    }
+
+    /// What `JSONEncoder` writes for `descriptor`.
+    public static func encodedByJSONEncoder(_ descriptor: OperationDescriptor) throws -> [UInt8] {
+        Array(try WireCoding.encoder.encode(descriptor))
+    }
+
     /// What ``JobResult/encoded()`` writes without `JSONEncoder`, or `nil` where it leaves `result` to it.
     public static func handWritten(_ result: JobResult) -> [UInt8]? {
-        ResultWriter.bytes(for: result)
+        JSONWriter.bytes(for: result)
     }
 
     /// What `JSONEncoder` writes for `result`.

@@ -1,104 +1,62 @@
 import Foundation
 
-/// Writes a ``JobResult`` as the very bytes ``WireCoding/encoder`` writes for it, without `JSONEncoder`'s cost on
-/// every job: keys sorted by their UTF-8 bytes, no whitespace, `/` and non-ASCII unescaped, control characters
-/// escaped as `JSONEncoder` escapes them, whole numbers without a fraction (``JSONValue``'s rule), other numbers as
+/// Writes JSON as the very bytes ``WireCoding/encoder`` writes, without `JSONEncoder`'s cost on every job: the
+/// primitives that ``JSONWriter/bytes(for:)-(JobResult)`` and ``JSONWriter/bytes(for:)-(OperationDescriptor)``
+/// put together, each object's keys in the sorted order `JSONEncoder`'s `.sortedKeys` writes.
+///
+/// Keys sorted by their UTF-8 bytes, no whitespace, `/` and non-ASCII unescaped, control characters escaped as
+/// `JSONEncoder` escapes them, whole numbers without a fraction (``JSONValue``'s rule), other numbers as
 /// `JSONEncoder` prints a `Double`, and dates as ``ISO8601Date`` writes them.
 ///
-/// It returns `nil` where it cannot promise the same bytes, and ``JobResult/encoded()`` then uses `JSONEncoder`: a
-/// date outside the years 1583 … 9999, and a number that is not finite (which `JSONEncoder` refuses). The tests and
-/// the fuzzer compare its bytes with `JSONEncoder`'s.
+/// A primitive throws ``Decline`` where it cannot promise the same bytes, and the caller then uses `JSONEncoder`:
+/// a date outside the years 1583 … 9999, and a number that is not finite (which `JSONEncoder` refuses). The tests
+/// and the fuzzer compare its bytes with `JSONEncoder`'s.
 ///
 /// Thread safety: a value type used by one thread.
-struct ResultWriter {
-    private struct Decline: Error {}
+struct JSONWriter {
+    struct Decline: Error {}
 
-    private var bytes: [UInt8] = []
+    private(set) var bytes: [UInt8] = []
 
-    /// The JSON body of `result`, or `nil` where `JSONEncoder` must write it.
-    static func bytes(for result: JobResult) -> [UInt8]? {
-        var writer = ResultWriter()
-        writer.bytes.reserveCapacity(512)
+    /// Runs `write` on a new writer, and returns its bytes, or `nil` where it declined.
+    static func bytes(reserving capacity: Int, _ write: (inout JSONWriter) throws -> Void) -> [UInt8]? {
+        var writer = JSONWriter()
+        writer.bytes.reserveCapacity(capacity)
         do {
-            try writer.write(result)
+            try write(&writer)
         } catch {
             return nil
         }
         return writer.bytes
     }
 
-    // Every object below lists its keys in sorted order, as JSONEncoder's `.sortedKeys` writes them; an optional
-    // that is `nil` is left out, as the synthesised `encode(to:)` leaves it out.
-    private mutating func write(_ result: JobResult) throws {
+    mutating func beginObject() {
         bytes.append(UInt8(ascii: "{"))
-        key("attempt")
-        integer(result.attempt)
-        if let cancellation = result.cancellation {
-            key("cancellation")
-            bytes.append(UInt8(ascii: "{"))
-            key("message")
-            string(cancellation.message)
-            key("reason")
-            string(cancellation.reason)
-            bytes.append(UInt8(ascii: "}"))
-        }
-        if let error = result.error {
-            key("error")
-            bytes.append(UInt8(ascii: "{"))
-            key("code")
-            string(error.code)
-            key("message")
-            string(error.message)
-            key("retryable")
-            bool(error.retryable)
-            bytes.append(UInt8(ascii: "}"))
-        }
-        key("jobId")
-        string(result.jobID)
-        if let jobKey = result.key {
-            key("key")
-            string(jobKey)
-        }
-        if let output = result.output {
-            key("output")
-            try value(output)
-        }
-        key("redelivered")
-        bool(result.redelivered)
-        key("sequence")
-        integer(result.sequence)
-        key("status")
-        string(result.status.rawValue)
-        key("timings")
-        try timings(result.timings)
-        if let type = result.type {
-            key("type")
-            string(type)
-        }
-        key("version")
-        integer(result.version)
-        key("workerId")
-        string(result.workerID)
+    }
+
+    mutating func endObject() {
         bytes.append(UInt8(ascii: "}"))
     }
 
-    private mutating func timings(_ timings: JobTimings) throws {
-        bytes.append(UInt8(ascii: "{"))
-        try date("enqueuedAt", timings.enqueuedAt)
-        try date("finishedAt", timings.finishedAt)
-        try date("receivedAt", timings.receivedAt)
-        try date("startedAt", timings.startedAt)
-        bytes.append(UInt8(ascii: "}"))
+    /// An array of strings, as `[String]` encodes.
+    mutating func array(_ strings: [String]) {
+        bytes.append(UInt8(ascii: "["))
+        for (index, element) in strings.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            string(element)
+        }
+        bytes.append(UInt8(ascii: "]"))
     }
 
-    private mutating func date(_ name: String, _ date: Date?) throws {
+    /// A member that is a date, left out when `date` is `nil` (as the synthesised `encode(to:)` leaves it out).
+    mutating func date(_ name: String, _ date: Date?) throws {
         guard let date else { return }
         key(name)
         guard ISO8601Date.append(date, to: &bytes) else { throw Decline() }
     }
 
     /// A JSON value as ``JSONValue/encode(to:)`` and `JSONEncoder` write it.
-    private mutating func value(_ value: JSONValue) throws {
+    mutating func value(_ value: JSONValue) throws {
         switch value {
         case .null:
             bytes.append(contentsOf: "null".utf8)
@@ -116,16 +74,16 @@ struct ResultWriter {
             }
             bytes.append(UInt8(ascii: "]"))
         case .object(let members):
-            bytes.append(UInt8(ascii: "{"))
+            beginObject()
             for (name, member) in members.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
                 key(name)
                 try self.value(member)
             }
-            bytes.append(UInt8(ascii: "}"))
+            endObject()
         }
     }
 
-    private mutating func number(_ number: Double) throws {
+    mutating func number(_ number: Double) throws {
         if number.rounded() == number, let integer = Int64(exactly: number) {
             self.integer(integer)
             return
@@ -138,17 +96,17 @@ struct ResultWriter {
     }
 
     /// A member's name and colon, after a comma unless it is the object's first.
-    private mutating func key(_ name: String) {
+    mutating func key(_ name: String) {
         if bytes.last != UInt8(ascii: "{") { bytes.append(UInt8(ascii: ",")) }
         string(name)
         bytes.append(UInt8(ascii: ":"))
     }
 
-    private mutating func bool(_ flag: Bool) {
+    mutating func bool(_ flag: Bool) {
         bytes.append(contentsOf: flag ? "true".utf8 : "false".utf8)
     }
 
-    private mutating func integer(_ value: some BinaryInteger) {
+    mutating func integer(_ value: some BinaryInteger) {
         if value < 0 { bytes.append(UInt8(ascii: "-")) }
         let start = bytes.count
         var rest = value.magnitude
@@ -159,7 +117,7 @@ struct ResultWriter {
         bytes[start...].reverse()
     }
 
-    private mutating func string(_ text: String) {
+    mutating func string(_ text: String) {
         bytes.append(UInt8(ascii: "\""))
         var text = text
         text.withUTF8 { utf8 in
