@@ -42,6 +42,7 @@ enum WireFuzzing {
             let descriptor = try decoder.decode(body, contentType: contentType)
             check(OperationDescriptor.problem(withID: descriptor.id) == nil, "accepted an invalid job id", body)
             // What a worker accepted, it echoes in results: it must encode, and read back.
+            try fastDescriptorWriter(descriptor, body)
             let again = try decoder.decode(try descriptor.encoded(), contentType: nil)
             check(again.id == descriptor.id && again.sequence == descriptor.sequence, "round trip changed it", body)
             let result = JobResult(
@@ -77,6 +78,16 @@ enum WireFuzzing {
         check(
             written == expected,
             "the result writer wrote \(String(decoding: written, as: UTF8.self)), JSONEncoder "
+                + String(decoding: expected, as: UTF8.self), input)
+    }
+
+    /// The hand-written descriptor writer against `JSONEncoder`: whatever it writes must be `JSONEncoder`'s bytes.
+    static func fastDescriptorWriter(_ descriptor: OperationDescriptor, _ input: [UInt8]) throws {
+        guard let written = WireFastPaths.handWritten(descriptor) else { return }
+        let expected = try WireFastPaths.encodedByJSONEncoder(descriptor)
+        check(
+            written == expected,
+            "the descriptor writer wrote \(String(decoding: written, as: UTF8.self)), JSONEncoder "
                 + String(decoding: expected, as: UTF8.self), input)
     }
 
