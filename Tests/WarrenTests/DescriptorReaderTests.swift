@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import Warren
+@_spi(Fuzzing) @testable import Warren
 
 /// The fast descriptor reader against the Codable path: wherever it reads a descriptor, `JSONDecoder` must read the
 /// identical one; and it must read the descriptors that matter instead of declining them all.

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import Warren
+@_spi(Fuzzing) @testable import Warren
 
 /// The hand-written descriptor writer against `JSONEncoder`: the same bytes wherever it writes, and Foundation's
 /// encoder (with its error) wherever it does not.

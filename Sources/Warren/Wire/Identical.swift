@@ -1,10 +1,11 @@
 import Foundation
-import Warren
 
 /// Equality without the leniency of `==`, for comparing the fast paths with Foundation: strings by their scalars
 /// (`==` holds for canonically equivalent ones), doubles and dates by their bits (`==` holds for 0 and -0).
-enum Identical {
-    static func strings(_ a: String?, _ b: String?) -> Bool {
+///
+/// Thread safety: stateless.
+@_spi(Fuzzing) public enum Identical {
+    public static func strings(_ a: String?, _ b: String?) -> Bool {
         switch (a, b) {
         case (nil, nil): return true
         case (let a?, let b?): return a.unicodeScalars.elementsEqual(b.unicodeScalars)
@@ -12,11 +13,11 @@ enum Identical {
         }
     }
 
-    static func dates(_ a: Date?, _ b: Date?) -> Bool {
+    public static func dates(_ a: Date?, _ b: Date?) -> Bool {
         a?.timeIntervalSinceReferenceDate.bitPattern == b?.timeIntervalSinceReferenceDate.bitPattern
     }
 
-    static func values(_ a: JSONValue, _ b: JSONValue) -> Bool {
+    public static func values(_ a: JSONValue, _ b: JSONValue) -> Bool {
         switch (a, b) {
         case (.null, .null): return true
         case (.bool(let x), .bool(let y)): return x == y
@@ -34,7 +35,7 @@ enum Identical {
         }
     }
 
-    static func descriptors(_ a: OperationDescriptor, _ b: OperationDescriptor) -> Bool {
+    public static func descriptors(_ a: OperationDescriptor, _ b: OperationDescriptor) -> Bool {
         a.version == b.version && strings(a.id, b.id) && strings(a.type, b.type) && values(a.input, b.input)
             && a.priority == b.priority && a.sequence == b.sequence && strings(a.key, b.key)
             && dates(a.deadline, b.deadline) && dates(a.createdAt, b.createdAt) && a.maxAttempts == b.maxAttempts
