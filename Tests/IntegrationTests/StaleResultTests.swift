@@ -51,6 +51,28 @@ extension Integration {
             #expect(object["offset"] is Int)
         }
 
+        @Test("warren results reports a stored message that is no result on stderr, with its offset, and reads on")
+        func unreadableStoredResult() throws {
+            let queue = TestEnvironment.uniqueName("unreadable")
+            defer { BrokerProbe.delete(queue) }
+            let url = try TestEnvironment.brokerURL
+            let producer = try Producer.forTests()
+            let tap = try MessageTap.results()
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            try ForeignPublisher.publish(
+                Array("not a result".utf8), url: url, exchange: Topology.resultsExchange,
+                routingKey: TestEnvironment.uniqueName("garbage"))
+            let job = try producer.enqueue(JobRequest(type: "echo", input: "after", queue: queue))
+            _ = try tap.waitForResults([job.id])
+
+            let output = try CLI.run(["results", "--since", "10m", "--job", job.id, "--url", url])
+            #expect(output.status == 0, "\(output.stderr)")
+            #expect(output.stdout.hasPrefix("succeeded \(job.id)"), "the result after it is still read")
+            #expect(output.stderr.contains("unreadable result message"), "\(output.stderr)")
+            #expect(output.stderr.range(of: #"at offset \d+"#, options: .regularExpression) != nil, "\(output.stderr)")
+        }
+
         @Test("warren results reads without removing: every reader sees the stored results, --offset resumes")
         func storedResultsStay() throws {
             let queue = TestEnvironment.uniqueName("stored")
