@@ -21,7 +21,12 @@ public final class LocalQueue: @unchecked Sendable {
     }
 
     func add(_ operation: JobOperation) {
-        queue.addOperation(operation)
+        add([operation])
+    }
+
+    /// Adds operations in one call: Foundation then takes its lock and schedules once for all of them.
+    func add(_ operations: [JobOperation]) {
+        queue.addOperations(operations, waitUntilFinished: false)
     }
 
     /// Operations added and not finished: waiting and executing.

@@ -70,7 +70,7 @@ extension WorkerSession {
             return true
         }
         inFlight[job.descriptor.id] = job
-        localQueues[job.localQueue]!.add(job.operation)
+        operationsToQueue[job.localQueue, default: []].append(job.operation)
         return true
     }
 

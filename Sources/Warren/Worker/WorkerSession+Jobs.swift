@@ -57,7 +57,7 @@ extension WorkerSession {
             localQueue: registered.localQueue, attempt: attempt, receivedAt: receivedAt, operation: operation)
         if try holdForDependencies(job) { return }
         inFlight[descriptor.id] = job
-        localQueues[registered.localQueue]!.add(operation)
+        operationsToQueue[registered.localQueue, default: []].append(operation)
     }
 
     func finish(_ finished: FinishedJob) throws {

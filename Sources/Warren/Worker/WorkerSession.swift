@@ -25,6 +25,8 @@ final class WorkerSession {
     var unconfirmed: [UInt64: Settlement] = [:]
     /// Job deliveries not settled yet, and acks not sent yet.
     var acks = AckBatch()
+    /// Operations to add to their local queues at the end of this loop iteration, all at once, by queue name.
+    var operationsToQueue: [String: [JobOperation]] = [:]
     var publishCount: UInt64 = 0
     var cancellations = CancellationRegistry()
     /// Results of jobs that finished after their delivery died with a connection, kept for the redelivery.
@@ -100,8 +102,7 @@ final class WorkerSession {
     /// The main loop on a live connection; returns when the worker stopped and settled everything.
     private func serve() throws {
         while true {
-            for message in worker.mailbox.drain() { try handle(message) }
-            try readEvents()
+            try receive()
             try sendAcks()
             if let stopDeadline, ContinuousClock.now >= stopDeadline { cancelAll(reason: "shutdown") }
             enforceDeadlines()
@@ -298,6 +299,20 @@ final class WorkerSession {
     func nackJob(_ deliveryTag: UInt64, requeue: Bool) throws {
         acks.reject(deliveryTag)
         try connection.nack(deliveryTag, requeue: requeue, channel: Self.jobsChannel)
+    }
+
+    /// Handles what the mailbox and the connection brought, then hands the operations that released to their local
+    /// queues in one call each; also when handling fails (a lost connection), so that jobs taken in still run.
+    private func receive() throws {
+        defer { queueOperations() }
+        for message in worker.mailbox.drain() { try handle(message) }
+        try readEvents()
+    }
+
+    /// Hands the operations this loop iteration released to their local queues.
+    private func queueOperations() {
+        for (name, operations) in operationsToQueue where !operations.isEmpty { localQueues[name]!.add(operations) }
+        operationsToQueue.removeAll(keepingCapacity: true)
     }
 
     /// Sends the acks this loop iteration settled, batched (``AckBatch``).
