@@ -53,18 +53,11 @@ extension Integration {
 
         @Test("warren results reports a stored message that is no result on stderr, with its offset, and reads on")
         func unreadableStoredResult() throws {
-            let queue = TestEnvironment.uniqueName("unreadable")
-            defer { BrokerProbe.delete(queue) }
             let url = try TestEnvironment.brokerURL
-            let producer = try Producer.forTests()
-            let tap = try MessageTap.results()
-            let worker = try CLI.startWorker(queue: queue)
-            defer { worker.terminate() }
             try ForeignPublisher.publish(
                 Array("not a result".utf8), url: url, exchange: Topology.resultsExchange,
                 routingKey: TestEnvironment.uniqueName("garbage"))
-            let job = try producer.enqueue(JobRequest(type: "echo", input: "after", queue: queue))
-            _ = try tap.waitForResults([job.id])
+            let job = try Self.runEchoJobs(["after"])[0]
 
             let output = try CLI.run(["results", "--since", "10m", "--job", job.id, "--url", url])
             #expect(output.status == 0, "\(output.stderr)")
@@ -75,15 +68,8 @@ extension Integration {
 
         @Test("warren results reads without removing: every reader sees the stored results, --offset resumes")
         func storedResultsStay() throws {
-            let queue = TestEnvironment.uniqueName("stored")
-            defer { BrokerProbe.delete(queue) }
             let url = try TestEnvironment.brokerURL
-            let producer = try Producer.forTests()
-            let tap = try MessageTap.results()
-            let worker = try CLI.startWorker(queue: queue)
-            defer { worker.terminate() }
-            let jobs = try producer.enqueue((1...3).map { JobRequest(type: "echo", input: .number(Double($0)), queue: queue) })
-            _ = try tap.waitForResults(jobs.map(\.id))
+            let jobs = try Self.runEchoJobs((1...3).map { .number(Double($0)) })
             let filter = jobs.flatMap { ["--job", $0.id] }
 
             var offsets: [String: Int] = [:]
@@ -105,6 +91,19 @@ extension Integration {
             #expect(resumed.stdout.split(separator: "\n").map { String($0.split(separator: " ")[1]) } == [jobs[2].id])
             let none = try CLI.run(["results", "--since", "now", "--idle", "0.5", "--url", url] + filter)
             #expect(none.status == 0 && none.stdout.isEmpty)
+        }
+
+        /// Runs `echo` jobs with these inputs through a worker of their own and returns them once their results are
+        /// stored.
+        static func runEchoJobs(_ inputs: [JSONValue]) throws -> [OperationDescriptor] {
+            let queue = TestEnvironment.uniqueName("stored")
+            defer { BrokerProbe.delete(queue) }
+            let tap = try MessageTap.results()
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            let jobs = try Producer.forTests().enqueue(inputs.map { JobRequest(type: "echo", input: $0, queue: queue) })
+            _ = try tap.waitForResults(jobs.map(\.id))
+            return jobs
         }
     }
 }
