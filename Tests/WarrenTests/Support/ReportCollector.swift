@@ -76,8 +76,11 @@ final class Gate: Sendable {
     }
 
     /// Blocks the calling (queue) thread until ``open()``, or until `timeout` passes; returns whether it opened.
+    /// The timeout only keeps a broken test from holding a queue thread for ever: it is long, because the test that
+    /// opens the gate may itself wait that long for a thread when the integration tests in the same process keep
+    /// the cooperative pool busy (a gate that gave up after 10 s once let a job finish before its cancellation).
     @discardableResult
-    func wait(timeout: Duration = .seconds(10)) -> Bool {
+    func wait(timeout: Duration = .seconds(120)) -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if isOpen.withLock({ $0 }) { return true }
