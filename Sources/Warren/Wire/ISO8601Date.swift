@@ -6,6 +6,8 @@ import Foundation
 ///
 /// Before 1583 Foundation's Gregorian calendar turns Julian, which this does not follow, so such dates are left to
 /// Foundation. The tests compare both ways against Foundation.
+///
+/// Thread safety: stateless.
 enum ISO8601Date {
     /// Seconds from 1970-01-01 to Foundation's reference date, 2001-01-01.
     private static let referenceDateSince1970 = 978_307_200
