@@ -53,7 +53,7 @@ extension Integration {
             defer { BrokerProbe.delete(queue) }
             let results = try DurableResults()
             var workers = try (1...3).map { index in
-                try CLI.startWorker(queue: queue, id: "chaos-\(index)", arguments: ["--width", "4", "--log-level", "info"])
+                try CLI.startWorker(queue: queue, id: "chaos-\(index)", arguments: ["--width", "4"])
             }
             defer { workers.forEach { $0.terminate() } }
 
@@ -103,7 +103,7 @@ extension Integration {
             waitFor(jobCount)
             collect()
             let missing = jobs.filter { seen[$0.id] == nil }
-            #expect(missing.count == 0, "jobs without a result, e.g. \(missing.prefix(3).map(\.id))")
+            #expect(missing.count == 0, "jobs without a result:\n\(Self.whereabouts(of: missing.prefix(3).map(\.id), queue: queue, workers: workers))")
             for (n, job) in jobs.enumerated() {
                 guard let outcomes = seen[job.id] else { continue }
                 if cancelled.contains(job.id) {
@@ -128,6 +128,36 @@ extension Integration {
 }
 
 extension Integration.Chaos {
+    /// What the broker and the workers' logs know of jobs that have no result: where the job was last seen.
+    static func whereabouts(of ids: [String], queue: String, workers: [ChildProcess]) -> String {
+        var lines = ["queue \(queue): \((try? BrokerProbe.depth(of: queue)).map(String.init) ?? "?") messages"]
+        if let reader = try? ResultReader(url: TestEnvironment.brokerURL) {
+            defer { reader.close() }
+            var stored: Set<String> = []
+            var unreadable: [String] = []
+            while case .result(let result, let offset)? = try? reader.next(waitingUpTo: .seconds(2)) {
+                switch result {
+                case .success(let result) where ids.contains(result.jobID): stored.insert(result.jobID)
+                case .success: break
+                case .failure(let error): unreadable.append("offset \(offset ?? 0): \(error)")
+                }
+            }
+            lines.append("in the warren.results stream: \(stored.sorted()); unreadable there: \(unreadable)")
+        }
+        for id in ids {
+            lines.append("\(id):")
+            for worker in workers {
+                let mentions = worker.stderr.split(separator: "\n").filter { $0.contains(id) }
+                lines += mentions.map { "  \(worker.name): \($0)" }
+            }
+        }
+        for worker in workers {
+            let events = worker.stderr.split(separator: "\n").filter { !$0.contains("job=") && !$0.contains("debug") }
+            lines += events.suffix(15).map { "  \(worker.name): \($0)" }
+        }
+        return lines.joined(separator: "\n")
+    }
+
     @Test("a job that outlives consumer_timeout: the worker reconnects, adopts the redelivery, and the job ends once")
     func consumerTimeout() throws {
         let queue = TestEnvironment.uniqueName("consumer-timeout")

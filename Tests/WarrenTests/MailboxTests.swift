@@ -36,4 +36,29 @@ struct MailboxTests {
             #expect(mine == mine.sorted())
         }
     }
+
+    @Test func messagesNotHandledGoBackToTheFrontInOrder() {
+        struct Lost: Error {}
+        let mailbox = Mailbox<Int>()
+        for value in 1...5 { mailbox.post(value) }
+        var handled: [Int] = []
+        #expect(throws: Lost.self) {
+            try mailbox.handleEach { value in
+                if value == 3 { throw Lost() }
+                handled.append(value)
+            }
+        }
+        #expect(handled == [1, 2])
+        mailbox.post(6)
+        #expect(mailbox.drain() == [3, 4, 5, 6])
+    }
+
+    @Test func handlesEverythingWhenNothingThrows() {
+        let mailbox = Mailbox<Int>()
+        for value in 1...3 { mailbox.post(value) }
+        var handled: [Int] = []
+        mailbox.handleEach { handled.append($0) }
+        #expect(handled == [1, 2, 3])
+        #expect(mailbox.drain().isEmpty)
+    }
 }

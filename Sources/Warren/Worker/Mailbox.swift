@@ -23,4 +23,20 @@ final class Mailbox<Message: Sendable>: Sendable {
             return messages
         }
     }
+
+    /// Drains the mailbox and hands each message to `body`, in order. When `body` throws, that message and the
+    /// ones after it go back to the front of the mailbox, before anything posted since, so none is lost.
+    func handleEach(_ body: (Message) throws -> Void) rethrows {
+        let drained = drain()
+        for index in drained.indices {
+            do {
+                try body(drained[index])
+            } catch {
+                let unhandled = drained[index...]
+                messages.withLock { $0.insert(contentsOf: unhandled, at: 0) }
+                wakeUp.signal()
+                throw error
+            }
+        }
+    }
 }

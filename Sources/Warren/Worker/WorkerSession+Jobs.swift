@@ -22,7 +22,7 @@ extension WorkerSession {
             return
         }
         if let result = orphanResults.take(descriptor.id) {
-            return try settle(delivery.deliveryTag, action: .ack, after: [publishResult(result)], result: result)
+            return try end(delivery.deliveryTag, with: result)
         }
         let attempt = Self.attempt(of: delivery)
         let queue = jobConsumers[delivery.consumerTag] ?? delivery.routingKey
@@ -30,7 +30,7 @@ extension WorkerSession {
             let result = makeResult(
                 descriptor, delivery: delivery, status: .cancelled, cancellation: cancellation,
                 timings: JobTimings(enqueuedAt: descriptor.createdAt, receivedAt: receivedAt, finishedAt: Date()))
-            return try settle(delivery.deliveryTag, action: .ack, after: [publishResult(result)], result: result)
+            return try end(delivery.deliveryTag, with: result)
         }
         guard let registered = worker.registry[descriptor.type] else {
             let known = worker.registry.types.joined(separator: ", ")
@@ -85,7 +85,21 @@ extension WorkerSession {
             let dead = try deadLetter(job.delivery, error: error)
             return try settle(job.delivery.deliveryTag, action: .ack, after: [dead, publishResult(result)])
         }
-        try settle(job.delivery.deliveryTag, action: .ack, after: [publishResult(result)], result: result)
+        try end(job.delivery.deliveryTag, with: result)
+    }
+
+    /// Publishes a succeeded or cancelled `result` and acks the job's delivery once the broker confirmed it. When
+    /// the connection fails first, the result is kept for the redelivery (``OrphanResults``), as are results whose
+    /// confirm is lost with the connection.
+    private func end(_ deliveryTag: UInt64, with result: JobResult) throws {
+        let confirm: UInt64
+        do {
+            confirm = try publishResult(result)
+        } catch {
+            orphanResults.keep(result)
+            throw error
+        }
+        try settle(deliveryTag, action: .ack, after: [confirm], result: result)
     }
 
     // MARK: - Bad input

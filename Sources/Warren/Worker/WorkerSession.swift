@@ -303,9 +303,11 @@ final class WorkerSession {
 
     /// Handles what the mailbox and the connection brought, then hands the operations that released to their local
     /// queues in one call each; also when handling fails (a lost connection), so that jobs taken in still run.
+    /// Messages not handled when the connection fails stay in the mailbox for the disconnected loop: a job's
+    /// `finished` message is never dropped, or the job would stay in flight for good.
     private func receive() throws {
         defer { queueOperations() }
-        for message in worker.mailbox.drain() { try handle(message) }
+        try worker.mailbox.handleEach { try handle($0) }
         try readEvents()
     }
 
