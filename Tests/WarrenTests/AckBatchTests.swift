@@ -46,4 +46,39 @@ struct AckBatchTests {
         batch.acknowledge(1)
         #expect(batch.take() == .init(upTo: 1, singles: []))
     }
+
+    @Test func acksWaitUntilAQuarterOfThePrefetchIsSettled() {
+        var batch = AckBatch()
+        batch.threshold = 3
+        let start = ContinuousClock.now
+        for tag: UInt64 in 1...4 { batch.received(tag) }
+        batch.acknowledge(1, at: start)
+        batch.acknowledge(2, at: start)
+        #expect(batch.take(at: start) == .init(upTo: nil, singles: []))
+        #expect(batch.dueAt == start + batch.maxDelay)
+        batch.acknowledge(3, at: start)
+        #expect(batch.dueAt == start)
+        #expect(batch.take(at: start) == .init(upTo: 3, singles: []))
+        #expect(batch.isEmpty && batch.dueAt == nil)
+    }
+
+    @Test func anAckWaitsNoLongerThanTheMaximumDelay() {
+        var batch = AckBatch()
+        batch.threshold = 25
+        let start = ContinuousClock.now
+        batch.received(1)
+        batch.received(2)
+        batch.acknowledge(2, at: start)
+        #expect(batch.take(at: start + .microseconds(1_999)) == .init(upTo: nil, singles: []))
+        #expect(batch.take(at: start + .milliseconds(2)) == .init(upTo: nil, singles: [2]))
+    }
+
+    @Test func forcedAcksGoOutBeforeTheyAreDue() {
+        var batch = AckBatch()
+        batch.threshold = 25
+        batch.received(1)
+        batch.acknowledge(1)
+        #expect(batch.take(force: true) == .init(upTo: 1, singles: []))
+        #expect(batch.isEmpty)
+    }
 }

@@ -1,19 +1,39 @@
 /// Acknowledgements of job deliveries, batched: one `basic.ack` with `multiple` covers every acknowledged delivery
-/// below the oldest one still open, so a worker asks the broker for one ack per loop iteration, not one per job.
-/// Acks that a still-open delivery below them prevents from covering go out one by one. None waits past the
-/// iteration that settled it.
+/// below the oldest one still open. Acks that a still-open delivery below them prevents from covering go out one
+/// by one.
+///
+/// Acks are held until they are *due*: once ``threshold`` of them wait (a quarter of the prefetch: the broker then
+/// refills that much of the window in one go), or once the oldest has waited ``maxDelay``. Every ack frame costs
+/// the broker a round of work on the channel and the queue, and the deliveries it answers come back in as many
+/// small batches; held acks only delay the refill of a window that still has work in it, never a result, which is
+/// published before its job is acknowledged.
 ///
 /// Thread safety: confined to the worker's broker thread.
 struct AckBatch {
-    /// Deliveries received and not yet settled.
-    private var open: Set<UInt64> = []
-    /// Deliveries settled with an ack that is not sent yet.
-    private var acknowledged: [UInt64] = []
-
     /// The acks to send now: one with `multiple` up to `upTo`, and one for each of `singles`.
     struct Acks: Equatable {
         var upTo: UInt64?
         var singles: [UInt64]
+    }
+
+    /// How many waiting acks make them due. Default: 1, every ack is due at once.
+    var threshold = 1
+    /// How long an ack waits at most. Default: 2 ms.
+    var maxDelay = Duration.milliseconds(2)
+    /// Deliveries received and not yet settled.
+    private var open: Set<UInt64> = []
+    /// Deliveries settled with an ack that is not sent yet.
+    private var acknowledged: [UInt64] = []
+    /// When the oldest of `acknowledged` was settled.
+    private var oldestSettledAt: ContinuousClock.Instant?
+
+    /// Whether no ack waits.
+    var isEmpty: Bool { acknowledged.isEmpty }
+
+    /// When the waiting acks are due (now, if they are already); `nil` when none waits.
+    var dueAt: ContinuousClock.Instant? {
+        guard let oldestSettledAt else { return nil }
+        return acknowledged.count >= threshold ? oldestSettledAt : oldestSettledAt + maxDelay
     }
 
     /// A delivery arrived.
@@ -21,9 +41,10 @@ struct AckBatch {
         open.insert(tag)
     }
 
-    /// A delivery is settled with an ack, to send with the next ``take()``.
-    mutating func acknowledge(_ tag: UInt64) {
+    /// A delivery is settled with an ack, to send once acks are due.
+    mutating func acknowledge(_ tag: UInt64, at now: ContinuousClock.Instant = .now) {
         open.remove(tag)
+        if acknowledged.isEmpty { oldestSettledAt = now }
         acknowledged.append(tag)
     }
 
@@ -32,15 +53,16 @@ struct AckBatch {
         open.remove(tag)
     }
 
-    /// The acks to send, which are then forgotten.
-    mutating func take() -> Acks {
-        guard !acknowledged.isEmpty else { return Acks(upTo: nil, singles: []) }
+    /// The acks to send if they are due at `now` (or with `force`), which are then forgotten; none otherwise.
+    mutating func take(at now: ContinuousClock.Instant = .now, force: Bool = false) -> Acks {
+        guard let dueAt, force || dueAt <= now else { return Acks(upTo: nil, singles: []) }
         let oldestOpen = open.min() ?? .max
         acknowledged.sort()
         let covered = acknowledged.firstIndex { $0 > oldestOpen } ?? acknowledged.endIndex
         let acks = Acks(
             upTo: covered > 0 ? acknowledged[covered - 1] : nil, singles: Array(acknowledged[covered...]))
         acknowledged.removeAll(keepingCapacity: true)
+        oldestSettledAt = nil
         return acks
     }
 
@@ -48,5 +70,6 @@ struct AckBatch {
     mutating func reset() {
         open = []
         acknowledged = []
+        oldestSettledAt = nil
     }
 }

@@ -45,7 +45,10 @@ final class WorkerSession {
     var readsResultsStream = false
     /// The prefetch in force on the jobs channel.
     var currentPrefetch: UInt16 = 0 {
-        didSet { metrics.prefetch(Int(currentPrefetch)) }
+        didSet {
+            metrics.prefetch(Int(currentPrefetch))
+            acks.threshold = max(1, Int(currentPrefetch) / 4)
+        }
     }
     /// Jobs ended, by result status.
     var totals: [String: Int] = [:]
@@ -112,12 +115,13 @@ final class WorkerSession {
     }
 
     var isDone: Bool {
-        stopDeadline != nil && inFlight.isEmpty && unconfirmed.isEmpty
+        stopDeadline != nil && inFlight.isEmpty && unconfirmed.isEmpty && acks.isEmpty
     }
 
     private var pollTimeout: Duration {
         var timeout = Duration.seconds(max(connection.configuration.heartbeat, 2)) / 2
         if let stopDeadline { timeout = min(timeout, stopDeadline - ContinuousClock.now) }
+        if let acksDue = acks.dueAt { timeout = min(timeout, acksDue - ContinuousClock.now) }
         if let deadline = inFlight.values.compactMap({ $0.descriptor.deadline }).min() {
             timeout = min(timeout, .milliseconds(Int(deadline.timeIntervalSinceNow * 1000) + 1))
         }
@@ -317,7 +321,7 @@ final class WorkerSession {
         operationsToQueue.removeAll(keepingCapacity: true)
     }
 
-    /// Sends the acks this loop iteration settled, batched (``AckBatch``).
+    /// Sends the acks that are due, batched (``AckBatch``).
     private func sendAcks() throws {
         let batch = acks.take()
         if let upTo = batch.upTo { try connection.ack(upTo, multiple: true, channel: Self.jobsChannel) }
