@@ -61,6 +61,16 @@ extension AMQPConnection {
         try check(amqp_get_rpc_reply(state), "bind queue '\(queue)' to '\(exchange)'", channel: channel)
     }
 
+    /// Removes the binding of `queue` to `exchange` with `routingKey`; nothing happens when there is none.
+    public func unbindQueue(
+        _ queue: String, from exchange: String, routingKey: String = "", arguments: AMQPTable = [:], channel: UInt16
+    ) throws {
+        let arena = CArena()
+        amqp_queue_unbind(
+            state, channel, arena.bytes(queue), arena.bytes(exchange), arena.bytes(routingKey), arena.table(arguments))
+        try check(amqp_get_rpc_reply(state), "unbind queue '\(queue)' from '\(exchange)'", channel: channel)
+    }
+
     /// Deletes a queue and returns how many messages it held.
     @discardableResult
     public func deleteQueue(_ queue: String, channel: UInt16) throws -> UInt32 {

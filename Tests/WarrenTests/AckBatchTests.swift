@@ -49,13 +49,13 @@ struct AckBatchTests {
 
     @Test func acksWaitUntilAQuarterOfThePrefetchIsSettled() {
         var batch = AckBatch()
-        batch.threshold = 3
+        batch.hold.threshold = 3
         let start = ContinuousClock.now
         for tag: UInt64 in 1...4 { batch.received(tag) }
         batch.acknowledge(1, at: start)
         batch.acknowledge(2, at: start)
         #expect(batch.take(at: start) == .init(upTo: nil, singles: []))
-        #expect(batch.dueAt == start + batch.maxDelay)
+        #expect(batch.dueAt == start + batch.hold.maxDelay)
         batch.acknowledge(3, at: start)
         #expect(batch.dueAt == start)
         #expect(batch.take(at: start) == .init(upTo: 3, singles: []))
@@ -64,7 +64,7 @@ struct AckBatchTests {
 
     @Test func anAckWaitsNoLongerThanTheMaximumDelay() {
         var batch = AckBatch()
-        batch.threshold = 25
+        batch.hold.threshold = 25
         let start = ContinuousClock.now
         batch.received(1)
         batch.received(2)
@@ -75,7 +75,7 @@ struct AckBatchTests {
 
     @Test func forcedAcksGoOutBeforeTheyAreDue() {
         var batch = AckBatch()
-        batch.threshold = 25
+        batch.hold.threshold = 25
         batch.received(1)
         batch.acknowledge(1)
         #expect(batch.take(force: true) == .init(upTo: 1, singles: []))

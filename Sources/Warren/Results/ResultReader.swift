@@ -18,7 +18,7 @@ public final class ResultReader {
         case first
         /// Only results stored from now on.
         case next
-        /// The result at this stream offset (as ``Event/result(_:offset:)`` reports it), and those after it.
+        /// The stored message at this stream offset (as ``Event/result(_:offset:)`` reports it), and those after it.
         case offset(UInt64)
         /// Results stored at or after this instant (to the second: the broker keeps whole-second timestamps).
         case since(Date)
@@ -35,8 +35,8 @@ public final class ResultReader {
 
     /// What the reader returns.
     public enum Event: Sendable {
-        /// A stored result, or the error that says why its message is unreadable (never dropped silently), with
-        /// its offset in the stream.
+        /// A stored result, or the error that says why it is unreadable (never dropped silently), with the stream
+        /// offset of the message that holds it: the results a worker stored together (``ResultBatch``) share one.
         case result(Result<JobResult, WarrenError>, offset: UInt64?)
         /// A progress report of a running job (only with `progress: true`).
         case progress(ProgressMessage)
@@ -46,6 +46,8 @@ public final class ResultReader {
     /// Results the broker sends ahead of ``next(waitingUpTo:)``: a stream consumer must have a prefetch.
     static let prefetch: UInt16 = 500
     let connection: AMQPConnection
+    /// The rest of the batch whose first result ``next(waitingUpTo:)`` returned.
+    private var pending: ArraySlice<Event> = []
 
     /// Connects, declares the results stream and starts reading it at `start`.
     /// - Parameters:
@@ -78,6 +80,7 @@ public final class ResultReader {
     /// for a reader that started in the past, means it has read everything stored so far.
     /// - Throws: ``WarrenError`` (`broker`) when the connection fails.
     public func next(waitingUpTo timeout: Duration) throws -> Event? {
+        if let event = pending.popFirst() { return event }
         do {
             let deadline = ContinuousClock.now + timeout
             while true {
@@ -89,7 +92,10 @@ public final class ResultReader {
                     }
                     // Stream consumers acknowledge to get more deliveries; the ack removes nothing.
                     try connection.ack(delivery.deliveryTag, multiple: true, channel: Self.channel)
-                    return .result(Self.decode(delivery), offset: Self.offset(of: delivery))
+                    let offset = Self.offset(of: delivery)
+                    pending = ResultBatch.results(in: delivery.body, type: delivery.properties.type)
+                        .map { .result($0, offset: offset) }[...]
+                    if let event = pending.popFirst() { return event }
                 }
                 let left = deadline - ContinuousClock.now
                 guard left > .zero else { return nil }
@@ -97,14 +103,6 @@ public final class ResultReader {
             }
         } catch let error as AMQPError {
             throw WarrenError(.broker, error.description)
-        }
-    }
-
-    private static func decode(_ delivery: Delivery) -> Result<JobResult, WarrenError> {
-        do {
-            return .success(try JobResult.decode(delivery.body))
-        } catch {
-            return .failure(WarrenError(.wireFormat, "unreadable result message: \(error)"))
         }
     }
 

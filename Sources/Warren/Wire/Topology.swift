@@ -9,9 +9,10 @@ public enum Topology {
     public static let defaultQueue = "warren.default"
     /// Topic exchange for results; the routing key is the job id.
     public static let resultsExchange = "warren.results"
-    /// Stream queue that keeps every result (bound to ``resultsExchange`` with `#`), for ``resultsRetention`` or
-    /// up to ``resultsMaxBytes``: `warren results` reads it, and so do workers holding jobs with dependencies, to
-    /// learn which jobs have ended wherever they ran. Reading it removes nothing.
+    /// Stream queue that keeps every result, for ``resultsRetention`` or up to ``resultsMaxBytes``: workers append
+    /// their results to it in batches (``ResultBatch``), through the default exchange. `warren results` reads it,
+    /// and so do workers holding jobs with dependencies, to learn which jobs have ended wherever they ran. Reading
+    /// it removes nothing.
     public static let resultsStream = "warren.results"
     /// How long ``resultsStream`` keeps results.
     public static let resultsRetention = "7D"
@@ -78,7 +79,8 @@ public enum Topology {
     }
 
     /// Declares the results exchange and the stream that keeps results, so that no result is ever published
-    /// before they exist.
+    /// before they exist. The stream is not bound to the exchange: workers append results to it in batches. A
+    /// binding left by a pre-release build, which stored each result on its own, is removed.
     public static func declareResults(on connection: AMQPConnection, channel: UInt16) throws {
         try connection.declareExchange(resultsExchange, type: "topic", channel: channel)
         try connection.declareQueue(
@@ -88,7 +90,7 @@ public enum Topology {
                 "x-max-length-bytes": .int(resultsMaxBytes),
             ],
             channel: channel)
-        try connection.bindQueue(resultsStream, to: resultsExchange, routingKey: "#", channel: channel)
+        try connection.unbindQueue(resultsStream, from: resultsExchange, routingKey: "#", channel: channel)
     }
 
     /// Declares the progress exchange.

@@ -2,8 +2,8 @@
 /// below the oldest one still open. Acks that a still-open delivery below them prevents from covering go out one
 /// by one.
 ///
-/// Acks are held until they are *due*: once ``threshold`` of them wait (a quarter of the prefetch: the broker then
-/// refills that much of the window in one go), or once the oldest has waited ``maxDelay``. Every ack frame costs
+/// Acks are held until they are due by ``hold``: once a quarter of the prefetch waits (the broker then refills that
+/// much of the window in one go), or once the oldest has waited 2 ms. Every ack frame costs
 /// the broker a round of work on the channel and the queue, and the deliveries it answers come back in as many
 /// small batches; held acks only delay the refill of a window that still has work in it, never a result, which is
 /// published before its job is acknowledged.
@@ -16,25 +16,18 @@ struct AckBatch {
         var singles: [UInt64]
     }
 
-    /// How many waiting acks make them due. Default: 1, every ack is due at once.
-    var threshold = 1
-    /// How long an ack waits at most. Default: 2 ms.
-    var maxDelay = Duration.milliseconds(2)
+    /// When waiting acks are due. Default: each at once.
+    var hold = HoldPolicy()
     /// Deliveries received and not yet settled.
     private var open: Set<UInt64> = []
     /// Deliveries settled with an ack that is not sent yet.
     private var acknowledged: [UInt64] = []
-    /// When the oldest of `acknowledged` was settled.
-    private var oldestSettledAt: ContinuousClock.Instant?
 
     /// Whether no ack waits.
     var isEmpty: Bool { acknowledged.isEmpty }
 
     /// When the waiting acks are due (now, if they are already); `nil` when none waits.
-    var dueAt: ContinuousClock.Instant? {
-        guard let oldestSettledAt else { return nil }
-        return acknowledged.count >= threshold ? oldestSettledAt : oldestSettledAt + maxDelay
-    }
+    var dueAt: ContinuousClock.Instant? { hold.dueAt(count: acknowledged.count) }
 
     /// A delivery arrived.
     mutating func received(_ tag: UInt64) {
@@ -44,7 +37,7 @@ struct AckBatch {
     /// A delivery is settled with an ack, to send once acks are due.
     mutating func acknowledge(_ tag: UInt64, at now: ContinuousClock.Instant = .now) {
         open.remove(tag)
-        if acknowledged.isEmpty { oldestSettledAt = now }
+        hold.added(at: now)
         acknowledged.append(tag)
     }
 
@@ -62,7 +55,7 @@ struct AckBatch {
         let acks = Acks(
             upTo: covered > 0 ? acknowledged[covered - 1] : nil, singles: Array(acknowledged[covered...]))
         acknowledged.removeAll(keepingCapacity: true)
-        oldestSettledAt = nil
+        hold.reset()
         return acks
     }
 
@@ -70,6 +63,6 @@ struct AckBatch {
     mutating func reset() {
         open = []
         acknowledged = []
-        oldestSettledAt = nil
+        hold.reset()
     }
 }

@@ -25,6 +25,14 @@ struct InFlightJob {
 final class Settlement {
     enum Action { case ack, requeue }
 
+    /// A confirm a settlement waits for.
+    enum Confirm {
+        /// The broker's confirm of the publish with this number on the confirm channel.
+        case publish(UInt64)
+        /// The broker's confirm of the stream message that stores the results of this turn (``StoredResults``).
+        case storedResults
+    }
+
     let deliveryTag: UInt64
     let action: Action
     var unconfirmed: Int

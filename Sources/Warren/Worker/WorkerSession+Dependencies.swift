@@ -88,11 +88,12 @@ extension WorkerSession {
         readsResultsStream = true
     }
 
-    /// A message of the `warren.results` stream.
+    /// A message of the `warren.results` stream: a batch of results, or one result.
     func handleStoredResult(_ delivery: Delivery) throws {
         try connection.ack(delivery.deliveryTag, multiple: true, channel: Self.resultsChannel)
-        guard let result = try? JobResult.decode(delivery.body) else { return }
-        try dependencyEnded(result.jobID, status: result.status)
+        for case .success(let result) in ResultBatch.results(in: delivery.body, type: delivery.properties.type) {
+            try dependencyEnded(result.jobID, status: result.status)
+        }
     }
 
     /// Prefetch: the configured one, plus one for each parked job.

@@ -83,7 +83,7 @@ extension WorkerSession {
             job.operation.job.logger.warning("job failed", metadata: ["error": "\(error)"])
             result = makeResult(job.descriptor, delivery: job.delivery, status: .failed, timings: timings, error: error)
             let dead = try deadLetter(job.delivery, error: error)
-            return try settle(job.delivery.deliveryTag, action: .ack, after: [dead, publishResult(result)])
+            return try settle(job.delivery.deliveryTag, action: .ack, after: [.publish(dead)] + publishResult(result))
         }
         try end(job.delivery.deliveryTag, with: result)
     }
@@ -92,14 +92,14 @@ extension WorkerSession {
     /// the connection fails first, the result is kept for the redelivery (``OrphanResults``), as are results whose
     /// confirm is lost with the connection.
     private func end(_ deliveryTag: UInt64, with result: JobResult) throws {
-        let confirm: UInt64
+        let confirms: [Settlement.Confirm]
         do {
-            confirm = try publishResult(result)
+            confirms = try publishResult(result)
         } catch {
             orphanResults.keep(result)
             throw error
         }
-        try settle(deliveryTag, action: .ack, after: [confirm], result: result)
+        try settle(deliveryTag, action: .ack, after: confirms, result: result)
     }
 
     // MARK: - Bad input
@@ -112,7 +112,7 @@ extension WorkerSession {
         logger.warning(
             "dead-lettering a job message",
             metadata: ["reason": "\(error.code)", "detail": "\(error.message)", "messageId": "\(delivery.properties.messageID ?? "-")"])
-        var confirms = [try deadLetter(delivery, error: error)]
+        var confirms: [Settlement.Confirm] = [.publish(try deadLetter(delivery, error: error))]
         let candidates = [descriptor?.id, Self.salvageID(from: delivery.body), delivery.properties.messageID]
         if reply, let id = candidates.compactMap({ $0 }).first(where: { OperationDescriptor.problem(withID: $0) == nil }) {
             let result = JobResult(
@@ -120,7 +120,7 @@ extension WorkerSession {
                 key: descriptor?.key, status: .failed, error: error, attempt: Self.attempt(of: delivery),
                 redelivered: delivery.redelivered, workerID: configuration.workerID,
                 timings: JobTimings(enqueuedAt: descriptor?.createdAt, receivedAt: receivedAt, finishedAt: Date()))
-            confirms.append(try publishResult(result))
+            confirms += try publishResult(result)
         }
         try settle(delivery.deliveryTag, action: .ack, after: confirms)
     }
@@ -172,16 +172,34 @@ extension WorkerSession {
             properties: MessageProperties(contentType: WireCoding.contentType, persistent: false, type: "warren.progress"))
     }
 
-    func publishResult(_ result: JobResult) throws -> UInt64 {
+    /// Publishes `result` to the results exchange, for whoever waits for it, and adds it to this turn's batch for
+    /// the results stream; returns the confirms that settle it.
+    func publishResult(_ result: JobResult) throws -> [Settlement.Confirm] {
         totals[result.status.rawValue, default: 0] += 1
         defer { try? dependencyEnded(result.jobID, status: result.status) }
         let properties = MessageProperties(
             contentType: WireCoding.contentType, persistent: true, correlationID: result.jobID,
             timestamp: UInt64(Date().timeIntervalSince1970), type: "warren.result.\(result.status.rawValue)",
             appID: "warren")
-        let confirm = try publish(
-            try result.encoded(), exchange: Topology.resultsExchange, routingKey: result.jobID, properties: properties)
+        let body = try result.encoded()
+        if storedResults.isFull { try storeResults(force: true) }
+        let confirm = try publish(body, exchange: Topology.resultsExchange, routingKey: result.jobID, properties: properties)
+        storedResults.append(body)
         metrics.jobFinished(result)
-        return confirm
+        return [.publish(confirm), .storedResults]
+    }
+
+    /// Appends the results published since the last call to the `warren.results` stream, as one message, if they
+    /// are due (``StoredResults``) or `force` says so.
+    func storeResults(force: Bool = false) throws {
+        guard force || storedResults.dueAt.map({ $0 <= .now }) == true, let body = storedResults.batchBody else {
+            return
+        }
+        let properties = MessageProperties(
+            contentType: WireCoding.contentType, persistent: true, timestamp: UInt64(Date().timeIntervalSince1970),
+            type: ResultBatch.messageType, appID: "warren")
+        let confirm = try publish(body, exchange: "", routingKey: Topology.resultsStream, properties: properties)
+        let settlements = storedResults.clear()
+        if !settlements.isEmpty { unconfirmed[confirm, default: []] += settlements }
     }
 }

@@ -18,7 +18,7 @@ extension WorkerSession {
             metadata: ["broker": "\(connection.configuration.redactedURL)", "error": "\(error)"])
         connection.close()
         // Whether the broker stored these results is unknown: keep them for the redelivery.
-        for settlement in unconfirmed.values {
+        for settlement in unconfirmed.values.joined() + storedResults.clear() {
             if let result = settlement.result { orphanResults.keep(result) }
         }
         unconfirmed = [:]

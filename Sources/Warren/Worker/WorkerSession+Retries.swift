@@ -44,6 +44,6 @@ extension WorkerSession {
         properties.expiration = String(milliseconds)
         properties.persistent = true
         let copy = try publish(delivery.body, exchange: "", routingKey: delayQueue, properties: properties)
-        try settle(delivery.deliveryTag, action: .ack, after: [copy])
+        try settle(delivery.deliveryTag, action: .ack, after: [.publish(copy)])
     }
 }

@@ -22,7 +22,10 @@ final class WorkerSession {
     /// Counts connections: a delivery tag is valid only on the connection of its generation.
     var generation = 1
     var inFlight: [String: InFlightJob] = [:]
-    var unconfirmed: [UInt64: Settlement] = [:]
+    /// Settlements waiting for the broker to confirm a publish, by its confirm number.
+    var unconfirmed: [UInt64: [Settlement]] = [:]
+    /// Results of this turn, to append to the results stream together.
+    var storedResults = StoredResults()
     /// Job deliveries not settled yet, and acks not sent yet.
     var acks = AckBatch()
     /// Operations to add to their local queues at the end of this loop iteration, all at once, by queue name.
@@ -47,7 +50,9 @@ final class WorkerSession {
     var currentPrefetch: UInt16 = 0 {
         didSet {
             metrics.prefetch(Int(currentPrefetch))
-            acks.threshold = max(1, Int(currentPrefetch) / 4)
+            // Held back until a quarter of the window waits: see AckBatch.
+            acks.hold.threshold = max(1, Int(currentPrefetch) / 4)
+            storedResults.hold.threshold = acks.hold.threshold
         }
     }
     /// Jobs ended, by result status.
@@ -106,6 +111,7 @@ final class WorkerSession {
     private func serve() throws {
         while true {
             try receive()
+            try storeResults()
             try sendAcks()
             if let stopDeadline, ContinuousClock.now >= stopDeadline { cancelAll(reason: "shutdown") }
             enforceDeadlines()
@@ -115,13 +121,15 @@ final class WorkerSession {
     }
 
     var isDone: Bool {
-        stopDeadline != nil && inFlight.isEmpty && unconfirmed.isEmpty && acks.isEmpty
+        stopDeadline != nil && inFlight.isEmpty && unconfirmed.isEmpty && storedResults.isEmpty && acks.isEmpty
     }
 
     private var pollTimeout: Duration {
         var timeout = Duration.seconds(max(connection.configuration.heartbeat, 2)) / 2
         if let stopDeadline { timeout = min(timeout, stopDeadline - ContinuousClock.now) }
-        if let acksDue = acks.dueAt { timeout = min(timeout, acksDue - ContinuousClock.now) }
+        for due in [acks.dueAt, storedResults.dueAt].compactMap(\.self) {
+            timeout = min(timeout, due - ContinuousClock.now)
+        }
         if let deadline = inFlight.values.compactMap({ $0.descriptor.deadline }).min() {
             timeout = min(timeout, .milliseconds(Int(deadline.timeIntervalSinceNow * 1000) + 1))
         }
@@ -267,24 +275,31 @@ final class WorkerSession {
         return publishCount
     }
 
-    /// Settles `deliveryTag` (ack or requeue) once every publish in `confirms` is confirmed.
+    /// Settles `deliveryTag` (ack or requeue) once every one of `confirms` has come.
     /// - Parameter result: The result those publishes carry, kept in case the connection dies before the confirm.
     func settle(
-        _ deliveryTag: UInt64, action: Settlement.Action, after confirms: [UInt64], result: JobResult? = nil
+        _ deliveryTag: UInt64, action: Settlement.Action, after confirms: [Settlement.Confirm],
+        result: JobResult? = nil
     ) throws {
         let settlement = Settlement(
             deliveryTag: deliveryTag, action: action, unconfirmed: confirms.count, result: result)
         guard !confirms.isEmpty else { return try apply(settlement) }
-        for confirm in confirms { unconfirmed[confirm] = settlement }
+        for confirm in confirms {
+            switch confirm {
+            case .publish(let number): unconfirmed[number, default: []].append(settlement)
+            case .storedResults: storedResults.waitFor(settlement)
+            }
+        }
     }
 
     private func settle(upTo tag: UInt64, multiple: Bool, ack: Bool) throws {
         let confirmed = multiple ? unconfirmed.keys.filter { $0 <= tag }.sorted() : [tag]
         for number in confirmed {
-            guard let settlement = unconfirmed.removeValue(forKey: number) else { continue }
-            settlement.unconfirmed -= 1
-            if !ack { settlement.refused = true }
-            if settlement.unconfirmed == 0 { try apply(settlement) }
+            for settlement in unconfirmed.removeValue(forKey: number) ?? [] {
+                settlement.unconfirmed -= 1
+                if !ack { settlement.refused = true }
+                if settlement.unconfirmed == 0 { try apply(settlement) }
+            }
         }
     }
 

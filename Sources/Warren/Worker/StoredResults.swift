@@ -1,0 +1,54 @@
+/// The results a worker published and has not yet appended to the `warren.results` stream, to append as one message
+/// (``ResultBatch``), and the settlements that wait for that message's confirm.
+///
+/// They are held until they are due by ``hold``, as acks are (``AckBatch``): the jobs whose results they are are
+/// acknowledged after the stream message is confirmed, and not before their acks would be due anyway. The results
+/// themselves went out to the results exchange at once.
+///
+/// Thread safety: confined to the worker's broker thread.
+struct StoredResults {
+    /// When held results are due. Default: each at once.
+    var hold = HoldPolicy()
+    /// A batch holds at most this many results. Default: 1,000.
+    var maxCount = 1_000
+    /// A batch holds at most about this many bytes (one result more may pass it). Default: 1 MiB.
+    var maxBytes = 1 << 20
+    private var bodies: [[UInt8]] = []
+    private var byteCount = 0
+    /// Settlements that wait for the batch.
+    private(set) var settlements: [Settlement] = []
+
+    var isEmpty: Bool { bodies.isEmpty && settlements.isEmpty }
+
+    /// Whether the batch must be appended before another result joins it.
+    var isFull: Bool { bodies.count >= maxCount || byteCount >= maxBytes }
+
+    /// When the held results are due (now, if they already are); `nil` when none is held.
+    var dueAt: ContinuousClock.Instant? { hold.dueAt(count: bodies.count) }
+
+    /// The body of the stream message that stores the results so far; `nil` when there are none.
+    var batchBody: [UInt8]? { bodies.isEmpty ? nil : ResultBatch.body(of: bodies) }
+
+    /// Adds the encoded body of a result published on its own.
+    mutating func append(_ body: [UInt8], at now: ContinuousClock.Instant = .now) {
+        hold.added(at: now)
+        bodies.append(body)
+        byteCount += body.count
+    }
+
+    /// Makes `settlement` wait for the batch's confirm.
+    mutating func waitFor(_ settlement: Settlement) {
+        settlements.append(settlement)
+    }
+
+    /// Empties the batch, once its message is published, and returns the settlements that wait for its confirm.
+    mutating func clear() -> [Settlement] {
+        defer {
+            bodies.removeAll(keepingCapacity: true)
+            byteCount = 0
+            settlements.removeAll(keepingCapacity: true)
+            hold.reset()
+        }
+        return settlements
+    }
+}
