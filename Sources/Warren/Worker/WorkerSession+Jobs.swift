@@ -14,6 +14,7 @@ extension WorkerSession {
         } catch let error as JobError {
             return try reject(delivery, error: error, receivedAt: receivedAt)
         }
+        if descriptor.deadline != nil { mayHoldDeadlines = true }
         if var running = inFlight[descriptor.id], running.generation != generation {
             // Redelivered after a reconnect while the job still runs here: it ends once, on this delivery.
             running.delivery = delivery

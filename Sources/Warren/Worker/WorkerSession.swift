@@ -22,6 +22,9 @@ final class WorkerSession {
     /// Counts connections: a delivery tag is valid only on the connection of its generation.
     var generation = 1
     var inFlight: [String: InFlightJob] = [:]
+    /// Whether a job with a deadline may be in flight. The deadline checks pass over every job in flight, each turn
+    /// of the loop: only while this is set.
+    var mayHoldDeadlines = false
     /// Settlements waiting for the broker to confirm a publish, by its confirm number.
     var unconfirmed: [UInt64: [Settlement]] = [:]
     /// Results of this turn, to append to the results stream together.
@@ -130,7 +133,7 @@ final class WorkerSession {
         for due in [acks.dueAt, storedResults.dueAt].compactMap(\.self) {
             timeout = min(timeout, due - ContinuousClock.now)
         }
-        if let deadline = inFlight.values.compactMap({ $0.descriptor.deadline }).min() {
+        if mayHoldDeadlines, let deadline = inFlight.values.compactMap({ $0.descriptor.deadline }).min() {
             timeout = min(timeout, .milliseconds(Int(deadline.timeIntervalSinceNow * 1000) + 1))
         }
         return max(timeout, .milliseconds(1))
@@ -138,11 +141,13 @@ final class WorkerSession {
 
     /// Cancels executing jobs whose deadline passed (jobs not started yet are cancelled when they would start).
     private func enforceDeadlines() {
+        guard mayHoldDeadlines else { return }
         let now = Date()
+        mayHoldDeadlines = false
         for job in inFlight.values {
-            guard let deadline = job.descriptor.deadline, deadline <= now, !job.operation.job.isCancelled else {
-                continue
-            }
+            guard let deadline = job.descriptor.deadline else { continue }
+            mayHoldDeadlines = true
+            guard deadline <= now, !job.operation.job.isCancelled else { continue }
             job.operation.cancel(Cancellation(reason: "deadline", message: "the job's deadline passed"))
         }
     }
