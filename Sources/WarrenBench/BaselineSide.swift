@@ -51,7 +51,7 @@ final class BaselineSide: BenchSide {
     }
 
     var resultSource: ResultCollector.Source {
-        variants.contains(.resultsExchange) ? .warrenResults : .queue(resultQueue)
+        variants.contains(.resultsExchange) ? .resultsExchange : .queue(resultQueue)
     }
 
     func publish(_ ids: [String], to queue: String) throws {

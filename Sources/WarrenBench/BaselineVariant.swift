@@ -1,14 +1,14 @@
 /// A Warren wire choice the baseline can be made to copy, to measure what that one choice costs the broker.
 ///
 /// The published baseline uses none of them. With one, the baseline's figures answer "how much of the gap is this
-/// choice?": for example, with ``resultsExchange`` the baseline's results go through Warren's topic exchange into
-/// the `warren.results` stream that keeps them, as Warren's do.
+/// choice?": for example, with ``resultsExchange`` the baseline's results go through Warren's topic exchange to
+/// the collector's queue bound to it, as Warren's do.
 public enum BaselineVariant: String, Sendable, Codable, CaseIterable {
     /// Job queues declared as Warren declares them (`x-max-priority` 5, a dead-letter exchange) and jobs
     /// published with a priority.
     case priorityQueue = "priority-queue"
-    /// Results published to the `warren.results` topic exchange (routing key: the job id), which stores them in
-    /// the `warren.results` stream.
+    /// Results published to the `warren.results` topic exchange (routing key: the job id) and received through a
+    /// queue bound to it with `#`, instead of through the default exchange to a queue of their own.
     case resultsExchange = "results-exchange"
     /// One `basic.ack` per delivery, instead of one with `multiple` for every confirmed delivery.
     case singleAcks = "single-acks"

@@ -15,9 +15,9 @@ final class ResultCollector: @unchecked Sendable {
     enum Source: Sendable {
         /// An existing queue, consumed without acknowledgements.
         case queue(String)
-        /// Warren's results stream, from the results stored after the collector started, as `warren results
-        /// --follow` reads it.
-        case warrenResults
+        /// Warren's `warren.results` exchange, through a queue of the collector's own bound to it with `#` and
+        /// consumed without acknowledgements: how a producer waiting for its results receives them.
+        case resultsExchange
     }
 
     /// One result as it arrived.
@@ -88,29 +88,22 @@ final class ResultCollector: @unchecked Sendable {
         switch source {
         case .queue(let queue):
             try connection.consume(queue, noAck: true, channel: 1)
-        case .warrenResults:
+        case .resultsExchange:
             try Topology.declareResults(on: connection, channel: 1)
-            try connection.qos(prefetchCount: 2_000, channel: 1)
-            try connection.consume(Topology.resultsStream, arguments: ["x-stream-offset": "next"], channel: 1)
+            let queue = try connection.declareQueue(
+                "", durable: false, exclusive: true, autoDelete: true, channel: 1
+            ).name
+            try connection.bindQueue(queue, to: Topology.resultsExchange, routingKey: "#", channel: 1)
+            try connection.consume(queue, noAck: true, channel: 1)
         }
         return connection
     }
 
     private func collect(from connection: AMQPConnection) throws {
         while true {
-            var lastTag: UInt64?
-            defer { if let lastTag { try? connection.ack(lastTag, multiple: true, channel: 1) } }
             while let event = try connection.nextEvent() {
                 guard case .delivery(let delivery) = event else { continue }
                 let instant = ContinuousClock.now
-                // A stream consumer acknowledges (for credit only); a queue consumed without acks must not.
-                if case .warrenResults = source {
-                    lastTag = delivery.deliveryTag
-                    if delivery.deliveryTag % 500 == 0 {
-                        try connection.ack(delivery.deliveryTag, multiple: true, channel: 1)
-                        lastTag = nil
-                    }
-                }
                 guard let id = delivery.properties.correlationID, id.hasPrefix(prefix) else { continue }
                 let done = condition.withLock {
                     count += 1

@@ -2,7 +2,8 @@ import Foundation
 import Warren
 
 /// Warren's side: jobs published with ``Producer`` (batched `enqueue`), run by a `warren worker` process, results
-/// read from the `warren.results` stream.
+/// received through a queue bound to the `warren.results` exchange, as a producer waiting for them receives them
+/// (the worker also stores them in the `warren.results` stream, in batches, as in production).
 ///
 /// Thread safety: confined to the thread that runs the benchmark, like its ``Producer``.
 final class WarrenSide: BenchSide {
@@ -30,7 +31,7 @@ final class WarrenSide: BenchSide {
         ]
     }
 
-    var resultSource: ResultCollector.Source { .warrenResults }
+    var resultSource: ResultCollector.Source { .resultsExchange }
 
     func publish(_ ids: [String], to queue: String) throws {
         var start = 0
