@@ -64,7 +64,9 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["Warren", "AMQP"]
+            dependencies: ["Warren", "AMQP"],
+            // Foreign clients the tests run as processes.
+            exclude: ["Clients"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -2,8 +2,8 @@ import Foundation
 import Testing
 import Warren
 
-/// amqp-tools (rabbitmq-c's command-line clients) stand in for any client that is not ours: with only the wire
-/// format document, they publish a job, cancel one and read results.
+/// amqp-tools (rabbitmq-c's command-line clients) and Python's pika stand in for any client that is not ours: with
+/// only the wire format document, they publish a job, cancel one and read results, live and stored.
 extension Integration {
     @Suite struct ForeignClients {
         static func tool(_ name: String) -> URL { URL(fileURLWithPath: "/usr/bin/\(name)") }
@@ -20,6 +20,34 @@ extension Integration {
                 Thread.sleep(forTimeInterval: 0.05)
             }
             return (consumer, queue)
+        }
+
+        @Test("pika publishes a job a Warren worker runs, receives its result, and finds it in a stored result batch")
+        func pikaClient() throws {
+            let queue = TestEnvironment.uniqueName("pika")
+            defer { BrokerProbe.delete(queue) }
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            let script = TestEnvironment.packageRoot.appendingPathComponent("Tests/IntegrationTests/Clients/pika_client.py")
+            // Debian's python3, where python3-pika (scripts/install-deps) lives.
+            let client = try ChildProcess(
+                URL(fileURLWithPath: "/usr/bin/python3"), [script.path, try TestEnvironment.brokerURL, queue])
+            #expect(client.waitForExit() == 0, "\(client.stderr)")
+            let lines = try client.stdout.split(separator: "\n").map {
+                try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+            }
+            try #require(lines.count == 2, "\(client.stdout)\n\(client.stderr)")
+            let result = try #require(lines[0]["result"] as? [String: Any])
+            let id = try #require(result["jobId"] as? String)
+            #expect(result["status"] as? String == "succeeded")
+            #expect((result["output"] as? [String: Any])?["sum"] as? Int == 6)
+            #expect(result["sequence"] as? Int == 42 && result["key"] as? String == "pika-totals")
+            #expect(lines[0]["correlationId"] as? String == id)
+            #expect(lines[0]["type"] as? String == "warren.result.succeeded")
+            let stored = try #require(lines[1]["stored"] as? [String: Any])
+            #expect(stored["jobId"] as? String == id && stored["status"] as? String == "succeeded")
+            #expect(lines[1]["type"] as? String == ResultBatch.messageType)
+            #expect(lines[1]["offset"] is Int)
         }
 
         @Test("amqp-publish sends a job a Warren worker runs; amqp-consume reads its result")

@@ -1,0 +1,60 @@
+"""A client that is not Warren's: with only docs/wire-format.md, it publishes a job (section 2), receives its
+result through a queue of its own (3.3) and finds it again in the results stream, among the result batches the
+workers append there (3.7). Prints one JSON object per line: {"result": ...}, then {"stored": ..., "offset": N}.
+
+    python3 pika_client.py URL QUEUE
+"""
+import json
+import sys
+import uuid
+from datetime import datetime, timedelta, timezone
+
+import pika
+
+url, queue = sys.argv[1], sys.argv[2]
+conn = pika.BlockingConnection(pika.URLParameters(url))
+ch = conn.channel()
+ch.confirm_delivery()
+
+# Topology, as in section 1.
+ch.exchange_declare("warren.dead", "fanout", durable=True)
+ch.queue_declare("warren.dead", durable=True)
+ch.queue_bind("warren.dead", "warren.dead")
+ch.queue_declare(queue, durable=True, arguments={"x-max-priority": 5, "x-dead-letter-exchange": "warren.dead"})
+ch.exchange_declare("warren.results", "topic", durable=True)
+ch.queue_declare("warren.results", durable=True, arguments={
+    "x-queue-type": "stream", "x-max-age": "7D", "x-max-length-bytes": 2000000000})
+
+# Section 3.3: bind a queue of our own to the job id before publishing the job.
+job_id = str(uuid.uuid4())
+reply = ch.queue_declare("", exclusive=True, auto_delete=True).method.queue
+ch.queue_bind(reply, "warren.results", routing_key=job_id)
+
+now = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+descriptor = {"version": 1, "id": job_id, "type": "sum", "input": {"numbers": [1, 2, 3]}, "priority": "high",
+              "sequence": 42, "key": "pika-totals", "createdAt": now}
+ch.basic_publish("", queue, json.dumps(descriptor).encode(), pika.BasicProperties(
+    content_type="application/json", delivery_mode=2, priority=4, message_id=job_id, type="sum"))
+
+for method, props, body in ch.consume(reply, auto_ack=True, inactivity_timeout=30):
+    if method is None:
+        sys.exit("no result within 30 s")
+    print(json.dumps({"result": json.loads(body), "correlationId": props.correlation_id, "type": props.type}))
+    break
+ch.cancel()
+
+# Section 3.7: the stream keeps it too, in a result batch. Start a minute back (a timestamp offset).
+ch.basic_qos(prefetch_count=500)
+since = datetime.now(timezone.utc) - timedelta(minutes=1)
+for method, props, body in ch.consume("warren.results", arguments={"x-stream-offset": since},
+                                      inactivity_timeout=5):
+    if method is None:
+        sys.exit("the result is not in the warren.results stream")
+    ch.basic_ack(method.delivery_tag)
+    message = json.loads(body)
+    batch = message["results"] if props.type == "warren.result.batch" else [message]
+    found = [result for result in batch if result.get("jobId") == job_id]
+    if found:
+        print(json.dumps({"stored": found[0], "offset": props.headers["x-stream-offset"], "type": props.type}))
+        break
+conn.close()
