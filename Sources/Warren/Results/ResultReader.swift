@@ -55,24 +55,46 @@ public final class ResultReader {
     ///   - progress: Also return progress reports of running jobs, from now on (they are not stored).
     /// - Throws: ``WarrenError`` (`invalidConfiguration` for a bad URL, `broker` when the connection fails).
     public init(url: String, from start: Start = .first, progress: Bool = false) throws {
-        connection = try BrokerAddresses(url, connectionName: "warren results").connect()
-        do {
-            try connection.openChannel(Self.channel)
-            try Topology.declareResults(on: connection, channel: Self.channel)
-            try connection.qos(prefetchCount: Self.prefetch, channel: Self.channel)
-            try connection.consume(
-                Topology.resultsStream, arguments: ["x-stream-offset": start.argument], channel: Self.channel)
-            if progress {
-                try Topology.declareProgress(on: connection, channel: Self.channel)
-                let queue = try connection.declareQueue(
-                    "", durable: false, exclusive: true, autoDelete: true, channel: Self.channel
-                ).name
-                try connection.bindQueue(queue, to: Topology.progressExchange, routingKey: "#", channel: Self.channel)
-                try connection.consume(queue, noAck: true, channel: Self.channel)
+        connection = try Self.connect(BrokerAddresses(url, connectionName: "warren results"), start, progress)
+    }
+
+    /// How long a reader waits for a stream that is still starting (just declared, or the broker just restarted).
+    static let streamStartTimeout = Duration.seconds(15)
+
+    /// Connects and starts reading; tries again on a new connection while the stream is still starting, which it is
+    /// when this reader, or a worker starting at the same moment, has only just declared it.
+    private static func connect(_ brokers: BrokerAddresses, _ start: Start, _ progress: Bool) throws -> AMQPConnection {
+        let deadline = ContinuousClock.now + streamStartTimeout
+        var delay = 0.05
+        while true {
+            let connection = try brokers.connect()
+            do {
+                try read(on: connection, from: start, progress: progress)
+                return connection
+            } catch let error as AMQPError where error.isStreamStarting && .now + .seconds(delay) < deadline {
+                connection.close()
+                Thread.sleep(forTimeInterval: delay)
+                delay = min(delay * 2, 1)
+            } catch let error as AMQPError {
+                connection.close()
+                throw WarrenError(.broker, error.description)
             }
-        } catch let error as AMQPError {
-            connection.close()
-            throw WarrenError(.broker, error.description)
+        }
+    }
+
+    private static func read(on connection: AMQPConnection, from start: Start, progress: Bool) throws {
+        try connection.openChannel(Self.channel)
+        try Topology.declareResults(on: connection, channel: Self.channel)
+        try connection.qos(prefetchCount: Self.prefetch, channel: Self.channel)
+        try connection.consume(
+            Topology.resultsStream, arguments: ["x-stream-offset": start.argument], channel: Self.channel)
+        if progress {
+            try Topology.declareProgress(on: connection, channel: Self.channel)
+            let queue = try connection.declareQueue(
+                "", durable: false, exclusive: true, autoDelete: true, channel: Self.channel
+            ).name
+            try connection.bindQueue(queue, to: Topology.progressExchange, routingKey: "#", channel: Self.channel)
+            try connection.consume(queue, noAck: true, channel: Self.channel)
         }
     }
 

@@ -86,6 +86,10 @@ final class WorkerSession {
     func run() throws {
         do {
             try declareAndConsume()
+        } catch let error as AMQPError where error.isStreamStarting {
+            // A stream queue just declared, here or by a worker starting beside this one, is not ready for a moment.
+            connectionLost(error)
+            guard reconnect() else { return connection.close() }
         } catch let error as AMQPError {
             connection.close()
             throw WarrenError(.broker, "cannot set up at \(connection.configuration.redactedURL): \(error)")
