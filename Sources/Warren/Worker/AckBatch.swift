@@ -3,10 +3,10 @@
 /// by one.
 ///
 /// Acks are held until they are due by ``hold``: once a quarter of the prefetch waits (the broker then refills that
-/// much of the window in one go), or once the oldest has waited 2 ms. Every ack frame costs
-/// the broker a round of work on the channel and the queue, and the deliveries it answers come back in as many
-/// small batches; held acks only delay the refill of a window that still has work in it, never a result, which is
-/// published before its job is acknowledged.
+/// much of the window in one go), or once the oldest has waited 2 ms. Every ack frame costs the broker a round of
+/// work on the channel and the queue, and the deliveries it answers come back in as many small batches; held acks
+/// only delay the refill of a window that still has work in it, never a result, which is published before its job
+/// is acknowledged.
 ///
 /// Thread safety: confined to the worker's broker thread.
 struct AckBatch {
