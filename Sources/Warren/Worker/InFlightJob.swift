@@ -29,7 +29,7 @@ final class Settlement {
     enum Confirm {
         /// The broker's confirm of the publish with this number on the confirm channel.
         case publish(UInt64)
-        /// The broker's confirm of the stream message that stores the results of this turn (``StoredResults``).
+        /// The broker's confirm of the stream message that will store the result (``StoredResults``).
         case storedResults
     }
 

@@ -16,7 +16,7 @@ struct StoredResults {
     private var bodies: [[UInt8]] = []
     private var byteCount = 0
     /// Settlements that wait for the batch.
-    private(set) var settlements: [Settlement] = []
+    private var settlements: [Settlement] = []
 
     var isEmpty: Bool { bodies.isEmpty && settlements.isEmpty }
 

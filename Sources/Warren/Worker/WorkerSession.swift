@@ -27,7 +27,7 @@ final class WorkerSession {
     var mayHoldDeadlines = false
     /// Settlements waiting for the broker to confirm a publish, by its confirm number.
     var unconfirmed: [UInt64: [Settlement]] = [:]
-    /// Results of this turn, to append to the results stream together.
+    /// Results published and not yet appended to the results stream, to append together when due.
     var storedResults = StoredResults()
     /// Job deliveries not settled yet, and acks not sent yet.
     var acks = AckBatch()
