@@ -21,6 +21,7 @@ extension AMQPConnection {
         _ queue: String, consumerTag: String = "", noAck: Bool = false, exclusive: Bool = false,
         arguments: AMQPTable = [:], channel: UInt16
     ) throws -> String {
+        flushOutput()
         let arena = CArena()
         let ok = amqp_basic_consume(
             state, channel, arena.bytes(queue), arena.bytes(consumerTag), 0, noAck ? 1 : 0, exclusive ? 1 : 0,
@@ -31,6 +32,7 @@ extension AMQPConnection {
 
     /// Stops a consumer. Deliveries already sent to it still arrive and must still be acknowledged.
     public func cancelConsumer(_ consumerTag: String, channel: UInt16) throws {
+        flushOutput()
         let arena = CArena()
         amqp_basic_cancel(state, channel, arena.bytes(consumerTag))
         try check(amqp_get_rpc_reply(state), "cancel consumer '\(consumerTag)'", channel: channel)
@@ -50,6 +52,7 @@ extension AMQPConnection {
 
     /// Fetches one message with `basic.get`, or `nil` when the queue is empty.
     public func get(_ queue: String, noAck: Bool = false, channel: UInt16) throws -> Delivery? {
+        flushOutput()
         let arena = CArena()
         let reply = amqp_basic_get(state, channel, arena.bytes(queue), noAck ? 1 : 0)
         try check(reply, "get from queue '\(queue)'", channel: channel)

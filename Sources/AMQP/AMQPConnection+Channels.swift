@@ -13,12 +13,14 @@ extension AMQPConnection {
 
     /// Opens `channel` (1...2047).
     public func openChannel(_ channel: UInt16) throws {
+        flushOutput()
         amqp_channel_open(state, channel)
         try check(amqp_get_rpc_reply(state), "open channel \(channel)", channel: channel)
     }
 
     /// Closes `channel` politely.
     public func closeChannel(_ channel: UInt16) throws {
+        flushOutput()
         try check(amqp_channel_close(state, channel, AMQP_REPLY_SUCCESS), "close channel \(channel)", channel: channel)
     }
 
@@ -27,6 +29,7 @@ extension AMQPConnection {
         _ name: String, type: String, durable: Bool = true, autoDelete: Bool = false,
         arguments: AMQPTable = [:], channel: UInt16
     ) throws {
+        flushOutput()
         let arena = CArena()
         amqp_exchange_declare(
             state, channel, arena.bytes(name), arena.bytes(type), 0, durable ? 1 : 0, autoDelete ? 1 : 0, 0,
@@ -40,6 +43,7 @@ extension AMQPConnection {
         _ name: String, durable: Bool = true, exclusive: Bool = false, autoDelete: Bool = false,
         passive: Bool = false, arguments: AMQPTable = [:], channel: UInt16
     ) throws -> QueueInfo {
+        flushOutput()
         let arena = CArena()
         let ok = amqp_queue_declare(
             state, channel, arena.bytes(name), passive ? 1 : 0, durable ? 1 : 0, exclusive ? 1 : 0,
@@ -55,6 +59,7 @@ extension AMQPConnection {
     public func bindQueue(
         _ queue: String, to exchange: String, routingKey: String = "", arguments: AMQPTable = [:], channel: UInt16
     ) throws {
+        flushOutput()
         let arena = CArena()
         amqp_queue_bind(
             state, channel, arena.bytes(queue), arena.bytes(exchange), arena.bytes(routingKey), arena.table(arguments))
@@ -65,6 +70,7 @@ extension AMQPConnection {
     public func unbindQueue(
         _ queue: String, from exchange: String, routingKey: String = "", arguments: AMQPTable = [:], channel: UInt16
     ) throws {
+        flushOutput()
         let arena = CArena()
         amqp_queue_unbind(
             state, channel, arena.bytes(queue), arena.bytes(exchange), arena.bytes(routingKey), arena.table(arguments))
@@ -74,6 +80,7 @@ extension AMQPConnection {
     /// Deletes a queue and returns how many messages it held.
     @discardableResult
     public func deleteQueue(_ queue: String, channel: UInt16) throws -> UInt32 {
+        flushOutput()
         let arena = CArena()
         let ok = amqp_queue_delete(state, channel, arena.bytes(queue), 0, 0)
         try check(amqp_get_rpc_reply(state), "delete queue '\(queue)'", channel: channel)
@@ -83,6 +90,7 @@ extension AMQPConnection {
     /// Removes every ready message from a queue and returns how many there were.
     @discardableResult
     public func purgeQueue(_ queue: String, channel: UInt16) throws -> UInt32 {
+        flushOutput()
         let arena = CArena()
         let ok = amqp_queue_purge(state, channel, arena.bytes(queue))
         try check(amqp_get_rpc_reply(state), "purge queue '\(queue)'", channel: channel)
@@ -91,6 +99,7 @@ extension AMQPConnection {
 
     /// Limits unacknowledged deliveries: per consumer created after this call, or per channel with `global`.
     public func qos(prefetchCount: UInt16, global: Bool = false, channel: UInt16) throws {
+        flushOutput()
         amqp_basic_qos(state, channel, 0, prefetchCount, global ? 1 : 0)
         try check(amqp_get_rpc_reply(state), "set prefetch \(prefetchCount)", channel: channel)
     }
@@ -98,6 +107,7 @@ extension AMQPConnection {
     /// Puts `channel` in confirm mode: the broker then confirms each publish with an ``AMQPEvent/confirm``,
     /// numbered from 1 in publish order.
     public func enableConfirms(channel: UInt16) throws {
+        flushOutput()
         amqp_confirm_select(state, channel)
         try check(amqp_get_rpc_reply(state), "enable publisher confirms", channel: channel)
     }

@@ -77,9 +77,10 @@ extension AMQPConnection {
     /// Blocks until the socket is readable, `wakeUp` was signalled, or `timeout` passed; returns at once when
     /// librabbitmq already holds buffered input.
     ///
-    /// Sleeps in `poll`: no CPU is spent while nothing happens.
+    /// Sleeps in `poll`: no CPU is spent while nothing happens. Sends held output (``holdOutput()``) first.
     public func waitForActivity(wakeUp: WakeUpSignal?, timeout: Duration) {
         if hasBufferedInput { return }
+        flushOutput()
         var fds = [pollfd(fd: socketDescriptor, events: Int16(POLLIN), revents: 0)]
         if let wakeUp { fds.append(pollfd(fd: wakeUp.descriptor, events: Int16(POLLIN), revents: 0)) }
         let parts = timeout.components

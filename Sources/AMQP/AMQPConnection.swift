@@ -12,6 +12,8 @@ public final class AMQPConnection {
     public let configuration: AMQPConfiguration
     let state: amqp_connection_state_t
     private var isOpen = true
+    /// Whether written frames are held in the kernel (``holdOutput()``).
+    var isHoldingOutput = false
 
     /// Opens a TCP (or TLS) connection, logs in and advertises publisher confirms, consumer cancel notifications
     /// and `connection.blocked`.
@@ -121,6 +123,7 @@ public final class AMQPConnection {
     public func close() {
         guard isOpen else { return }
         isOpen = false
+        flushOutput()
         _ = amqp_connection_close(state, AMQP_REPLY_SUCCESS)
         amqp_destroy_connection(state)
     }
