@@ -62,3 +62,33 @@ struct MailboxTests {
         #expect(mailbox.drain().isEmpty)
     }
 }
+
+@Suite("Mailbox sleep")
+struct MailboxSleepTests {
+    @Test func doesNotSleepWhenMessagesWait() {
+        let mailbox = Mailbox<Int>()
+        mailbox.post(1)
+        var slept = false
+        mailbox.sleep { slept = true }
+        #expect(!slept)
+        #expect(mailbox.drain() == [1])
+    }
+
+    @Test func aPostWakesTheSleeper() async throws {
+        let mailbox = Mailbox<Int>()
+        let woke = Locked(false)
+        let asleep = Locked(false)
+        Thread {
+            // A wait far longer than the test's own deadline: only the post can end it in time.
+            mailbox.sleep {
+                asleep.withLock { $0 = true }
+                mailbox.wakeUp.wait(timeout: .seconds(120))
+            }
+            woke.withLock { $0 = true }
+        }.start()
+        try await waitUntil("the owner to sleep") { asleep.value }
+        mailbox.post(7)
+        try await waitUntil("the post to wake the owner", timeout: .seconds(60)) { woke.value }
+        #expect(mailbox.drain() == [7])
+    }
+}

@@ -65,7 +65,7 @@ extension WorkerSession {
             }
             if let stopDeadline, ContinuousClock.now >= stopDeadline { cancelAll(reason: "shutdown") }
             if stopDeadline != nil && inFlight.isEmpty { return false }
-            worker.mailbox.wakeUp.wait(timeout: until - ContinuousClock.now)
+            worker.mailbox.sleep { worker.mailbox.wakeUp.wait(timeout: until - ContinuousClock.now) }
         }
         return true
     }

@@ -123,7 +123,7 @@ final class WorkerSession {
             if let stopDeadline, ContinuousClock.now >= stopDeadline { cancelAll(reason: "shutdown") }
             enforceDeadlines()
             if isDone { return }
-            connection.waitForActivity(wakeUp: worker.mailbox.wakeUp, timeout: pollTimeout)
+            worker.mailbox.sleep { connection.waitForActivity(wakeUp: worker.mailbox.wakeUp, timeout: pollTimeout) }
         }
     }
 
