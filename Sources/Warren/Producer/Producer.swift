@@ -80,6 +80,9 @@ public final class Producer {
             if let problem = ordered.lazy.compactMap({ OperationDescriptor.problem(withID: $0.id) }).first {
                 throw WarrenError(.invalidConfiguration, problem)
             }
+            // The batch leaves in full TCP segments rather than one per job.
+            connection.holdOutput()
+            defer { connection.flushOutput() }
             for (request, sequence) in zip(ordered, try sequences.reserve(ordered.count)) {
                 let descriptor = OperationDescriptor(
                     id: request.id, type: request.type, input: request.input, priority: request.priority,

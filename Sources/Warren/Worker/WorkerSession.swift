@@ -114,14 +114,17 @@ final class WorkerSession {
         logger.info("worker stopped")
     }
 
-    /// The main loop on a live connection; returns when the worker stopped and settled everything.
+    /// The main loop on a live connection; returns when the worker stopped and settled everything. What a turn
+    /// writes leaves together when it ends (``AMQPConnection/holdOutput()``).
     private func serve() throws {
         while true {
+            connection.holdOutput()
             try receive()
             try storeResults()
             try sendAcks()
             if let stopDeadline, ContinuousClock.now >= stopDeadline { cancelAll(reason: "shutdown") }
             enforceDeadlines()
+            connection.flushOutput()
             if isDone { return }
             worker.mailbox.sleep { connection.waitForActivity(wakeUp: worker.mailbox.wakeUp, timeout: pollTimeout) }
         }
@@ -134,9 +137,8 @@ final class WorkerSession {
     private var pollTimeout: Duration {
         var timeout = Duration.seconds(max(connection.configuration.heartbeat, 2)) / 2
         if let stopDeadline { timeout = min(timeout, stopDeadline - ContinuousClock.now) }
-        for due in [acks.dueAt, storedResults.dueAt].compactMap(\.self) {
-            timeout = min(timeout, due - ContinuousClock.now)
-        }
+        if let due = acks.dueAt { timeout = min(timeout, due - ContinuousClock.now) }
+        if let due = storedResults.dueAt { timeout = min(timeout, due - ContinuousClock.now) }
         if mayHoldDeadlines, let deadline = inFlight.values.compactMap({ $0.descriptor.deadline }).min() {
             timeout = min(timeout, .milliseconds(Int(deadline.timeIntervalSinceNow * 1000) + 1))
         }
