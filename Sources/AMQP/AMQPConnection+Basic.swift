@@ -7,6 +7,7 @@ extension AMQPConnection {
         _ body: [UInt8], exchange: String, routingKey: String, properties: MessageProperties = MessageProperties(),
         mandatory: Bool = false, channel: UInt16
     ) throws {
+        corkIfRequested()
         let arena = CArena()
         var props = properties.encoded(in: arena)
         let status = amqp_basic_publish(

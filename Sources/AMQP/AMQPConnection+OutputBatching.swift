@@ -4,22 +4,36 @@ import Glibc
 ///
 /// librabbitmq writes each frame with a system call of its own, and the kernel sends each publish as a segment of
 /// its own. On loopback above all, the segment is what costs: the sender's kernel delivers it to the broker, and the
-/// broker wakes to read it. Held output (Linux `TCP_CORK`) leaves in full segments instead: the publishes, acks and
-/// confirms of a whole turn cost the broker one read.
+/// broker wakes to read it. Held output (Linux `TCP_CORK`) leaves in full segments instead: the publishes and acks
+/// of a whole turn cost the broker one read.
 extension AMQPConnection {
-    /// Holds what is written from now on in the kernel until ``flushOutput()``, which ``waitForActivity(wakeUp:timeout:)``,
-    /// every request that waits for a reply, and ``close()`` call first: nothing waits for held output. The kernel
-    /// sends held output after 200 ms at the latest.
+    /// Whether, and since when, output is held.
+    enum OutputHold {
+        /// Frames leave as they are written.
+        case off
+        /// Output is to be held from the next publish on: a turn that only acks costs no extra system call.
+        case requested
+        /// The socket is corked.
+        case corked
+    }
+
+    /// Holds what is written from the next publish on in the kernel until ``flushOutput()``, which
+    /// ``waitForActivity(wakeUp:timeout:)``, every request that waits for a reply, and ``close()`` call first:
+    /// nothing waits for held output. The kernel sends held output after 200 ms at the latest.
     public func holdOutput() {
-        guard !isHoldingOutput else { return }
-        isHoldingOutput = setCork(true)
+        if outputHold == .off { outputHold = .requested }
     }
 
     /// Sends held output now, and stops holding.
     public func flushOutput() {
-        guard isHoldingOutput else { return }
-        isHoldingOutput = false
-        _ = setCork(false)
+        if outputHold == .corked { _ = setCork(false) }
+        outputHold = .off
+    }
+
+    /// Corks the socket if ``holdOutput()`` asked for it; called before a publish.
+    func corkIfRequested() {
+        guard outputHold == .requested else { return }
+        outputHold = setCork(true) ? .corked : .off
     }
 
     private func setCork(_ on: Bool) -> Bool {

@@ -13,7 +13,7 @@ public final class AMQPConnection {
     let state: amqp_connection_state_t
     private var isOpen = true
     /// Whether written frames are held in the kernel (``holdOutput()``).
-    var isHoldingOutput = false
+    var outputHold = OutputHold.off
 
     /// Opens a TCP (or TLS) connection, logs in and advertises publisher confirms, consumer cancel notifications
     /// and `connection.blocked`.

@@ -40,6 +40,7 @@ public final class WakeUpSignal: Sendable {
 
     func reset() {
         var buffer = [UInt8](repeating: 0, count: 64)
-        while read(descriptor, &buffer, buffer.count) > 0 {}
+        // A short read emptied the pipe: no second call just to learn that.
+        while read(descriptor, &buffer, buffer.count) == buffer.count {}
     }
 }

@@ -15,8 +15,8 @@ extension Integration {
             let queue = TestEnvironment.uniqueName("held")
             let exchange = TestEnvironment.uniqueName("held-exchange")
             var consumerTag = ""
+            try connection.openChannel(1)
             let requests: [(String, () throws -> Void)] = [
-                ("openChannel", { try connection.openChannel(1) }),
                 ("declareQueue", { try connection.declareQueue(queue, durable: false, channel: 1) }),
                 ("declareExchange", { try connection.declareExchange(exchange, type: "fanout", durable: false, channel: 1) }),
                 ("bindQueue", { try connection.bindQueue(queue, to: exchange, channel: 1) }),
@@ -34,7 +34,10 @@ extension Integration {
             ]
             for (name, request) in requests {
                 connection.holdOutput()
-                #expect(Self.isCorked(connection), "holdOutput did not hold output before \(name)")
+                #expect(!Self.isCorked(connection), "output held before anything was published")
+                // Held from the first publish on. No queue has that name: the broker drops the message.
+                try connection.publish([], exchange: "", routingKey: "no-such-queue-\(queue)", channel: 1)
+                #expect(Self.isCorked(connection), "holdOutput did not hold the publish before \(name)")
                 try request()
                 #expect(!Self.isCorked(connection), "\(name) left output held")
             }
