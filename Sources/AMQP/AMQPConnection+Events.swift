@@ -78,14 +78,19 @@ extension AMQPConnection {
     /// librabbitmq already holds buffered input.
     ///
     /// Sleeps in `poll`: no CPU is spent while nothing happens. Sends held output (``holdOutput()``) first.
-    public func waitForActivity(wakeUp: WakeUpSignal?, timeout: Duration) {
-        if hasBufferedInput { return }
+    /// - Returns: `false` when only `wakeUp` ended the wait: nothing came from the broker, and ``nextEvent()``
+    ///   would find nothing (a caller may skip it until the next wait says otherwise).
+    @discardableResult
+    public func waitForActivity(wakeUp: WakeUpSignal?, timeout: Duration) -> Bool {
+        if hasBufferedInput { return true }
         flushOutput()
         var fds = [pollfd(fd: socketDescriptor, events: Int16(POLLIN), revents: 0)]
         if let wakeUp { fds.append(pollfd(fd: wakeUp.descriptor, events: Int16(POLLIN), revents: 0)) }
         let parts = timeout.components
         let milliseconds = Int32(clamping: parts.seconds * 1000 + parts.attoseconds / 1_000_000_000_000_000)
-        _ = poll(&fds, nfds_t(fds.count), max(milliseconds, 0))
-        if fds.count > 1, fds[1].revents != 0 { wakeUp?.reset() }
+        let ready = poll(&fds, nfds_t(fds.count), max(milliseconds, 0))
+        let wokenUp = fds.count > 1 && fds[1].revents != 0
+        if wokenUp { wakeUp?.reset() }
+        return !(wokenUp && fds[0].revents == 0 && ready > 0)
     }
 }

@@ -154,3 +154,12 @@ struct ResultWriterTests {
         #expect(try result.encoded() == Self.foundationBytes(result))
     }
 }
+
+@Suite("Result message type")
+struct ResultMessageTypeTests {
+    /// Wire format §3: the `type` property of a result is `warren.result.` and its status.
+    @Test(arguments: JobStatus.allCases)
+    func typeNamesTheStatus(status: JobStatus) {
+        #expect(status.messageType == "warren.result.\(status.rawValue)")
+    }
+}

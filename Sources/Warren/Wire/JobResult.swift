@@ -3,6 +3,15 @@ import Foundation
 /// How a job ended.
 public enum JobStatus: String, Sendable, Codable, CaseIterable {
     case succeeded, failed, cancelled
+
+    /// The AMQP `type` of a result message with this status: `warren.result.succeeded`, `.failed`, `.cancelled`.
+    var messageType: String {
+        switch self {
+        case .succeeded: "warren.result.succeeded"
+        case .failed: "warren.result.failed"
+        case .cancelled: "warren.result.cancelled"
+        }
+    }
 }
 
 /// Why a job failed: a stable code for programs and a message for people.

@@ -180,7 +180,7 @@ extension WorkerSession {
         defer { try? dependencyEnded(result.jobID, status: result.status) }
         let properties = MessageProperties(
             contentType: WireCoding.contentType, persistent: true, correlationID: result.jobID,
-            timestamp: UInt64(Date().timeIntervalSince1970), type: "warren.result.\(result.status.rawValue)",
+            timestamp: UInt64(Date().timeIntervalSince1970), type: result.status.messageType,
             appID: "warren")
         let body = try result.encoded()
         if storedResults.isFull { try storeResults(force: true) }

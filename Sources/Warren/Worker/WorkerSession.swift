@@ -117,16 +117,20 @@ final class WorkerSession {
     /// The main loop on a live connection; returns when the worker stopped and settled everything. What a turn
     /// writes leaves together when it ends (``AMQPConnection/holdOutput()``).
     private func serve() throws {
+        var brokerSentSomething = true
         while true {
             connection.holdOutput()
-            try receive()
+            try receive(readingEvents: brokerSentSomething)
             try storeResults()
             try sendAcks()
             if let stopDeadline, ContinuousClock.now >= stopDeadline { cancelAll(reason: "shutdown") }
             enforceDeadlines()
             connection.flushOutput()
             if isDone { return }
-            worker.mailbox.sleep { connection.waitForActivity(wakeUp: worker.mailbox.wakeUp, timeout: pollTimeout) }
+            brokerSentSomething = true
+            worker.mailbox.sleep {
+                brokerSentSomething = connection.waitForActivity(wakeUp: worker.mailbox.wakeUp, timeout: pollTimeout)
+            }
         }
     }
 
@@ -135,10 +139,12 @@ final class WorkerSession {
     }
 
     private var pollTimeout: Duration {
-        var timeout = Duration.seconds(max(connection.configuration.heartbeat, 2)) / 2
-        if let stopDeadline { timeout = min(timeout, stopDeadline - ContinuousClock.now) }
-        if let due = acks.dueAt { timeout = min(timeout, due - ContinuousClock.now) }
-        if let due = storedResults.dueAt { timeout = min(timeout, due - ContinuousClock.now) }
+        // Half the heartbeat interval, so that heartbeats go out in time.
+        var timeout = Duration.milliseconds(max(connection.configuration.heartbeat, 2) * 500)
+        let now = ContinuousClock.now
+        if let stopDeadline { timeout = min(timeout, stopDeadline - now) }
+        if let due = acks.dueAt { timeout = min(timeout, due - now) }
+        if let due = storedResults.dueAt { timeout = min(timeout, due - now) }
         if mayHoldDeadlines, let deadline = inFlight.values.compactMap({ $0.descriptor.deadline }).min() {
             timeout = min(timeout, .milliseconds(Int(deadline.timeIntervalSinceNow * 1000) + 1))
         }
@@ -335,10 +341,11 @@ final class WorkerSession {
     /// queues in one call each; also when handling fails (a lost connection), so that jobs taken in still run.
     /// Messages not handled when the connection fails stay in the mailbox for the disconnected loop: a job's
     /// `finished` message is never dropped, or the job would stay in flight for good.
-    private func receive() throws {
+    /// - Parameter readingEvents: Whether to read what the broker sent: not after a wait that only the mailbox ended.
+    private func receive(readingEvents: Bool) throws {
         defer { queueOperations() }
         try worker.mailbox.handleEach { try handle($0) }
-        try readEvents()
+        if readingEvents { try readEvents() }
     }
 
     /// Hands the operations this loop iteration released to their local queues.
