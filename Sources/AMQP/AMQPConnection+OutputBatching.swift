@@ -7,7 +7,7 @@ import Glibc
 /// broker wakes to read it. Held output (Linux `TCP_CORK`) leaves in full segments instead: the publishes and acks
 /// of a whole turn cost the broker one read.
 extension AMQPConnection {
-    /// Whether, and since when, output is held.
+    /// Whether output is held.
     enum OutputHold {
         /// Frames leave as they are written.
         case off

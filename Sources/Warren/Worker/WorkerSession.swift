@@ -118,9 +118,14 @@ final class WorkerSession {
     /// writes leaves together when it ends (``AMQPConnection/holdOutput()``).
     private func serve() throws {
         var brokerSentSomething = true
+        var lastRead = ContinuousClock.now
         while true {
             connection.holdOutput()
-            try receive(readingEvents: brokerSentSomething)
+            // Read at least once a second even while only the mailbox wakes the loop (a long job reporting its
+            // progress), so that librabbitmq checks the broker's heartbeats.
+            let reads = brokerSentSomething || ContinuousClock.now - lastRead >= .seconds(1)
+            if reads { lastRead = .now }
+            try receive(readingEvents: reads)
             try storeResults()
             try sendAcks()
             if let stopDeadline, ContinuousClock.now >= stopDeadline { cancelAll(reason: "shutdown") }
