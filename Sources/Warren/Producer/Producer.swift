@@ -80,7 +80,8 @@ public final class Producer {
             if let problem = ordered.lazy.compactMap({ OperationDescriptor.problem(withID: $0.id) }).first {
                 throw WarrenError(.invalidConfiguration, problem)
             }
-            // The batch leaves in full TCP segments rather than one per job.
+            // The batch leaves in full TCP segments rather than one per job: sent as soon as it is written (and on
+            // the way out when a publish fails).
             connection.holdOutput()
             defer { connection.flushOutput() }
             for (request, sequence) in zip(ordered, try sequences.reserve(ordered.count)) {
@@ -102,6 +103,7 @@ public final class Producer {
                         timestamp: UInt64(Date().timeIntervalSince1970), type: descriptor.type, appID: "warren"))
                 descriptors.append(descriptor)
             }
+            connection.flushOutput()
             try waitForConfirms()
             return descriptors
         }
