@@ -88,9 +88,9 @@ extension AMQPConnection {
         if let wakeUp { fds.append(pollfd(fd: wakeUp.descriptor, events: Int16(POLLIN), revents: 0)) }
         let parts = timeout.components
         let milliseconds = Int32(clamping: parts.seconds * 1000 + parts.attoseconds / 1_000_000_000_000_000)
-        let ready = poll(&fds, nfds_t(fds.count), max(milliseconds, 0))
+        _ = poll(&fds, nfds_t(fds.count), max(milliseconds, 0))
         let wokenUp = fds.count > 1 && fds[1].revents != 0
         if wokenUp { wakeUp?.reset() }
-        return !(wokenUp && fds[0].revents == 0 && ready > 0)
+        return !wokenUp || fds[0].revents != 0
     }
 }

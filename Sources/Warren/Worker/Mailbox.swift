@@ -21,8 +21,9 @@ final class Mailbox<Message: Sendable>: Sendable {
     func post(_ message: Message) {
         let wakes = state.withLock { state in
             state.messages.append(message)
-            defer { state.isSleeping = false }
-            return state.isSleeping
+            let wasSleeping = state.isSleeping
+            state.isSleeping = false
+            return wasSleeping
         }
         if wakes { wakeUp.signal() }
     }
