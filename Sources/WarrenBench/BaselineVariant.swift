@@ -2,7 +2,7 @@
 ///
 /// The published baseline uses none of them. With one, the baseline's figures answer "how much of the gap is this
 /// choice?": for example, with ``resultsExchange`` the baseline's results go through Warren's topic exchange to
-/// the collector's queue bound to it, as Warren's do.
+/// the collector's queue bound to it, as the results of Warren's jobs that name no reply queue do.
 public enum BaselineVariant: String, Sendable, Codable, CaseIterable {
     /// Job queues declared as Warren declares them (`x-max-priority` 5, a dead-letter exchange) and jobs
     /// published with a priority.

@@ -54,7 +54,8 @@ extension Repetition {
                     "\(attempt - 1) cancellations reached jobs that had not started yet; is the worker slow?")
             }
             let id = "\(idPrefix)cancel\(attempt)"
-            try warren.producer.enqueue(JobRequest(type: "sum", input: BenchJobs.longSum, queue: queue, id: id))
+            try warren.producer.enqueue(
+                JobRequest(type: "sum", input: BenchJobs.longSum, queue: queue, replyTo: warren.resultQueue, id: id))
             // A random phase against the job's 1 ms checks.
             Thread.sleep(forTimeInterval: wait + Double.random(in: 0..<0.002))
             let start = ContinuousClock.now

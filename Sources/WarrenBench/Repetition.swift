@@ -46,7 +46,8 @@ final class Repetition {
                 variants: options.baselineVariants)
         case .warren:
             return try WarrenSide(
-                url: benchmark.configuration.url, batch: options.batch, stateDirectory: stateDirectory)
+                url: benchmark.configuration.url, batch: options.batch, stateDirectory: stateDirectory, admin: admin,
+                resultQueue: "\(prefix)-warren-results\(scenario)")
         }
     }
 

@@ -6,7 +6,8 @@ import Warren
 ///
 /// Arrival instants are taken on that thread the moment librabbitmq hands over the message, so they do not
 /// depend on what the publishing thread is doing. Results are told apart by their `correlation_id` property (the
-/// job id, for Warren and the baseline alike), without decoding their bodies.
+/// job id, for Warren and the baseline alike), without decoding their bodies; progress reports that reach a reply
+/// queue (their `type` says so) are skipped.
 ///
 /// Thread safety: locked. The collector's thread owns the connection; the counters and arrivals it shares with
 /// the caller's thread live behind `condition` (an `NSCondition`), hence `@unchecked Sendable`.
@@ -16,7 +17,8 @@ final class ResultCollector: @unchecked Sendable {
         /// An existing queue, consumed without acknowledgements.
         case queue(String)
         /// Warren's `warren.results` exchange, through a queue of the collector's own bound to it with `#` and
-        /// consumed without acknowledgements: how a producer waiting for its results receives them.
+        /// consumed without acknowledgements: how a client that watches every result published there receives
+        /// them (the baseline's ``BaselineVariant/resultsExchange``).
         case resultsExchange
     }
 
@@ -104,7 +106,9 @@ final class ResultCollector: @unchecked Sendable {
             while let event = try connection.nextEvent() {
                 guard case .delivery(let delivery) = event else { continue }
                 let instant = ContinuousClock.now
-                guard let id = delivery.properties.correlationID, id.hasPrefix(prefix) else { continue }
+                guard let id = delivery.properties.correlationID, id.hasPrefix(prefix),
+                    delivery.properties.type != ProgressMessage.messageType
+                else { continue }
                 let done = condition.withLock {
                     count += 1
                     if first == nil { first = instant }

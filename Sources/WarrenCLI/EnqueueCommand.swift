@@ -57,6 +57,13 @@ struct EnqueueCommand: ParsableCommand {
         help: "Wait for the result, print it, and exit with 0, 3 (failed) or 4 (cancelled); shows progress on stderr.")
     var wait = false
 
+    @Option(
+        name: .customLong("reply-to"),
+        help: ArgumentHelp(
+            "Send the results and progress reports to this existing queue instead of the warren.results exchange.",
+            valueName: "queue"))
+    var replyTo: String?
+
     @Option(name: .long, help: "With --wait: give up after this many seconds (exit 5).")
     var timeout: Double = 60
 
@@ -71,11 +78,12 @@ struct EnqueueCommand: ParsableCommand {
         if requireSuccess && dependsOn.isEmpty { throw ValidationError("--require-success needs --depends-on") }
         if supersede && key == nil { throw ValidationError("--supersede needs --key") }
         if timeout <= 0 { throw ValidationError("--timeout must be positive") }
+        if wait && replyTo != nil { throw ValidationError("--wait reads the results itself; leave out --reply-to") }
         if let maxAttempts, maxAttempts < 1 { throw ValidationError("--max-attempts must be at least 1") }
     }
 
     func run() throws {
-        let requests: [JobRequest]
+        var requests: [JobRequest]
         var names: [String: String] = [:]
         if let graph {
             (requests, names) = try GraphFile.load(graph).requests(defaultQueue: queue)
@@ -87,6 +95,7 @@ struct EnqueueCommand: ParsableCommand {
                     dependencies: dependsOn, requireSuccess: requireSuccess)
             ]
         }
+        for index in requests.indices { requests[index].replyTo = replyTo }
         let producer = try Producer(url: broker.brokerURL)
         defer { producer.close() }
         let descriptors: [OperationDescriptor]

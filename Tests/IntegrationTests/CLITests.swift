@@ -47,6 +47,8 @@ extension Integration {
                 ["enqueue", "sum", "--supersede"],
                 ["enqueue", "sum", "--priority", "urgent"],
                 ["enqueue", "sum", "--input", "@/no/such/file.json"],
+                ["enqueue", "sum", "--wait", "--reply-to", "mine"],
+                ["enqueue", "sum", "--reply-to", ""],
                 ["cancel"],
                 ["worker", "--local-queue", "cpu"],
                 ["worker", "--width", "0"],

@@ -1,3 +1,4 @@
+import AMQP
 import Foundation
 import Testing
 import Warren
@@ -22,7 +23,7 @@ extension Integration {
             return (consumer, queue)
         }
 
-        @Test("pika publishes a job a Warren worker runs, receives its result, and finds it in a stored result batch")
+        @Test("pika publishes a job a Warren worker runs, receives its progress and result in its reply queue, and finds it in a stored result batch")
         func pikaClient() throws {
             let queue = TestEnvironment.uniqueName("pika")
             defer { BrokerProbe.delete(queue) }
@@ -44,6 +45,7 @@ extension Integration {
             #expect(result["sequence"] as? Int == 42 && result["key"] as? String == "pika-totals")
             #expect(lines[0]["correlationId"] as? String == id)
             #expect(lines[0]["type"] as? String == "warren.result.succeeded")
+            #expect((lines[0]["progress"] as? Int ?? 0) > 0, "progress reports reach the reply queue")
             let stored = try #require(lines[1]["stored"] as? [String: Any])
             #expect(stored["jobId"] as? String == id && stored["status"] as? String == "succeeded")
             #expect(lines[1]["type"] as? String == ResultBatch.messageType)
@@ -73,6 +75,38 @@ extension Integration {
             #expect(result["key"] as? String == "k")
             #expect((result["output"] as? [String: Any])?["sum"] as? Int == 15)
             #expect(result["workerId"] is String)
+        }
+
+        @Test("amqp-publish -t names a reply queue; amqp-consume reads the job's result there")
+        func foreignReplyQueue() throws {
+            let url = try TestEnvironment.brokerURL
+            let queue = TestEnvironment.uniqueName("foreign-reply-to")
+            defer { BrokerProbe.delete(queue) }
+            let replyQueue = TestEnvironment.uniqueName("foreign-replies")
+            // Declared here rather than with amqp-consume -x, whose exclusive queue the probe below could not see.
+            let setup = try AMQPConnection(configuration: AMQPConfiguration(url: url))
+            try setup.openChannel(1)
+            _ = try setup.declareQueue(replyQueue, durable: false, exclusive: false, autoDelete: false, channel: 1)
+            setup.close()
+            let consumer = try ChildProcess(Self.tool("amqp-consume"), ["--url", url, "-q", replyQueue, "-c", "1", "cat"])
+            defer { consumer.terminate(); BrokerProbe.delete(replyQueue) }
+            let deadline = ContinuousClock.now + .seconds(30)
+            while ((try? BrokerProbe.consumers(of: replyQueue)) ?? 0) == 0 && ContinuousClock.now < deadline {
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            let id = UUID().uuidString.lowercased()
+            let body = #"{"version":1,"id":"\#(id)","type":"echo","input":"via reply_to","sequence":9}"#
+            let publish = try ChildProcess(
+                Self.tool("amqp-publish"),
+                ["--url", url, "-r", queue, "-p", "-C", "application/json", "-t", replyQueue, "-b", body])
+            #expect(publish.waitForExit() == 0, "\(publish.stderr)")
+            #expect(consumer.waitForExit() == 0)
+            let result = try #require(try JSONSerialization.jsonObject(with: Data(consumer.stdout.utf8)) as? [String: Any])
+            #expect(result["jobId"] as? String == id)
+            #expect(result["status"] as? String == "succeeded")
+            #expect(result["output"] as? String == "via reply_to")
         }
 
         @Test("amqp-publish of a cancel message to warren.control cancels a job still in the broker")

@@ -22,13 +22,17 @@ public struct JobRequest: Sendable {
     /// How many times the job runs when its handler fails with a retryable error. Default: `nil`, the
     /// descriptor's default (3).
     public var maxAttempts: Int?
+    /// A queue that receives the job's result and progress reports, through the default exchange, instead of
+    /// the `warren.results` exchange (its `reply_to` property). It must exist before the job ends, or the result is
+    /// only in the results stream. Default: none. A job enqueued with `watch: true` uses the producer's own.
+    public var replyTo: String?
     /// The job id. Default: a new UUID.
     public var id: String
 
     public init(
         type: String, input: JSONValue = .null, priority: JobPriority = .normal, key: String? = nil,
         supersede: Bool = false, queue: String = Topology.defaultQueue, deadline: Date? = nil,
-        maxAttempts: Int? = nil, dependencies: [String] = [], requireSuccess: Bool = false,
+        maxAttempts: Int? = nil, dependencies: [String] = [], requireSuccess: Bool = false, replyTo: String? = nil,
         id: String = UUID().uuidString.lowercased()
     ) {
         self.type = type
@@ -41,6 +45,7 @@ public struct JobRequest: Sendable {
         self.maxAttempts = maxAttempts
         self.dependencies = dependencies
         self.requireSuccess = requireSuccess
+        self.replyTo = replyTo
         self.id = id
     }
 }

@@ -66,20 +66,32 @@ public final class Producer {
     /// Jobs may depend on each other and on jobs enqueued earlier from this host; they are published so that a
     /// job comes after those it depends on, and a bad graph is refused before anything is published. Their
     /// sequence numbers are consecutive, in the order they are published, reserved from ``SequenceStore`` at once.
-    /// - Parameter watch: Also start collecting their results, for ``waitForResult(of:timeout:)``.
+    /// - Parameter watch: Also start collecting their results, for ``waitForResult(of:timeout:)``: the jobs name
+    ///   this producer's reply queue in their `reply_to`, so their results and progress reports come straight to it.
     /// - Throws: ``WarrenError`` (`invalidConfiguration`) for an invalid id, a job that depends on itself, an
-    ///   unknown dependency or a cycle, or a sequence file that cannot be used; (`broker`) when the broker refuses
-    ///   or the connection fails.
+    ///   unknown dependency or a cycle, a ``JobRequest/replyTo`` that is empty, longer than 255 bytes or given
+    ///   with `watch`, or a sequence file that cannot be used; (`broker`) when the broker refuses or the connection
+    ///   fails.
     @discardableResult
     public func enqueue(_ requests: [JobRequest], watch: Bool = false) throws -> [OperationDescriptor] {
         guard !requests.isEmpty else { return [] }
         let outside = Set(requests.flatMap(\.dependencies)).subtracting(requests.map(\.id))
         let ordered = try DependencyGraph.ordered(requests, known: try journal.known(outside))
+        if watch, let request = requests.first(where: { $0.replyTo != nil }) {
+            throw WarrenError(
+                .invalidConfiguration,
+                "job \(request.id) names reply queue '\(request.replyTo!)'; a watched job's result goes to the producer's own")
+        }
         let descriptors: [OperationDescriptor] = try brokerCall {
             var descriptors: [OperationDescriptor] = []
             if let problem = ordered.lazy.compactMap({ OperationDescriptor.problem(withID: $0.id) }).first {
                 throw WarrenError(.invalidConfiguration, problem)
             }
+            if let request = ordered.first(where: { $0.replyTo.map { !(1...255).contains($0.utf8.count) } ?? false }) {
+                throw WarrenError(
+                    .invalidConfiguration, "job \(request.id): a reply queue name must be 1 to 255 bytes long")
+            }
+            let replyTo = watch ? try declareReplyQueue() : nil
             // The batch leaves in full TCP segments rather than one per job: sent as soon as it is written (and on
             // the way out when a publish fails).
             connection.holdOutput()
@@ -90,7 +102,6 @@ public final class Producer {
                     sequence: sequence, key: request.key, deadline: request.deadline,
                     maxAttempts: request.maxAttempts, dependencies: request.dependencies.isEmpty ? nil : request.dependencies,
                     requireSuccess: request.requireSuccess ? true : nil)
-                if watch { try watchResult(of: descriptor.id) }
                 if request.supersede, let key = request.key {
                     try publishControl(.supersede(key: key, before: descriptor.sequence))
                 }
@@ -99,7 +110,8 @@ public final class Producer {
                     try descriptor.encoded(), exchange: "", routingKey: request.queue,
                     properties: MessageProperties(
                         contentType: WireCoding.contentType, persistent: true,
-                        priority: descriptor.priority.amqpPriority, messageID: descriptor.id,
+                        priority: descriptor.priority.amqpPriority, replyTo: replyTo ?? request.replyTo,
+                        messageID: descriptor.id,
                         timestamp: UInt64(Date().timeIntervalSince1970), type: descriptor.type, appID: "warren"))
                 descriptors.append(descriptor)
             }
@@ -225,21 +237,18 @@ public final class Producer {
             properties: MessageProperties(contentType: WireCoding.contentType, persistent: true, appID: "warren"))
     }
 
-    private func watchResult(of jobID: String) throws {
-        if replyQueue == nil {
-            try connection.openChannel(Self.replyChannel)
-            try Topology.declareResults(on: connection, channel: Self.replyChannel)
-            try Topology.declareProgress(on: connection, channel: Self.replyChannel)
-            let queue = try connection.declareQueue(
-                "", durable: false, exclusive: true, autoDelete: true, channel: Self.replyChannel
-            ).name
-            try connection.consume(queue, noAck: true, channel: Self.replyChannel)
-            replyQueue = queue
-        }
-        try connection.bindQueue(
-            replyQueue!, to: Topology.resultsExchange, routingKey: jobID, channel: Self.replyChannel)
-        try connection.bindQueue(
-            replyQueue!, to: Topology.progressExchange, routingKey: jobID, channel: Self.replyChannel)
+    /// The producer's reply queue, declared on first use: server-named, exclusive, consumed on ``replyChannel``.
+    /// Watched jobs name it in their `reply_to` property, so workers send their results and progress reports to
+    /// it and nothing needs binding.
+    private func declareReplyQueue() throws -> String {
+        if let replyQueue { return replyQueue }
+        try connection.openChannel(Self.replyChannel)
+        let queue = try connection.declareQueue(
+            "", durable: false, exclusive: true, autoDelete: true, channel: Self.replyChannel
+        ).name
+        try connection.consume(queue, noAck: true, channel: Self.replyChannel)
+        replyQueue = queue
+        return queue
     }
 
     private func publish(_ body: [UInt8], exchange: String, routingKey: String, properties: MessageProperties) throws {
@@ -280,7 +289,7 @@ public final class Producer {
                 if multiple { confirmedCount = max(confirmedCount, tag) } else { confirmedAhead.insert(tag) }
                 while confirmedAhead.remove(confirmedCount + 1) != nil { confirmedCount += 1 }
             case .delivery(let delivery) where delivery.channel == Self.replyChannel:
-                if delivery.exchange == Topology.progressExchange {
+                if delivery.properties.type == ProgressMessage.messageType {
                     if let report = try? ProgressMessage.decode(delivery.body) {
                         // Reports of jobs nobody waits for yet are kept, but only the newest thousand.
                         arrivedProgress.append(report)

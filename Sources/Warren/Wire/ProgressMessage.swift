@@ -2,9 +2,13 @@ import Foundation
 
 /// How far a running job has come, as its operation reported it. Version 1 of the format.
 ///
-/// Published (transient, best effort) to the `warren.progress` topic exchange with the job id as routing key;
-/// a job's last progress report is not a result: only the result message ends a job.
+/// Published (transient, best effort) to the `warren.progress` topic exchange with the job id as routing key,
+/// and to the job's reply queue if it names one; a job's last progress report is not a result: only the result
+/// message ends a job.
 public struct ProgressMessage: Sendable, Hashable, Codable {
+    /// The AMQP `type` property of a progress report.
+    public static let messageType = "warren.progress"
+
     public var version: Int
     /// Always `progress`.
     public var kind: String

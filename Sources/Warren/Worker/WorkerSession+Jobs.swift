@@ -23,7 +23,7 @@ extension WorkerSession {
             return
         }
         if let result = orphanResults.take(descriptor.id) {
-            return try end(delivery.deliveryTag, with: result)
+            return try end(delivery, with: result)
         }
         let attempt = Self.attempt(of: delivery)
         let queue = jobConsumers[delivery.consumerTag] ?? delivery.routingKey
@@ -31,7 +31,7 @@ extension WorkerSession {
             let result = makeResult(
                 descriptor, delivery: delivery, status: .cancelled, cancellation: cancellation,
                 timings: JobTimings(enqueuedAt: descriptor.createdAt, receivedAt: receivedAt, finishedAt: Date()))
-            return try end(delivery.deliveryTag, with: result)
+            return try end(delivery, with: result)
         }
         guard let registered = worker.registry[descriptor.type] else {
             let known = worker.registry.types.joined(separator: ", ")
@@ -84,23 +84,24 @@ extension WorkerSession {
             job.operation.job.logger.warning("job failed", metadata: ["error": "\(error)"])
             result = makeResult(job.descriptor, delivery: job.delivery, status: .failed, timings: timings, error: error)
             let dead = try deadLetter(job.delivery, error: error)
-            return try settle(job.delivery.deliveryTag, action: .ack, after: [.publish(dead)] + publishResult(result))
+            let confirms = try publishResult(result, replyTo: job.delivery.replyQueue)
+            return try settle(job.delivery.deliveryTag, action: .ack, after: [.publish(dead)] + confirms)
         }
-        try end(job.delivery.deliveryTag, with: result)
+        try end(job.delivery, with: result)
     }
 
-    /// Publishes a succeeded or cancelled `result` and acks the job's delivery once the broker confirmed it. When
-    /// the connection fails first, the result is kept for the redelivery (``OrphanResults``), as are results whose
+    /// Publishes a succeeded or cancelled `result` and acks `delivery` once the broker confirmed it. When the
+    /// connection fails first, the result is kept for the redelivery (``OrphanResults``), as are results whose
     /// confirm is lost with the connection.
-    private func end(_ deliveryTag: UInt64, with result: JobResult) throws {
+    private func end(_ delivery: Delivery, with result: JobResult) throws {
         let confirms: [Settlement.Confirm]
         do {
-            confirms = try publishResult(result)
+            confirms = try publishResult(result, replyTo: delivery.replyQueue)
         } catch {
             orphanResults.keep(result)
             throw error
         }
-        try settle(deliveryTag, action: .ack, after: confirms, result: result)
+        try settle(delivery.deliveryTag, action: .ack, after: confirms, result: result)
     }
 
     // MARK: - Bad input
@@ -121,7 +122,7 @@ extension WorkerSession {
                 key: descriptor?.key, status: .failed, error: error, attempt: Self.attempt(of: delivery),
                 redelivered: delivery.redelivered, workerID: configuration.workerID,
                 timings: JobTimings(enqueuedAt: descriptor?.createdAt, receivedAt: receivedAt, finishedAt: Date()))
-            confirms += try publishResult(result)
+            confirms += try publishResult(result, replyTo: delivery.replyQueue)
         }
         try settle(delivery.deliveryTag, action: .ack, after: confirms)
     }
@@ -164,18 +165,24 @@ extension WorkerSession {
             timings: timings)
     }
 
-    /// Publishes a progress report: transient, best effort, no settlement waits for it.
+    /// Publishes a progress report to the progress exchange, and to the job's reply queue if it names one:
+    /// transient, best effort, no settlement waits for it.
     func publishProgress(jobID: String, fraction: Double, message: String?) throws {
-        guard inFlight[jobID] != nil else { return }
+        guard let job = inFlight[jobID] else { return }
         let progress = ProgressMessage(jobID: jobID, fraction: fraction, message: message, workerID: configuration.workerID)
-        _ = try publish(
-            Array(try WireCoding.encoder.encode(progress)), exchange: Topology.progressExchange, routingKey: jobID,
-            properties: MessageProperties(contentType: WireCoding.contentType, persistent: false, type: "warren.progress"))
+        let body = Array(try WireCoding.encoder.encode(progress))
+        let properties = MessageProperties(
+            contentType: WireCoding.contentType, persistent: false, correlationID: jobID, type: ProgressMessage.messageType)
+        _ = try publish(body, exchange: Topology.progressExchange, routingKey: jobID, properties: properties)
+        if let replyTo = job.delivery.replyQueue {
+            _ = try publish(body, exchange: "", routingKey: replyTo, properties: properties)
+        }
     }
 
-    /// Publishes `result` to the results exchange, for whoever waits for it, and adds it to this turn's batch for
-    /// the results stream; returns the confirms that settle it.
-    func publishResult(_ result: JobResult) throws -> [Settlement.Confirm] {
+    /// Publishes `result` for whoever waits for it: to the job's reply queue `replyTo` through the default
+    /// exchange if the job named one, otherwise to the results exchange. Adds it to this turn's batch for the
+    /// results stream, and returns the confirms that settle it.
+    func publishResult(_ result: JobResult, replyTo: String?) throws -> [Settlement.Confirm] {
         totals[result.status.rawValue, default: 0] += 1
         defer { try? dependencyEnded(result.jobID, status: result.status) }
         let properties = MessageProperties(
@@ -184,7 +191,9 @@ extension WorkerSession {
             appID: "warren")
         let body = try result.encoded()
         if storedResults.isFull { try storeResults(force: true) }
-        let confirm = try publish(body, exchange: Topology.resultsExchange, routingKey: result.jobID, properties: properties)
+        let confirm = try publish(
+            body, exchange: replyTo == nil ? Topology.resultsExchange : "", routingKey: replyTo ?? result.jobID,
+            properties: properties)
         storedResults.append(body)
         metrics.jobFinished(result)
         return [.publish(confirm), .storedResults]
@@ -202,5 +211,14 @@ extension WorkerSession {
         let confirm = try publish(body, exchange: "", routingKey: Topology.resultsStream, properties: properties)
         let settlements = storedResults.clear()
         if !settlements.isEmpty { unconfirmed[confirm, default: []] += settlements }
+    }
+}
+
+extension Delivery {
+    /// The queue a job's result and progress reports go to, through the default exchange: its `reply_to`
+    /// property, unless that is absent or empty.
+    var replyQueue: String? {
+        guard let replyTo = properties.replyTo, !replyTo.isEmpty else { return nil }
+        return replyTo
     }
 }

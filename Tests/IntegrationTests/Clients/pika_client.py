@@ -1,6 +1,7 @@
-"""A client that is not Warren's: with only docs/wire-format.md, it publishes a job (section 2), receives its
-result through a queue of its own (3.3) and finds it again in the results stream, among the result batches the
-workers append there (3.7). Prints one JSON object per line: {"result": ...}, then {"stored": ..., "offset": N}.
+"""A client that is not Warren's: with only docs/wire-format.md, it publishes a job (section 2) naming a queue of
+its own as reply queue, receives the job's progress reports and result there (3.3, 3.6) and finds the result again
+in the results stream, among the result batches the workers append there (3.7). Prints one JSON object per line:
+{"result": ..., "progress": N}, then {"stored": ..., "offset": N}.
 
     python3 pika_client.py URL QUEUE
 """
@@ -25,21 +26,26 @@ ch.exchange_declare("warren.results", "topic", durable=True)
 ch.queue_declare("warren.results", durable=True, arguments={
     "x-queue-type": "stream", "x-max-age": "7D", "x-max-length-bytes": 2000000000})
 
-# Section 3.3: bind a queue of our own to the job id before publishing the job.
+# Section 3.3: a queue of our own, named in the job's reply_to.
 job_id = str(uuid.uuid4())
 reply = ch.queue_declare("", exclusive=True, auto_delete=True).method.queue
-ch.queue_bind(reply, "warren.results", routing_key=job_id)
 
 now = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 descriptor = {"version": 1, "id": job_id, "type": "sum", "input": {"numbers": [1, 2, 3]}, "priority": "high",
               "sequence": 42, "key": "pika-totals", "createdAt": now}
 ch.basic_publish("", queue, json.dumps(descriptor).encode(), pika.BasicProperties(
-    content_type="application/json", delivery_mode=2, priority=4, message_id=job_id, type="sum"))
+    content_type="application/json", delivery_mode=2, priority=4, message_id=job_id, type="sum", reply_to=reply))
 
+progress = 0
 for method, props, body in ch.consume(reply, auto_ack=True, inactivity_timeout=30):
     if method is None:
         sys.exit("no result within 30 s")
-    print(json.dumps({"result": json.loads(body), "correlationId": props.correlation_id, "type": props.type}))
+    if props.type == "warren.progress":
+        assert props.correlation_id == job_id and json.loads(body)["jobId"] == job_id
+        progress += 1
+        continue
+    print(json.dumps({"result": json.loads(body), "correlationId": props.correlation_id, "type": props.type,
+                      "progress": progress}))
     break
 ch.cancel()
 

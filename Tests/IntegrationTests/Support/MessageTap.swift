@@ -3,8 +3,8 @@ import Foundation
 import Testing
 import Warren
 
-/// A private queue bound to an exchange, collecting every message published there while it lives: results from
-/// `warren.results`, dead letters from `warren.dead`.
+/// A private queue, collecting every message that reaches it while it lives: bound to an exchange (results from
+/// `warren.results`, dead letters from `warren.dead`), or named by jobs as their reply queue.
 ///
 /// Thread safety: confined to the test's thread, like the connection it owns.
 final class MessageTap {
@@ -12,18 +12,22 @@ final class MessageTap {
     let queue: String
     private(set) var messages: [Delivery] = []
 
-    init(exchange: String, routingKey: String = "#") throws {
+    /// A tap bound to `exchange` with `routingKey`, or bound nowhere when `exchange` is `nil`.
+    init(exchange: String?, routingKey: String = "#") throws {
         connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
         try connection.openChannel(1)
         try Topology.declareResults(on: connection, channel: 1)
         try Topology.declareDeadLetters(on: connection, channel: 1)
         queue = try connection.declareQueue("", durable: false, exclusive: true, autoDelete: true, channel: 1).name
-        try connection.bindQueue(queue, to: exchange, routingKey: routingKey, channel: 1)
+        if let exchange { try connection.bindQueue(queue, to: exchange, routingKey: routingKey, channel: 1) }
         try connection.consume(queue, noAck: true, channel: 1)
     }
 
-    /// A tap on every result.
+    /// A tap on every result published to the results exchange.
     static func results() throws -> MessageTap { try MessageTap(exchange: Topology.resultsExchange) }
+
+    /// A queue for jobs to name as their reply queue (`JobRequest.replyTo`).
+    static func replyQueue() throws -> MessageTap { try MessageTap(exchange: nil) }
 
     /// A tap on every dead letter.
     static func deadLetters() throws -> MessageTap { try MessageTap(exchange: Topology.deadExchange) }
