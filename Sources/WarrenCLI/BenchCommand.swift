@@ -14,9 +14,9 @@ struct BenchCommand: ParsableCommand {
             producer and worker at once and draining a pre-filled queue; round-trip latency one job at a time; \
             cancellation latency of an executing job; worker CPU per 1,000 jobs and memory. Use a broker of its \
             own and a release build (swift build -c release), on an otherwise idle machine. Queues are unique to \
-            the run and deleted after it. Warren's results are received through a queue bound to the warren.results \
-            exchange, as a producer waiting for them receives them, and stored in the warren.results stream, as in \
-            production.
+            the run and deleted after it. Both sides' results go to a durable result queue: Warren's jobs name it \
+            as their reply queue, as a producer waiting for its results names its own; Warren also stores every \
+            result in the warren.results stream, as in production.
             Example:
               warren bench --url "$(scripts/broker start /tmp/bench-broker)" --json bench.json
             """,
