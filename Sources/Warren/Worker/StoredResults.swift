@@ -1,9 +1,11 @@
 /// The results a worker published and has not yet appended to the `warren.results` stream, to append as one message
 /// (``ResultBatch``), and the settlements that wait for that message's confirm.
 ///
-/// They are held until they are due by ``hold``, as acks are (``AckBatch``): the jobs whose results they are are
-/// acknowledged after the stream message is confirmed, and not before their acks would be due anyway. The results
-/// themselves went out to the results exchange at once.
+/// They are held until they are due by ``hold`` (the worker's whole prefetch window, or 2 ms), or until no job
+/// is left in flight whose result could join them. A stream message costs the broker several times what a queue
+/// route does, so a batch should hold as many results as come together; the jobs whose results they are are
+/// acknowledged after the stream message is confirmed. The results themselves went out to their reply queue or
+/// the results exchange at once.
 ///
 /// Thread safety: confined to the worker's broker thread.
 struct StoredResults {

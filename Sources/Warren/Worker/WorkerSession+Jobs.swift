@@ -200,7 +200,8 @@ extension WorkerSession {
     }
 
     /// Appends the results published since the last call to the `warren.results` stream, as one message, if they
-    /// are due (``StoredResults``) or `force` says so.
+    /// are due (``StoredResults``) or `force` says so: the loop forces it once no job is left in flight whose
+    /// result could join them.
     func storeResults(force: Bool = false) throws {
         guard force || storedResults.dueAt.map({ $0 <= .now }) == true, let body = storedResults.batchBody else {
             return

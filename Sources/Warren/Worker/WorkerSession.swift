@@ -53,9 +53,10 @@ final class WorkerSession {
     var currentPrefetch: UInt16 = 0 {
         didSet {
             metrics.prefetch(Int(currentPrefetch))
-            // Held back until a quarter of the window waits: see AckBatch.
+            // Acks are held back until a quarter of the window waits (see AckBatch); results to store, until the
+            // whole window's have come or no job is left to add its own (see storeResults).
             acks.hold.threshold = max(1, Int(currentPrefetch) / 4)
-            storedResults.hold.threshold = acks.hold.threshold
+            storedResults.hold.threshold = Int(currentPrefetch)
         }
     }
     /// Jobs ended, by result status.
@@ -126,7 +127,7 @@ final class WorkerSession {
             let reads = brokerSentSomething || ContinuousClock.now - lastRead >= .seconds(1)
             if reads { lastRead = .now }
             try receive(readingEvents: reads)
-            try storeResults()
+            try storeResults(force: inFlight.isEmpty)
             try sendAcks()
             if let stopDeadline, ContinuousClock.now >= stopDeadline { cancelAll(reason: "shutdown") }
             enforceDeadlines()
