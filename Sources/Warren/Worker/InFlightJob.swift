@@ -29,7 +29,8 @@ final class Settlement {
     enum Confirm {
         /// The broker's confirm of the publish with this number on the confirm channel.
         case publish(UInt64)
-        /// The broker's confirm of the stream message that will store the result (``StoredResults``).
+        /// The stream message that will store the result (``StoredResults``): counted once it is published, or
+        /// once it is confirmed while many earlier ones wait for their confirms (``SentBatches``).
         case storedResults
     }
 

@@ -1,11 +1,11 @@
 /// The results a worker published and has not yet appended to the `warren.results` stream, to append as one message
-/// (``ResultBatch``), and the settlements that wait for that message's confirm.
+/// (``ResultBatch``), and the settlements that wait for that message.
 ///
 /// They are held until they are due by ``hold`` (the worker's whole prefetch window, or 2 ms), or until no job
 /// is left in flight whose result could join them. A stream message costs the broker several times what a queue
 /// route does, so a batch should hold as many results as come together; the jobs whose results they are are
-/// acknowledged after the stream message is confirmed. The results themselves went out to their reply queue or
-/// the results exchange at once.
+/// acknowledged once the stream message is published (``SentBatches``). The results themselves went out to their
+/// reply queue or the results exchange at once.
 ///
 /// Thread safety: confined to the worker's broker thread.
 struct StoredResults {
@@ -43,7 +43,7 @@ struct StoredResults {
         settlements.append(settlement)
     }
 
-    /// Empties the batch, once its message is published, and returns the settlements that wait for its confirm.
+    /// Empties the batch, once its message is published, and returns the settlements that wait for it.
     mutating func clear() -> [Settlement] {
         defer {
             bodies.removeAll(keepingCapacity: true)

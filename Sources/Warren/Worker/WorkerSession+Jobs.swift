@@ -201,17 +201,37 @@ extension WorkerSession {
 
     /// Appends the results published since the last call to the `warren.results` stream, as one message, if they
     /// are due (``StoredResults``) or `force` says so: the loop forces it once no job is left in flight whose
-    /// result could join them.
+    /// result could join them. Batches the broker refused, or did not confirm before the connection died, go first.
+    ///
+    /// The jobs whose results the batch holds do not wait for its confirm, only for its publication: their acks
+    /// leave after it on this connection (``SentBatches``). While many batches wait for their confirms, new ones
+    /// hold their jobs' acks until they are confirmed, so that a broker slow to store slows the worker down.
     func storeResults(force: Bool = false) throws {
+        while let body = sentBatches.dueForResend() {
+            sentBatches.resent(confirm: try publishBatch(body))
+        }
         guard force || storedResults.dueAt.map({ $0 <= .now }) == true, let body = storedResults.batchBody else {
             return
         }
+        let confirm = try publishBatch(body)
+        let settlements = storedResults.clear()
+        if sentBatches.count >= Self.maxUnconfirmedBatches {
+            if !settlements.isEmpty { unconfirmed[confirm, default: []] += settlements }
+        } else {
+            for settlement in settlements { try count(settlement) }
+        }
+        sentBatches.sent(body, confirm: confirm)
+    }
+
+    /// Result batches waiting for their confirms past which new batches hold their jobs' acks until confirmed.
+    static let maxUnconfirmedBatches = 64
+
+    /// Publishes a result batch to the `warren.results` stream and returns its confirm number.
+    private func publishBatch(_ body: [UInt8]) throws -> UInt64 {
         let properties = MessageProperties(
             contentType: WireCoding.contentType, persistent: true, timestamp: UInt64(Date().timeIntervalSince1970),
             type: ResultBatch.messageType, appID: "warren")
-        let confirm = try publish(body, exchange: "", routingKey: Topology.resultsStream, properties: properties)
-        let settlements = storedResults.clear()
-        if !settlements.isEmpty { unconfirmed[confirm, default: []] += settlements }
+        return try publish(body, exchange: "", routingKey: Topology.resultsStream, properties: properties)
     }
 }
 

@@ -22,6 +22,7 @@ extension WorkerSession {
             if let result = settlement.result { orphanResults.keep(result) }
         }
         unconfirmed = [:]
+        sentBatches.connectionLost()
         jobConsumers = [:]
     }
 

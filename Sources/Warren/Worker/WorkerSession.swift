@@ -29,6 +29,8 @@ final class WorkerSession {
     var unconfirmed: [UInt64: [Settlement]] = [:]
     /// Results published and not yet appended to the results stream, to append together when due.
     var storedResults = StoredResults()
+    /// Result batches appended to the results stream and not yet confirmed.
+    var sentBatches = SentBatches()
     /// Job deliveries not settled yet, and acks not sent yet.
     var acks = AckBatch()
     /// Operations to add to their local queues at the end of this loop iteration, all at once, by queue name.
@@ -142,6 +144,7 @@ final class WorkerSession {
 
     var isDone: Bool {
         stopDeadline != nil && inFlight.isEmpty && unconfirmed.isEmpty && storedResults.isEmpty && acks.isEmpty
+            && sentBatches.isEmpty
     }
 
     private var pollTimeout: Duration {
@@ -151,6 +154,7 @@ final class WorkerSession {
         if let stopDeadline { timeout = min(timeout, stopDeadline - now) }
         if let due = acks.dueAt { timeout = min(timeout, due - now) }
         if let due = storedResults.dueAt { timeout = min(timeout, due - now) }
+        if let due = sentBatches.resendAt { timeout = min(timeout, due - now) }
         if mayHoldDeadlines, let deadline = inFlight.values.compactMap({ $0.descriptor.deadline }).min() {
             timeout = min(timeout, .milliseconds(Int(deadline.timeIntervalSinceNow * 1000) + 1))
         }
@@ -319,11 +323,23 @@ final class WorkerSession {
         let confirmed = multiple ? unconfirmed.keys.filter { $0 <= tag }.sorted() : [tag]
         for number in confirmed {
             for settlement in unconfirmed.removeValue(forKey: number) ?? [] {
-                settlement.unconfirmed -= 1
-                if !ack { settlement.refused = true }
-                if settlement.unconfirmed == 0 { try apply(settlement) }
+                try count(settlement, refused: !ack)
             }
         }
+        let refusedBatches = sentBatches.confirmed(upTo: tag, multiple: multiple, ack: ack)
+        if refusedBatches > 0 {
+            logger.error(
+                "the broker refused result batches for the results stream; appending them again",
+                metadata: ["batches": "\(refusedBatches)", "in": "\(sentBatches.retryDelay)"])
+        }
+    }
+
+    /// Counts one of the confirms `settlement` waits for (a refusal when `refused`), and applies it once it has
+    /// them all.
+    func count(_ settlement: Settlement, refused: Bool = false) throws {
+        settlement.unconfirmed -= 1
+        if refused { settlement.refused = true }
+        if settlement.unconfirmed == 0 { try apply(settlement) }
     }
 
     private func apply(_ settlement: Settlement) throws {
