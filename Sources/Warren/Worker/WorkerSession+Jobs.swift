@@ -215,12 +215,13 @@ extension WorkerSession {
         }
         let confirm = try publishBatch(body)
         let settlements = storedResults.clear()
-        if sentBatches.count >= Self.maxUnconfirmedBatches {
+        let waitsForConfirm = sentBatches.count >= Self.maxUnconfirmedBatches
+        sentBatches.sent(body, confirm: confirm)
+        if waitsForConfirm {
             if !settlements.isEmpty { unconfirmed[confirm, default: []] += settlements }
         } else {
             for settlement in settlements { try count(settlement) }
         }
-        sentBatches.sent(body, confirm: confirm)
     }
 
     /// Result batches waiting for their confirms past which new batches hold their jobs' acks until confirmed.
