@@ -15,12 +15,17 @@ extension Integration {
             let queue = TestEnvironment.uniqueName("foreign-reply")
             let consumer = try ChildProcess(
                 tool("amqp-consume"), ["--url", url, "-q", queue, "-e", Topology.resultsExchange, "-r", jobID, "-c", "1", "cat"])
+            waitForConsumer(of: queue)
+            return (consumer, queue)
+        }
+
+        /// Waits up to 30 s until `queue` has a consumer. A queue not declared yet reads as none (the passive
+        /// declare fails with 404), and so does another connection's exclusive queue (405).
+        static func waitForConsumer(of queue: String) {
             let deadline = ContinuousClock.now + .seconds(30)
-            // amqp-consume declares the queue itself; until it has, the passive declare fails with 404.
             while ((try? BrokerProbe.consumers(of: queue)) ?? 0) == 0 && ContinuousClock.now < deadline {
                 Thread.sleep(forTimeInterval: 0.05)
             }
-            return (consumer, queue)
         }
 
         @Test("pika publishes a job a Warren worker runs, receives its progress and result in its reply queue, and finds it in a stored result batch")
@@ -90,10 +95,7 @@ extension Integration {
             setup.close()
             let consumer = try ChildProcess(Self.tool("amqp-consume"), ["--url", url, "-q", replyQueue, "-c", "1", "cat"])
             defer { consumer.terminate(); BrokerProbe.delete(replyQueue) }
-            let deadline = ContinuousClock.now + .seconds(30)
-            while ((try? BrokerProbe.consumers(of: replyQueue)) ?? 0) == 0 && ContinuousClock.now < deadline {
-                Thread.sleep(forTimeInterval: 0.05)
-            }
+            Self.waitForConsumer(of: replyQueue)
             let worker = try CLI.startWorker(queue: queue)
             defer { worker.terminate() }
             let id = UUID().uuidString.lowercased()

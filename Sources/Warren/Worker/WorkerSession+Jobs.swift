@@ -220,7 +220,7 @@ extension WorkerSession {
         if waitsForConfirm {
             if !settlements.isEmpty { unconfirmed[confirm, default: []] += settlements }
         } else {
-            for settlement in settlements { try count(settlement) }
+            for settlement in settlements { try countConfirm(of: settlement) }
         }
     }
 

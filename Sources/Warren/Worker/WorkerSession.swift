@@ -323,7 +323,7 @@ final class WorkerSession {
         let confirmed = multiple ? unconfirmed.keys.filter { $0 <= tag }.sorted() : [tag]
         for number in confirmed {
             for settlement in unconfirmed.removeValue(forKey: number) ?? [] {
-                try count(settlement, refused: !ack)
+                try countConfirm(of: settlement, refused: !ack)
             }
         }
         let refusedBatches = sentBatches.confirmed(upTo: tag, multiple: multiple, ack: ack)
@@ -336,7 +336,7 @@ final class WorkerSession {
 
     /// Counts one of the confirms `settlement` waits for (a refusal when `refused`), and applies it once it has
     /// them all.
-    func count(_ settlement: Settlement, refused: Bool = false) throws {
+    func countConfirm(of settlement: Settlement, refused: Bool = false) throws {
         settlement.unconfirmed -= 1
         if refused { settlement.refused = true }
         if settlement.unconfirmed == 0 { try apply(settlement) }
