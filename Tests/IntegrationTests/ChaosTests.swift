@@ -48,6 +48,7 @@ extension Integration {
 
         @Test("thousands of jobs survive kill -9 of a worker, a broker restart and cancellations: one terminal result each")
         func chaos() throws {
+            let startedAt = Date()
             let jobCount = 3000
             let queue = TestEnvironment.uniqueName("chaos")
             defer { BrokerProbe.delete(queue) }
@@ -113,6 +114,7 @@ extension Integration {
                     #expect(outcomes.allSatisfy { $0.output?["sum"] == .number(Double(n + 3)) })
                 }
             }
+            try Self.expectStored(Set(seen.keys), since: startedAt)
             let duplicates = seen.filter { $0.value.count > 1 }
             let redelivered = duplicates.values.filter { $0.contains { $0.redelivered } }.count
             print(
@@ -128,6 +130,20 @@ extension Integration {
 }
 
 extension Integration.Chaos {
+    /// Expects every job in `ended` to have a result in the `warren.results` stream, written since `since`: a job
+    /// is acked once the batch storing its result is published, and batches a worker had not seen confirmed when it
+    /// lost the broker are appended again once it is back.
+    static func expectStored(_ ended: Set<String>, since: Date) throws {
+        let reader = try ResultReader(url: TestEnvironment.brokerURL, from: .since(since.addingTimeInterval(-1)))
+        defer { reader.close() }
+        var stored: Set<String> = []
+        while stored.count < ended.count, case .result(let result, _)? = try reader.next(waitingUpTo: .seconds(5)) {
+            if case .success(let result) = result, ended.contains(result.jobID) { stored.insert(result.jobID) }
+        }
+        let missing = ended.subtracting(stored)
+        #expect(missing.isEmpty, "\(missing.count) jobs ended without a stored result, e.g. \(missing.prefix(3))")
+    }
+
     /// What the broker and the workers' logs know of jobs that have no result: where the job was last seen.
     static func whereabouts(of ids: [String], queue: String, workers: [ChildProcess]) -> String {
         var lines = ["queue \(queue): \((try? BrokerProbe.depth(of: queue)).map(String.init) ?? "?") messages"]
