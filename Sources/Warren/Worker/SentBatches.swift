@@ -53,9 +53,10 @@ struct SentBatches {
     }
 
     /// The oldest batch to append again, if one is due at `now`. Once it is published, report it with
-    /// ``resent(confirm:)``.
-    func dueForResend(at now: ContinuousClock.Instant = .now) -> [UInt8]? {
-        guard let first = toResend.first, resendAt.map({ $0 <= now }) ?? true else { return nil }
+    /// ``resent(confirm:)``. Reads the clock only when a batch waits: the worker asks on every turn of its loop.
+    func dueForResend(at now: @autoclosure () -> ContinuousClock.Instant = .now) -> [UInt8]? {
+        guard let first = toResend.first else { return nil }
+        if let resendAt, resendAt > now() { return nil }
         return first
     }
 
