@@ -6,55 +6,71 @@ import Testing
 struct SentBatchesTests {
     let start = ContinuousClock.now
 
-    @Test func aConfirmForgetsTheBatchesItCovers() {
+    @Test func batchesAreNumberedAsTheBrokerNumbersPublishesAndAConfirmForgetsTheOnesItCovers() {
         var batches = SentBatches()
-        batches.sent([1], confirm: 3)
-        batches.sent([2], confirm: 5)
-        batches.sent([3], confirm: 8)
-        #expect(batches.confirmed(upTo: 5, multiple: true, ack: true, now: start) == 0)
+        batches.sent([1])
+        batches.sent([2])
+        batches.sent([3])
+        #expect(batches.confirmed(upTo: 2, multiple: true, ack: true, now: start).refused == 0)
         #expect(batches.count == 1 && !batches.isEmpty)
-        #expect(batches.confirmed(upTo: 6, multiple: false, ack: true, now: start) == 0, "6 is not a batch")
-        #expect(batches.confirmed(upTo: 8, multiple: false, ack: true, now: start) == 0)
+        #expect(batches.confirmed(upTo: 4, multiple: false, ack: true, now: start).refused == 0, "4 is not a batch")
+        #expect(batches.count == 1)
+        #expect(batches.confirmed(upTo: 3, multiple: false, ack: true, now: start).refused == 0)
         #expect(batches.isEmpty && batches.dueForResend(at: start) == nil)
+    }
+
+    @Test func settlementsHeldByABatchComeBackWithItsConfirm() {
+        var batches = SentBatches()
+        let first = Settlement(deliveryTag: 1, action: .ack, unconfirmed: 1)
+        let second = Settlement(deliveryTag: 2, action: .ack, unconfirmed: 1)
+        batches.sent([1], holding: [first])
+        batches.sent([2])
+        batches.sent([3], holding: [second])
+        let answer = batches.confirmed(upTo: 2, multiple: true, ack: true, now: start)
+        #expect(answer.refused == 0 && answer.settlements.map(\.deliveryTag) == [1])
+        let refusal = batches.confirmed(upTo: 3, multiple: false, ack: false, now: start)
+        #expect(refusal.refused == 1 && refusal.settlements.map(\.deliveryTag) == [2])
     }
 
     @Test func aRefusedBatchIsDueAgainAfterTheRetryDelayOldestFirst() {
         var batches = SentBatches()
-        batches.sent([1], confirm: 1)
-        batches.sent([2], confirm: 2)
-        batches.sent([3], confirm: 3)
-        #expect(batches.confirmed(upTo: 2, multiple: true, ack: false, now: start) == 2)
+        batches.sent([1])
+        batches.sent([2])
+        batches.sent([3])
+        #expect(batches.confirmed(upTo: 2, multiple: true, ack: false, now: start).refused == 2)
         #expect(batches.count == 3)
         #expect(batches.resendAt == start + batches.retryDelay)
         #expect(batches.dueForResend(at: start) == nil, "not before the delay")
         let later = start + batches.retryDelay
         #expect(batches.dueForResend(at: later) == [1])
-        batches.resent(confirm: 4)
+        batches.resent()  // confirm number 4
         #expect(batches.dueForResend(at: later) == [2])
-        batches.resent(confirm: 5)
+        batches.resent()  // 5
         #expect(batches.dueForResend(at: later) == nil && batches.resendAt == nil)
-        #expect(batches.confirmed(upTo: 5, multiple: true, ack: true, now: later) == 0)
+        #expect(batches.confirmed(upTo: 3, multiple: false, ack: true, now: later).refused == 0)
+        #expect(batches.count == 2)
+        #expect(batches.confirmed(upTo: 5, multiple: true, ack: true, now: later).refused == 0)
         #expect(batches.isEmpty)
     }
 
-    @Test func aLostConnectionMakesEveryUnconfirmedBatchDueAtOnceInPublishingOrder() {
+    @Test func aLostConnectionMakesEveryUnconfirmedBatchDueAtOnceInPublishingOrderAndRestartsNumbering() {
         var batches = SentBatches()
-        batches.sent([1], confirm: 7)
-        batches.sent([2], confirm: 2)
-        _ = batches.confirmed(upTo: 7, multiple: false, ack: false, now: start)  // refused: due a second later
-        batches.sent([3], confirm: 9)
-        batches.connectionLost()
+        let held = Settlement(deliveryTag: 9, action: .ack, unconfirmed: 1)
+        batches.sent([1])
+        batches.sent([2], holding: [held])
+        _ = batches.confirmed(upTo: 1, multiple: false, ack: false, now: start)  // refused: due a second later
+        batches.sent([3])
+        #expect(batches.connectionLost().map(\.deliveryTag) == [9])
         // The refused one first, then the unconfirmed ones by confirm number; no waiting.
         var order: [[UInt8]] = []
-        var confirm: UInt64 = 1
         while let body = batches.dueForResend(at: start) {
             order.append(body)
-            batches.resent(confirm: confirm)
-            confirm += 1
+            batches.resent()
         }
         #expect(order == [[1], [2], [3]])
         #expect(batches.count == 3)
-        #expect(batches.confirmed(upTo: 3, multiple: true, ack: true, now: start) == 0)
+        // The new channel numbers them 1, 2, 3.
+        #expect(batches.confirmed(upTo: 3, multiple: true, ack: true, now: start).settlements.isEmpty)
         #expect(batches.isEmpty)
     }
 }

@@ -208,18 +208,18 @@ extension WorkerSession {
     /// hold their jobs' acks until they are confirmed, so that a broker slow to store slows the worker down.
     func storeResults(force: Bool = false) throws {
         while let body = sentBatches.dueForResend() {
-            sentBatches.resent(confirm: try publishBatch(body))
+            try publishBatch(body)
+            sentBatches.resent()
         }
         guard force || storedResults.dueAt.map({ $0 <= .now }) == true, let body = storedResults.batchBody else {
             return
         }
-        let confirm = try publishBatch(body)
+        try publishBatch(body)
         let settlements = storedResults.clear()
-        let waitsForConfirm = sentBatches.count >= Self.maxUnconfirmedBatches
-        sentBatches.sent(body, confirm: confirm)
-        if waitsForConfirm {
-            if !settlements.isEmpty { unconfirmed[confirm, default: []] += settlements }
+        if sentBatches.count >= Self.maxUnconfirmedBatches {
+            sentBatches.sent(body, holding: settlements)
         } else {
+            sentBatches.sent(body)
             for settlement in settlements { try countConfirm(of: settlement) }
         }
     }
@@ -227,12 +227,13 @@ extension WorkerSession {
     /// Result batches waiting for their confirms past which new batches hold their jobs' acks until confirmed.
     static let maxUnconfirmedBatches = 64
 
-    /// Publishes a result batch to the `warren.results` stream and returns its confirm number.
-    private func publishBatch(_ body: [UInt8]) throws -> UInt64 {
+    /// Publishes a result batch to the `warren.results` stream, on the store channel.
+    private func publishBatch(_ body: [UInt8]) throws {
         let properties = MessageProperties(
             contentType: WireCoding.contentType, persistent: true, timestamp: UInt64(Date().timeIntervalSince1970),
             type: ResultBatch.messageType, appID: "warren")
-        return try publish(body, exchange: "", routingKey: Topology.resultsStream, properties: properties)
+        try connection.publish(
+            body, exchange: "", routingKey: Topology.resultsStream, properties: properties, channel: Self.storeChannel)
     }
 }
 

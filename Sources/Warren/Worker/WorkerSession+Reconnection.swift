@@ -18,11 +18,10 @@ extension WorkerSession {
             metadata: ["broker": "\(connection.configuration.redactedURL)", "error": "\(error)"])
         connection.close()
         // Whether the broker stored these results is unknown: keep them for the redelivery.
-        for settlement in unconfirmed.values.joined() + storedResults.clear() {
+        for settlement in unconfirmed.values.joined() + storedResults.clear() + sentBatches.connectionLost() {
             if let result = settlement.result { orphanResults.keep(result) }
         }
         unconfirmed = [:]
-        sentBatches.connectionLost()
         jobConsumers = [:]
     }
 

@@ -11,6 +11,8 @@ final class WorkerSession {
     static let publishChannel: UInt16 = 2
     static let controlChannel: UInt16 = 3
     static let resultsChannel: UInt16 = 4
+    /// The confirm channel that appends result batches to the `warren.results` stream (``SentBatches``).
+    static let storeChannel: UInt16 = 5
 
     let worker: Worker
     let localQueues: [String: LocalQueue]
@@ -185,6 +187,8 @@ final class WorkerSession {
         try Topology.declareDeadLetters(on: connection, channel: Self.publishChannel)
         try Topology.declareProgress(on: connection, channel: Self.publishChannel)
         try connection.enableConfirms(channel: Self.publishChannel)
+        try connection.openChannel(Self.storeChannel)
+        try connection.enableConfirms(channel: Self.storeChannel)
         try consumeControl()
         if !parked.isEmpty { try readResultsStream() }
         try connection.openChannel(Self.jobsChannel)
@@ -208,9 +212,12 @@ final class WorkerSession {
 
     // MARK: - Events
 
+    /// Handles what the broker sent: reads the socket once, then what librabbitmq holds. Reading on until a read
+    /// finds nothing would cost two system calls per turn (a `recv` and a `poll`) for nothing: bytes that arrive
+    /// meanwhile wake the next wait at once.
     private func readEvents() throws {
         var budget = 512
-        while budget > 0, let event = try connection.nextEvent() {
+        while budget > 0, budget == 512 || connection.hasBufferedInput, let event = try connection.nextEvent() {
             budget -= 1
             switch event {
             case .delivery(let delivery) where delivery.channel == Self.controlChannel:
@@ -220,6 +227,8 @@ final class WorkerSession {
             case .delivery(let delivery):
                 acks.received(delivery.deliveryTag)
                 try containingMessageErrors(delivery.deliveryTag) { try handleJob(delivery) }
+            case .confirm(Self.storeChannel, let tag, let multiple, let ack):
+                try batchesConfirmed(upTo: tag, multiple: multiple, ack: ack)
             case .confirm(_, let tag, let multiple, let ack):
                 try settle(upTo: tag, multiple: multiple, ack: ack)
             case .channelClosed(let error):
@@ -326,12 +335,17 @@ final class WorkerSession {
                 try countConfirm(of: settlement, refused: !ack)
             }
         }
-        let refusedBatches = sentBatches.confirmed(upTo: tag, multiple: multiple, ack: ack)
-        if refusedBatches > 0 {
+    }
+
+    /// Takes in the broker's answer to result batches on the store channel (``SentBatches``).
+    private func batchesConfirmed(upTo tag: UInt64, multiple: Bool, ack: Bool) throws {
+        let (refused, settlements) = sentBatches.confirmed(upTo: tag, multiple: multiple, ack: ack)
+        if refused > 0 {
             logger.error(
                 "the broker refused result batches for the results stream; appending them again",
-                metadata: ["batches": "\(refusedBatches)", "in": "\(sentBatches.retryDelay)"])
+                metadata: ["batches": "\(refused)", "in": "\(sentBatches.retryDelay)"])
         }
+        for settlement in settlements { try countConfirm(of: settlement, refused: !ack) }
     }
 
     /// Counts one of the confirms `settlement` waits for (a refusal when `refused`), and applies it once it has
