@@ -94,7 +94,9 @@ extension WorkerSession {
         } else {
             pausedQueues.remove(queue)
             logger.info("resumed", metadata: ["queue": "\(queue)"])
-            if isConsuming { try consumeJobs(from: queue) }
+            guard isConsuming else { return }
+            try useChannelWidePrefetch()
+            try consumeJobs(from: queue)
         }
     }
 

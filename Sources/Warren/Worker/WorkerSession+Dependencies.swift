@@ -100,6 +100,7 @@ extension WorkerSession {
     func updatePrefetch() throws {
         let prefetch = UInt16(min(configuration.effectivePrefetch + parked.count, 65_535))
         guard prefetch != currentPrefetch, isConsuming else { return }
+        try useChannelWidePrefetch()
         try connection.qos(prefetchCount: prefetch, global: true, channel: Self.jobsChannel)
         currentPrefetch = prefetch
     }

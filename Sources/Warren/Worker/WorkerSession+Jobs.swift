@@ -26,7 +26,7 @@ extension WorkerSession {
             return try end(delivery, with: result)
         }
         let attempt = Self.attempt(of: delivery)
-        let queue = jobConsumers[delivery.consumerTag] ?? delivery.routingKey
+        let queue = queue(of: delivery)
         if let cancellation = cancellations.cancellation(of: descriptor, queue: queue) {
             let result = makeResult(
                 descriptor, delivery: delivery, status: .cancelled, cancellation: cancellation,
@@ -133,7 +133,7 @@ extension WorkerSession {
         var headers = properties.headers ?? [:]
         headers[Topology.deadReasonHeader] = .string(error.code)
         headers[Topology.deadMessageHeader] = .string(error.message)
-        headers[Topology.deadQueueHeader] = .string(jobConsumers[delivery.consumerTag] ?? delivery.routingKey)
+        headers[Topology.deadQueueHeader] = .string(queue(of: delivery))
         properties.headers = headers
         properties.persistent = true
         let confirm = try publish(delivery.body, exchange: Topology.deadExchange, routingKey: delivery.routingKey, properties: properties)

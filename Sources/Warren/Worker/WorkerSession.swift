@@ -53,6 +53,12 @@ final class WorkerSession {
     var finishedJobs = FinishedJobs()
     /// Whether this connection reads the `warren.results` stream (for dependencies).
     var readsResultsStream = false
+    /// Whether the prefetch limits the job consumer alone (`basic.qos` with global=false) rather than the jobs
+    /// channel. Per consumer, the broker's queue counts the consumer's deliveries itself; channel-wide, it asks the
+    /// channel's limiter process before each delivery, a round trip between two broker processes per job. A
+    /// connection starts so when it consumes exactly one queue with no job parked, where both limits mean the
+    /// same; it goes channel-wide for good at the first change (``useChannelWidePrefetch()``).
+    var prefetchPerConsumer = false
     /// The prefetch in force on the jobs channel.
     var currentPrefetch: UInt16 = 0 {
         didSet {
@@ -193,9 +199,10 @@ final class WorkerSession {
         if !parked.isEmpty { try readResultsStream() }
         try connection.openChannel(Self.jobsChannel)
         guard stopDeadline == nil else { return }
-        // Channel-wide, so that it can grow and shrink live with the number of parked jobs.
         currentPrefetch = UInt16(min(configuration.effectivePrefetch + parked.count, 65_535))
-        try connection.qos(prefetchCount: currentPrefetch, global: true, channel: Self.jobsChannel)
+        prefetchPerConsumer =
+            parked.isEmpty && configuration.queues.count == 1 && pausedQueues.isDisjoint(with: configuration.queues)
+        try connection.qos(prefetchCount: currentPrefetch, global: !prefetchPerConsumer, channel: Self.jobsChannel)
         for queue in configuration.queues {
             try Topology.declareJobQueue(queue, on: connection, channel: Self.jobsChannel)
         }
@@ -208,6 +215,29 @@ final class WorkerSession {
     func consumeJobs(from queue: String) throws {
         guard stopDeadline == nil else { return }
         jobConsumers[try connection.consume(queue, channel: Self.jobsChannel)] = queue
+    }
+
+    /// The broker queue a job delivery came from: its consumer's, or for a consumer already cancelled, the only
+    /// queue consumed, else the routing key it was published with.
+    func queue(of delivery: Delivery) -> String {
+        jobConsumers[delivery.consumerTag]
+            ?? (configuration.queues.count == 1 ? configuration.queues[0] : delivery.routingKey)
+    }
+
+    /// Moves the prefetch limit from the job consumers to the jobs channel for the rest of the connection, before
+    /// a consumer starts again or the limit changes: the channel's limit changes live and counts every
+    /// unacknowledged delivery, whichever consumer brought it, so restarting a consumer cannot exceed it.
+    func useChannelWidePrefetch() throws {
+        guard prefetchPerConsumer else { return }
+        prefetchPerConsumer = false
+        // In this order: RabbitMQ lifts the channel's limit whenever it sets consumers' own.
+        try connection.qos(prefetchCount: 0, global: false, channel: Self.jobsChannel)
+        try connection.qos(prefetchCount: currentPrefetch, global: true, channel: Self.jobsChannel)
+        for (tag, queue) in jobConsumers {
+            try connection.cancelConsumer(tag, channel: Self.jobsChannel)
+            jobConsumers[tag] = nil
+            try consumeJobs(from: queue)
+        }
     }
 
     // MARK: - Events
