@@ -46,8 +46,8 @@ struct SentBatches {
 
     /// Takes in the broker's confirm (`ack`) or refusal of publishes up to `tag` (all of them with `multiple`,
     /// otherwise `tag` alone); refused batches are due again after ``retryDelay``.
-    /// - Returns: How many batches the broker refused, and the settlements that waited for the batches it
-    ///   answered, each with whether its batch was refused.
+    /// - Returns: How many batches the broker refused, and the settlements that waited for the batches this
+    ///   answer covers (refused ones too: their jobs go back to the broker).
     mutating func confirmed(
         upTo tag: UInt64, multiple: Bool, ack: Bool, now: ContinuousClock.Instant = .now
     ) -> (refused: Int, settlements: [Settlement]) {

@@ -246,9 +246,10 @@ final class WorkerSession {
     /// finds nothing would cost two system calls per turn (a `recv` and a `poll`) for nothing: bytes that arrive
     /// meanwhile wake the next wait at once.
     private func readEvents() throws {
-        var budget = 512
-        while budget > 0, budget == 512 || connection.hasBufferedInput, let event = try connection.nextEvent() {
-            budget -= 1
+        let most = 512
+        var handled = 0
+        while handled < most, handled == 0 || connection.hasBufferedInput, let event = try connection.nextEvent() {
+            handled += 1
             switch event {
             case .delivery(let delivery) where delivery.channel == Self.controlChannel:
                 try handleControl(delivery)
