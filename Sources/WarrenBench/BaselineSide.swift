@@ -37,7 +37,7 @@ final class BaselineSide: BenchSide {
 
     func declare(_ queue: String, admin: BrokerAdmin) throws {
         if variants.contains(.priorityQueue) {
-            try admin.declareWarrenQueue(queue)
+            try admin.declareWarrenQueue(queue, priorities: true)
         } else {
             try admin.declarePlainQueue(queue)
         }

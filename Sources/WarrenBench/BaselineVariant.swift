@@ -4,8 +4,8 @@
 /// choice?": for example, with ``resultsExchange`` the baseline's results go through Warren's topic exchange to
 /// the collector's queue bound to it, as the results of Warren's jobs that name no reply queue do.
 public enum BaselineVariant: String, Sendable, Codable, CaseIterable {
-    /// Job queues declared as Warren declares them (`x-max-priority` 5, a dead-letter exchange) and jobs
-    /// published with a priority.
+    /// Job queues declared as priority queues, as Warren declares them with `--priority-queues` (`x-max-priority`
+    /// 5, a dead-letter exchange), and jobs published with a priority.
     case priorityQueue = "priority-queue"
     /// Results published to the `warren.results` topic exchange (routing key: the job id) and received through a
     /// queue bound to it with `#`, instead of through the default exchange to a queue of their own.

@@ -24,9 +24,10 @@ final class BrokerAdmin {
         declared.insert(name)
     }
 
-    /// Declares a Warren job queue exactly as Warren declares it.
-    func declareWarrenQueue(_ name: String) throws {
-        try Topology.declareJobQueue(name, on: connection, channel: Self.channel)
+    /// Declares a Warren job queue exactly as Warren declares it: by default, or with `priorities` as a worker
+    /// started with `--priority-queues` does.
+    func declareWarrenQueue(_ name: String, priorities: Bool = false) throws {
+        try Topology.declareJobQueue(name, priorities: priorities, on: connection, channel: Self.channel)
         declared.insert(name)
     }
 

@@ -46,6 +46,11 @@ struct EnqueueCommand: ParsableCommand {
     @Option(name: .long, help: "The broker queue.")
     var queue: String = Topology.defaultQueue
 
+    @Flag(
+        name: .customLong("priority-queues"),
+        help: "Create a missing broker queue as a priority queue, which delivers waiting jobs highest priority first.")
+    var priorityQueues = false
+
     @Option(name: .long, help: "Do not start the job after this many seconds from now.")
     var deadline: Double?
 
@@ -96,7 +101,7 @@ struct EnqueueCommand: ParsableCommand {
             ]
         }
         for index in requests.indices { requests[index].replyTo = replyTo }
-        let producer = try Producer(url: broker.brokerURL)
+        let producer = try Producer(url: broker.brokerURL, priorityQueues: priorityQueues)
         defer { producer.close() }
         let descriptors: [OperationDescriptor]
         do {

@@ -39,6 +39,11 @@ public struct WorkerOptions: ParsableArguments {
     @Option(name: .long, help: "Most jobs held unacknowledged at once (default: the total local queue width).")
     var prefetch: Int?
 
+    @Flag(
+        name: .customLong("priority-queues"),
+        help: "Create missing broker queues as priority queues, which deliver waiting jobs highest priority first.")
+    var priorityQueues = false
+
     @Option(name: .customLong("worker-id"), help: "Name in results and logs (default: host-pid).")
     var workerID: String?
 
@@ -94,6 +99,7 @@ public struct WorkerOptions: ParsableArguments {
             configuration.localQueues[name] = width
         }
         configuration.prefetch = prefetch
+        configuration.priorityQueues = priorityQueues
         if let workerID { configuration.workerID = workerID }
         configuration.shutdownGracePeriod = .milliseconds(Int(grace * 1000))
         configuration.maxMessageBytes = maxMessageBytes

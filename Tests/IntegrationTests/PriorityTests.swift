@@ -1,3 +1,4 @@
+import AMQP
 import Foundation
 import Testing
 import Warren
@@ -6,18 +7,43 @@ extension Integration {
     @Suite struct Priorities {
         let priorities: [JobPriority] = [.normal, .veryLow, .veryHigh, .low, .high]
 
-        @Test("the broker delivers waiting jobs highest priority first (width 1, prefetch 1)")
-        func brokerOrder() throws {
+        /// The order in which a worker of width 1 and prefetch 1 (and `workerArguments`) runs jobs of each priority,
+        /// enqueued before it starts by a producer that creates the queue, with `priorityQueues` or not.
+        func brokerOrder(priorityQueues: Bool, workerArguments: [String] = []) throws -> [String?] {
             let queue = TestEnvironment.uniqueName("priority-broker")
             defer { BrokerProbe.delete(queue) }
-            let producer = try Producer.forTests()
+            let producer = try Producer.forTests(priorityQueues: priorityQueues)
             let tap = try MessageTap.results()
             let jobs = try producer.enqueue(priorities.map { JobRequest(type: "echo", input: .string($0.rawValue), priority: $0, queue: queue) })
-            let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "1", "--prefetch", "1"])
+            let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "1", "--prefetch", "1"] + workerArguments)
             defer { worker.terminate() }
             _ = try tap.waitForResults(jobs.map(\.id))
-            let order = tap.arrivedResults.filter { r in jobs.contains { $0.id == r.jobID } }.map { $0.output?.stringValue }
-            #expect(order == ["veryHigh", "high", "normal", "low", "veryLow"])
+            return tap.arrivedResults.filter { r in jobs.contains { $0.id == r.jobID } }.map { $0.output?.stringValue }
+        }
+
+        @Test("a priority queue delivers waiting jobs highest priority first, to a worker that did not ask for one")
+        func priorityQueueOrder() throws {
+            #expect(try brokerOrder(priorityQueues: true) == ["veryHigh", "high", "normal", "low", "veryLow"])
+        }
+
+        @Test("a queue created without priorities delivers first in, first out, to a worker that asks for them")
+        func plainQueueOrder() throws {
+            let order = try brokerOrder(priorityQueues: false, workerArguments: ["--priority-queues"])
+            #expect(order == priorities.map(\.rawValue))
+        }
+
+        @Test("a worker creates its missing queue as a priority queue with --priority-queues, else first in, first out")
+        func workerCreatesQueue() throws {
+            let deadLetters: AMQPTable = ["x-dead-letter-exchange": .string(Topology.deadExchange)]
+            var withPriorities = deadLetters
+            withPriorities["x-max-priority"] = .int(Topology.maxPriority)
+            for priorityQueues in [true, false] {
+                let queue = TestEnvironment.uniqueName("priority-created")
+                defer { BrokerProbe.delete(queue) }
+                let worker = try CLI.startWorker(queue: queue, arguments: priorityQueues ? ["--priority-queues"] : [])
+                worker.terminate()
+                #expect(try BrokerProbe.isDeclared(queue, with: priorityQueues ? withPriorities : deadLetters))
+            }
         }
 
         @Test("a worker's local queue starts ready operations highest priority first (width 1, prefetch 10)")

@@ -21,6 +21,8 @@ public final class Producer {
     let connection: AMQPConnection
     let sequences: SequenceStore
     let journal: JobJournal
+    /// Whether job queues this producer creates are priority queues.
+    let priorityQueues: Bool
     private var publishCount: UInt64 = 0
     private var declaredQueues: Set<String> = []
     private var controlDeclared = false
@@ -33,9 +35,12 @@ public final class Producer {
     /// - Parameters:
     ///   - url: `amqp://user:password@host:port/vhost`; several, separated by commas, are tried in turn.
     ///   - sequences: Where sequence numbers come from. Default: the host-wide ``SequenceStore``.
+    ///   - priorityQueues: Whether job queues this producer has to create are priority queues (see
+    ///     ``Worker/Configuration/priorityQueues``). Queues that exist are used as they are. Default: `false`.
     /// - Throws: ``WarrenError`` (`invalidConfiguration` for a bad URL, `broker` when the connection fails).
-    public init(url: String, sequences: SequenceStore = SequenceStore()) throws {
+    public init(url: String, sequences: SequenceStore = SequenceStore(), priorityQueues: Bool = false) throws {
         self.sequences = sequences
+        self.priorityQueues = priorityQueues
         journal = JobJournal(path: (sequences.path as NSString).deletingLastPathComponent + "/journal")
         let addresses = try BrokerAddresses(
             url, connectionName: "warren producer \(ProcessInfo.processInfo.processIdentifier)")
@@ -223,7 +228,7 @@ public final class Producer {
 
     private func declareJobQueue(_ queue: String) throws {
         guard !declaredQueues.contains(queue) else { return }
-        try Topology.declareJobQueue(queue, on: connection, channel: Self.publishChannel)
+        try Topology.declareJobQueue(queue, priorities: priorityQueues, on: connection, channel: Self.publishChannel)
         declaredQueues.insert(queue)
     }
 

@@ -30,7 +30,7 @@ public enum Topology {
     public static let deadExchange = "warren.dead"
     /// Durable queue that keeps dead-lettered messages.
     public static let deadQueue = "warren.dead"
-    /// The maximum AMQP priority of job queues: the five ``JobPriority`` levels.
+    /// The maximum AMQP priority of priority job queues: the five ``JobPriority`` levels.
     public static let maxPriority: Int64 = 5
 
     /// Header: why a message was dead-lettered (a ``JobError`` code).
@@ -62,13 +62,46 @@ public enum Topology {
             channel: channel)
     }
 
-    /// Declares job queue `name` with its dead-letter exchange.
-    public static func declareJobQueue(_ name: String, on connection: AMQPConnection, channel: UInt16) throws {
+    /// The channel ``declareJobQueue(_:priorities:on:channel:)`` opens and closes to declare a job queue; a
+    /// connection that declares job queues uses it for nothing else.
+    public static let declarationChannel: UInt16 = 100
+
+    /// Declares job queue `name`, with its dead-letter exchange, unless it exists: an existing queue is used as it
+    /// was declared (as a priority queue or not, by whichever client came first), so workers and producers that
+    /// disagree on `priorities` never fail on a queue the other made.
+    /// - Parameter priorities: Whether a queue this declares is a priority queue (`x-max-priority` ``maxPriority``),
+    ///   whose broker delivers waiting jobs highest priority first, for about a third more broker work per job.
+    /// - Parameter channel: The channel for the dead-letter exchange and queue.
+    public static func declareJobQueue(
+        _ name: String, priorities: Bool, on connection: AMQPConnection, channel: UInt16
+    ) throws {
         try declareDeadLetters(on: connection, channel: channel)
-        try connection.declareQueue(
-            name,
-            arguments: ["x-max-priority": .int(maxPriority), "x-dead-letter-exchange": .string(deadExchange)],
-            channel: channel)
+        var arguments: AMQPTable = ["x-dead-letter-exchange": .string(deadExchange)]
+        if priorities { arguments["x-max-priority"] = .int(maxPriority) }
+        // Look for the queue, declare it if it is missing, and look again if another client declared it otherwise
+        // meanwhile.
+        guard try !declare(name, passive: true, on: connection, failingWith: 404),
+            try !declare(name, arguments: arguments, on: connection, failingWith: 406),
+            try !declare(name, passive: true, on: connection, failingWith: 404)
+        else { return }
+        throw WarrenError(.broker, "job queue '\(name)' was deleted while it was being declared")
+    }
+
+    /// Declares queue `name` on ``declarationChannel``, which the broker closes when the declaration fails: with
+    /// reply code `expectedFailure` (404 when a passive declaration finds no queue, 406 when the queue exists with
+    /// other arguments), this returns `false`; any other failure throws.
+    private static func declare(
+        _ name: String, passive: Bool = false, arguments: AMQPTable = [:], on connection: AMQPConnection,
+        failingWith expectedFailure: UInt16
+    ) throws -> Bool {
+        try connection.openChannel(declarationChannel)
+        do {
+            _ = try connection.declareQueue(name, passive: passive, arguments: arguments, channel: declarationChannel)
+        } catch let error as AMQPError where error.channel == declarationChannel && error.replyCode == expectedFailure {
+            return false
+        }
+        try connection.closeChannel(declarationChannel)
+        return true
     }
 
     /// Declares the dead-letter exchange and queue.

@@ -204,7 +204,8 @@ final class WorkerSession {
             parked.isEmpty && configuration.queues.count == 1 && pausedQueues.isDisjoint(with: configuration.queues)
         try connection.qos(prefetchCount: currentPrefetch, global: !prefetchPerConsumer, channel: Self.jobsChannel)
         for queue in configuration.queues {
-            try Topology.declareJobQueue(queue, on: connection, channel: Self.jobsChannel)
+            try Topology.declareJobQueue(
+                queue, priorities: configuration.priorityQueues, on: connection, channel: Self.jobsChannel)
         }
         isConsuming = true
         for queue in configuration.queues where !pausedQueues.contains(queue) {

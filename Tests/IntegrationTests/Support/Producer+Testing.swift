@@ -3,11 +3,12 @@ import Warren
 
 extension Producer {
     /// A producer on the test broker with a private sequence file.
-    static func forTests() throws -> Producer {
+    static func forTests(priorityQueues: Bool = false) throws -> Producer {
         let directory = try TestEnvironment.temporaryDirectory()
         return try Producer(
             url: try TestEnvironment.brokerURL,
-            sequences: SequenceStore(path: directory.appendingPathComponent("sequence").path))
+            sequences: SequenceStore(path: directory.appendingPathComponent("sequence").path),
+            priorityQueues: priorityQueues)
     }
 }
 
