@@ -72,6 +72,7 @@ public enum Topology {
     /// - Parameter priorities: Whether a queue this declares is a priority queue (`x-max-priority` ``maxPriority``),
     ///   whose broker delivers waiting jobs highest priority first, for about a third more broker work per job.
     /// - Parameter channel: The channel for the dead-letter exchange and queue.
+    /// - Throws: `AMQPError` when the broker refuses a declaration otherwise, or the connection fails.
     public static func declareJobQueue(
         _ name: String, priorities: Bool, on connection: AMQPConnection, channel: UInt16
     ) throws {
@@ -84,7 +85,10 @@ public enum Topology {
             try !declare(name, arguments: arguments, on: connection, failingWith: 406),
             try !declare(name, passive: true, on: connection, failingWith: 404)
         else { return }
-        throw WarrenError(.broker, "job queue '\(name)' was deleted while it was being declared")
+        // As the broker's own refusal would be: a worker reconnects and declares it again.
+        throw AMQPError(
+            .channelClosed, "job queue '\(name)' was deleted while it was being declared", replyCode: 404,
+            channel: declarationChannel)
     }
 
     /// Declares queue `name` on ``declarationChannel``, which the broker closes when the declaration fails: with
