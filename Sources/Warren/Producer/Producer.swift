@@ -4,7 +4,9 @@ import Foundation
 /// Publishes jobs and cancellations, and waits for results.
 ///
 /// Every publish is persistent and confirmed by the broker before the call returns: once `enqueue` returns, the
-/// job is safe in the broker.
+/// job is safe in the broker. Control messages (cancellations, pauses, status requests, supersessions) go through
+/// the `warren.control` stream: right after the broker restarts, while the stream starts again, the calls that send
+/// them wait for it, up to 15 seconds.
 ///
 /// ```swift
 /// let producer = try Producer(url: "amqp://guest:guest@localhost/%2F")
@@ -234,12 +236,24 @@ public final class Producer {
 
     private func publishControl(_ message: ControlMessage) throws {
         if !controlDeclared {
-            try Topology.declareControl(on: connection, channel: Self.publishChannel)
+            try declareControl()
             controlDeclared = true
         }
         try publish(
             try message.encoded(), exchange: Topology.controlExchange, routingKey: "",
             properties: MessageProperties(contentType: WireCoding.contentType, persistent: true, appID: "warren"))
+    }
+
+    /// Declares the control exchange and stream on ``Topology/declarationChannel``, and again while the stream is
+    /// still starting (a worker just created it, or the broker just restarted): the broker then closes that channel,
+    /// not the one the jobs went out on, whose confirms are still awaited.
+    private func declareControl() throws {
+        let channel = Topology.declarationChannel
+        try AMQPError.retryingWhileStreamStarts {
+            try connection.openChannel(channel)
+            try Topology.declareControl(on: connection, channel: channel)
+            try connection.closeChannel(channel)
+        }
     }
 
     /// The producer's reply queue, declared on first use: server-named, exclusive, consumed on ``replyChannel``.

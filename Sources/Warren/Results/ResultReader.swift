@@ -58,27 +58,23 @@ public final class ResultReader {
         connection = try Self.connect(BrokerAddresses(url, connectionName: "warren results"), start, progress)
     }
 
-    /// How long a reader waits for a stream that is still starting (just declared, or the broker just restarted).
-    static let streamStartTimeout = Duration.seconds(15)
-
     /// Connects and starts reading; tries again on a new connection while the stream is still starting, which it is
-    /// when this reader, or a worker starting at the same moment, has only just declared it.
+    /// when this reader, or a worker starting at the same moment, has only just declared it, or the broker has just
+    /// restarted (``AMQPError/retryingWhileStreamStarts(timeout:_:)``).
     private static func connect(_ brokers: BrokerAddresses, _ start: Start, _ progress: Bool) throws -> AMQPConnection {
-        let deadline = ContinuousClock.now + streamStartTimeout
-        var delay = 0.05
-        while true {
-            let connection = try brokers.connect()
-            do {
-                try read(on: connection, from: start, progress: progress)
-                return connection
-            } catch let error as AMQPError where error.isStreamStarting && .now + .seconds(delay) < deadline {
-                connection.close()
-                Thread.sleep(forTimeInterval: delay)
-                delay = min(delay * 2, 1)
-            } catch let error as AMQPError {
-                connection.close()
-                throw WarrenError(.broker, error.description)
+        do {
+            return try AMQPError.retryingWhileStreamStarts {
+                let connection = try brokers.connect()
+                do {
+                    try read(on: connection, from: start, progress: progress)
+                    return connection
+                } catch {
+                    connection.close()
+                    throw error
+                }
             }
+        } catch let error as AMQPError {
+            throw WarrenError(.broker, error.description)
         }
     }
 

@@ -62,8 +62,9 @@ public enum Topology {
             channel: channel)
     }
 
-    /// The channel ``declareJobQueue(_:priorities:on:channel:)`` opens and closes to declare a job queue; a
-    /// connection that declares job queues uses it for nothing else.
+    /// The channel opened and closed for declarations the broker may refuse by closing it: a job queue
+    /// (``declareJobQueue(_:priorities:on:channel:)``), the control stream while it starts. A connection that
+    /// declares so uses it for nothing else.
     public static let declarationChannel: UInt16 = 100
 
     /// Declares job queue `name`, with its dead-letter exchange, unless it exists: an existing queue is used as it
