@@ -6,39 +6,65 @@ import Warren
 struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "Show every live worker: id, host, local queues with width, executing and waiting, totals, uptime.")
+        abstract: "Show every live worker (local queues, totals), then the job queues and dead letters in the broker.",
+        discussion: """
+            After the workers, one line per broker queue: jobs waiting for a worker, jobs in its delay queues \
+            (retries, jobs waiting for dependencies elsewhere) and consumers; then the dead letters.
+            """)
 
     @OptionGroup var broker: BrokerOptions
 
     @Option(name: .long, help: "Seconds to wait for workers to answer.")
     var timeout: Double = 2
 
-    @Flag(name: .long, help: "Print one JSON object per worker and line.")
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Also show this broker queue (repeatable); default: the queues live workers take jobs from, else \(Topology.defaultQueue).",
+            valueName: "name"))
+    var queue: [String] = []
+
+    @Flag(name: .long, help: "Print one JSON object per line: each worker, each queue, then the dead letters.")
     var json = false
 
     func run() throws {
         let producer = try Producer(url: broker.brokerURL)
         defer { producer.close() }
         let statuses = try producer.workerStatuses(timeout: .milliseconds(Int(timeout * 1000)))
+        let names = Set(queue + statuses.flatMap(\.queues))
+        let queues = try (names.isEmpty ? [Topology.defaultQueue] : names.sorted()).map { name in
+            (name, try producer.jobQueueStatus(name))
+        }
+        let deadLetters = try producer.deadLetterCount()
         if json {
             for status in statuses { print(try ResultPrinter.json(status)) }
+            for case (_, let status?) in queues { print(try ResultPrinter.json(status)) }
+            print(try ResultPrinter.json(["deadLetters": deadLetters]))
             return
         }
-        guard !statuses.isEmpty else {
-            print("no live workers answered within \(timeout) s")
-            return
-        }
-        for status in statuses {
-            let paused = status.pausedQueues.isEmpty ? "" : " paused=\(status.pausedQueues.joined(separator: ","))"
-            print(
-                "\(status.workerID) host=\(status.host) pid=\(status.pid) up=\(Self.duration(status.uptimeSeconds)) "
-                    + "queues=\(status.queues.joined(separator: ","))\(paused) prefetch=\(status.prefetch)")
-            for local in status.localQueues {
-                print("  local \(local.name) width=\(local.width) executing=\(local.executing) waiting=\(local.waiting)")
+        if statuses.isEmpty { print("no live workers answered within \(timeout) s") }
+        for status in statuses { Self.printWorker(status) }
+        for (name, status) in queues {
+            guard let status else {
+                print("queue \(name): no such queue")
+                continue
             }
-            let totals = JobStatus.allCases.map { "\($0.rawValue)=\(status.totals[$0.rawValue] ?? 0)" }
-            print("  totals \(totals.joined(separator: " "))")
+            print(
+                "queue \(name) waiting=\(status.waiting) delayed=\(status.delayed) consumers=\(status.consumers)")
         }
+        print("dead letters=\(deadLetters)\(deadLetters > 0 ? " (warren dead list)" : "")")
+    }
+
+    private static func printWorker(_ status: WorkerStatus) {
+        let paused = status.pausedQueues.isEmpty ? "" : " paused=\(status.pausedQueues.joined(separator: ","))"
+        print(
+            "\(status.workerID) host=\(status.host) pid=\(status.pid) up=\(duration(status.uptimeSeconds)) "
+                + "queues=\(status.queues.joined(separator: ","))\(paused) prefetch=\(status.prefetch)")
+        for local in status.localQueues {
+            print("  local \(local.name) width=\(local.width) executing=\(local.executing) waiting=\(local.waiting)")
+        }
+        let totals = JobStatus.allCases.map { "\($0.rawValue)=\(status.totals[$0.rawValue] ?? 0)" }
+        print("  totals \(totals.joined(separator: " "))")
     }
 
     static func duration(_ seconds: Double) -> String {

@@ -1,3 +1,4 @@
+import AMQP
 import Foundation
 import Testing
 import Warren
@@ -89,6 +90,51 @@ extension Integration {
             let statuses = try producer.workerStatuses()
             let total = statuses.filter { $0.workerID.hasPrefix("status-") }.map { $0.totals["succeeded"] ?? 0 }.reduce(0, +)
             #expect(total == 1)
+        }
+
+        @Test("warren status shows each job queue's waiting, delayed and consumers, and the dead letters")
+        func queueStatus() throws {
+            let queue = TestEnvironment.uniqueName("depth")
+            let delayQueue = Topology.delayQueue(for: queue, seconds: 512)
+            defer { [queue, delayQueue].forEach(BrokerProbe.delete) }
+            let url = try TestEnvironment.brokerURL
+            let producer = try Producer.forTests()
+            let tap = try MessageTap.results()
+            let jobs = try producer.enqueue((1...3).map { JobRequest(type: "echo", input: .number(Double($0)), queue: queue) })
+            // A retry waiting out its backoff, as a worker leaves it.
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: url))
+            defer { connection.close() }
+            try connection.openChannel(1)
+            try Topology.declareDelayQueue(for: queue, seconds: 512, on: connection, channel: 1)
+            try connection.publish(
+                Array("{}".utf8), exchange: "", routingKey: delayQueue, properties: MessageProperties(persistent: true),
+                channel: 1)
+
+            #expect(try producer.jobQueueStatus(queue) == JobQueueStatus(queue: queue, waiting: 3, delayed: 1, consumers: 0))
+            #expect(try producer.jobQueueStatus(TestEnvironment.uniqueName("missing")) == nil)
+            let named = try CLI.run(["status", "--queue", queue, "--timeout", "0.2", "--url", url])
+            #expect(named.status == 0, "\(named.stderr)")
+            #expect(named.stdout.contains("queue \(queue) waiting=3 delayed=1 consumers=0"), "\(named.stdout)")
+
+            let deadBefore = try producer.deadLetterCount()
+            let worker = try CLI.startWorker(queue: queue, id: "\(queue)-worker")
+            defer { worker.terminate() }
+            _ = try tap.waitForResults(jobs.map(\.id))
+            try ForeignPublisher.publish(Array("{\"version\":1,".utf8), url: url, routingKey: queue)
+            let deadline = ContinuousClock.now + .seconds(30)
+            while try producer.deadLetterCount() == deadBefore, ContinuousClock.now < deadline {
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+            #expect(try producer.deadLetterCount() == deadBefore + 1)
+
+            // Without --queue: the queues the live workers take jobs from.
+            let all = try CLI.run(["status", "--url", url])
+            #expect(all.status == 0, "\(all.stderr)")
+            #expect(all.stdout.contains("queue \(queue) waiting=0 delayed=1 consumers=1"), "\(all.stdout)")
+            #expect(all.stdout.contains("dead letters=\(deadBefore + 1) (warren dead list)"))
+            let json = try CLI.run(["status", "--queue", queue, "--json", "--url", url])
+            #expect(json.stdout.contains("{\"consumers\":1,\"delayed\":1,\"queue\":\"\(queue)\",\"waiting\":0}"))
+            #expect(json.stdout.contains("{\"deadLetters\":\(deadBefore + 1)}"))
         }
 
         @Test("a job past its deadline is not started; an executing one is cancelled when it passes")

@@ -195,6 +195,28 @@ public final class Producer {
         }
     }
 
+    /// What the broker holds for job queue `queue`: jobs waiting, jobs in its delay queues, consumers; `nil` if
+    /// there is no such queue.
+    /// - Throws: ``WarrenError`` (`broker`) when the connection fails.
+    public func jobQueueStatus(_ queue: String) throws -> JobQueueStatus? {
+        try brokerCall {
+            guard let info = try Topology.lookUp(queue, on: connection) else { return nil }
+            var delayed = 0
+            for seconds in Topology.delayQueueSeconds {
+                let delayQueue = Topology.delayQueue(for: queue, seconds: seconds)
+                delayed += Int(try Topology.lookUp(delayQueue, on: connection)?.messageCount ?? 0)
+            }
+            return JobQueueStatus(
+                queue: queue, waiting: Int(info.messageCount), delayed: delayed, consumers: Int(info.consumerCount))
+        }
+    }
+
+    /// How many messages the dead-letter queue holds (`warren dead list` shows them).
+    /// - Throws: ``WarrenError`` (`broker`) when the connection fails.
+    public func deadLetterCount() throws -> Int {
+        try brokerCall { Int(try Topology.lookUp(Topology.deadQueue, on: connection)?.messageCount ?? 0) }
+    }
+
     /// Waits for the result of a job enqueued with `watch: true`.
     /// - Parameter progress: Called with each progress report of the job while it runs.
     /// - Throws: ``WarrenError`` (`timeout`) when no result arrived in time.

@@ -42,6 +42,10 @@ public enum Topology {
     /// Header: which attempt a job delivery is (1 when absent).
     public static let attemptHeader = "x-warren-attempt"
 
+    /// The delays, in seconds, of the delay queues workers use (``delayQueue(for:seconds:)``): a retry's backoff,
+    /// at most 375 s, or a parked job's 5 s wait goes to the shortest one at least as long.
+    public static let delayQueueSeconds = (0...9).map { 1 << $0 }
+
     /// The delay queue that holds jobs of `queue` for `seconds` (before a retry, or while their dependencies run
     /// elsewhere): its messages expire back into `queue` through the default exchange. One per power-of-two delay,
     /// so a long wait never holds up a short one.
@@ -82,9 +86,8 @@ public enum Topology {
         if priorities { arguments["x-max-priority"] = .int(maxPriority) }
         // Look for the queue, declare it if it is missing, and look again if another client declared it otherwise
         // meanwhile.
-        guard try !declare(name, passive: true, on: connection, failingWith: 404),
-            try !declare(name, arguments: arguments, on: connection, failingWith: 406),
-            try !declare(name, passive: true, on: connection, failingWith: 404)
+        guard try lookUp(name, on: connection) == nil, try !declare(name, arguments: arguments, on: connection),
+            try lookUp(name, on: connection) == nil
         else { return }
         // As the broker's own refusal would be: a worker reconnects and declares it again.
         throw AMQPError(
@@ -92,17 +95,28 @@ public enum Topology {
             channel: declarationChannel)
     }
 
-    /// Declares queue `name` on ``declarationChannel``, which the broker closes when the declaration fails: with
-    /// reply code `expectedFailure` (404 when a passive declaration finds no queue, 406 when the queue exists with
-    /// other arguments), this returns `false`; any other failure throws.
-    private static func declare(
-        _ name: String, passive: Bool = false, arguments: AMQPTable = [:], on connection: AMQPConnection,
-        failingWith expectedFailure: UInt16
-    ) throws -> Bool {
+    /// What the broker holds in queue `name` (messages ready for a consumer, consumers), or `nil` if there is no
+    /// such queue: a passive declaration on ``declarationChannel``, which the broker closes when it finds none.
+    /// - Throws: `AMQPError` when the broker refuses otherwise, or the connection fails.
+    public static func lookUp(_ name: String, on connection: AMQPConnection) throws -> AMQPConnection.QueueInfo? {
+        try connection.openChannel(declarationChannel)
+        let info: AMQPConnection.QueueInfo
+        do {
+            info = try connection.declareQueue(name, passive: true, channel: declarationChannel)
+        } catch let error as AMQPError where error.channel == declarationChannel && error.replyCode == 404 {
+            return nil
+        }
+        try connection.closeChannel(declarationChannel)
+        return info
+    }
+
+    /// Declares queue `name` with `arguments` on ``declarationChannel``; returns `false` if the broker refuses
+    /// because the queue exists with other arguments (406, which closes the channel).
+    private static func declare(_ name: String, arguments: AMQPTable, on connection: AMQPConnection) throws -> Bool {
         try connection.openChannel(declarationChannel)
         do {
-            _ = try connection.declareQueue(name, passive: passive, arguments: arguments, channel: declarationChannel)
-        } catch let error as AMQPError where error.channel == declarationChannel && error.replyCode == expectedFailure {
+            _ = try connection.declareQueue(name, arguments: arguments, channel: declarationChannel)
+        } catch let error as AMQPError where error.channel == declarationChannel && error.replyCode == 406 {
             return false
         }
         try connection.closeChannel(declarationChannel)

@@ -30,8 +30,7 @@ extension WorkerSession {
     /// Republishes `delivery` to a delay queue that sends it back to `queue` after `milliseconds`, with
     /// `attempt` in its attempt header, and acks it once the broker has the copy.
     func delay(_ delivery: Delivery, from queue: String, milliseconds: Int, attempt: Int) throws {
-        var bucket = 1
-        while bucket * 1000 < milliseconds { bucket *= 2 }
+        let bucket = Topology.delayQueueSeconds.first { $0 * 1000 >= milliseconds } ?? Topology.delayQueueSeconds.last!
         let delayQueue = Topology.delayQueue(for: queue, seconds: bucket)
         // Declared before every use, never cached: a delay queue deletes itself after an hour unused, and a publish
         // to a queue that is gone would be confirmed and lost.
