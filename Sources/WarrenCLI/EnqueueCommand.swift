@@ -114,6 +114,7 @@ struct EnqueueCommand: ParsableCommand {
             print(names[descriptor.id].map { "\($0) \(shown)" } ?? shown)
         }
         fflush(nil)
+        try warnOfPrioritiesOnPlainQueues(requests, producer)
         guard wait else { return }
         let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
         var statuses: [JobStatus] = []
@@ -136,6 +137,19 @@ struct EnqueueCommand: ParsableCommand {
         }
         if statuses.contains(.failed) { throw ExitCode.jobFailed }
         if statuses.contains(.cancelled) { throw ExitCode.jobCancelled }
+    }
+
+    /// Warns, on standard error, of jobs with a priority other than `normal` in a queue the broker does not deliver
+    /// by priority: they keep their place in it, and their priority orders them only inside a worker.
+    private func warnOfPrioritiesOnPlainQueues(_ requests: [JobRequest], _ producer: Producer) throws {
+        let queues = Set(requests.filter { $0.priority != .normal }.map(\.queue))
+        for queue in queues.sorted() where try !producer.deliversByPriority(queue) {
+            FileHandle.standardError.write(
+                Data(
+                    ("warren: warning: queue '\(queue)' is first in, first out: the broker delivers its jobs in the "
+                        + "order they came, and a priority orders them only inside a worker; a queue created with "
+                        + "--priority-queues is delivered highest priority first\n").utf8))
+        }
     }
 
     private func parseInput() throws -> JSONValue {

@@ -46,6 +46,32 @@ extension Integration {
             }
         }
 
+        @Test("warren enqueue warns when a job's priority meets a first-in-first-out queue, and only then")
+        func warnsOfPlainQueue() throws {
+            let url = try TestEnvironment.brokerURL
+            let plain = TestEnvironment.uniqueName("priority-plain")
+            let ordered = TestEnvironment.uniqueName("priority-ordered")
+            defer { [plain, ordered].forEach(BrokerProbe.delete) }
+            func enqueue(_ arguments: [String]) throws -> String {
+                let output = try CLI.run(["enqueue", "echo", "--url", url] + arguments)
+                #expect(output.status == 0, "\(output.stderr)")
+                return output.stderr
+            }
+            let warning = "queue '\(plain)' is first in, first out"
+            #expect(try enqueue(["--queue", plain, "--priority", "high"]).contains(warning))
+            #expect(!(try enqueue(["--queue", plain])).contains("warning"), "a normal priority needs no warning")
+            #expect(try enqueue(["--queue", plain, "--priority", "low", "--priority-queues"]).contains(warning),
+                "an existing queue stays as it is")
+            #expect(!(try enqueue(["--queue", ordered, "--priority", "high", "--priority-queues"])).contains("warning"))
+
+            let producer = try Producer.forTests()
+            #expect(try producer.deliversByPriority(ordered))
+            #expect(try !producer.deliversByPriority(plain))
+            let missing = TestEnvironment.uniqueName("priority-missing")
+            #expect(try !producer.deliversByPriority(missing))
+            #expect(try producer.jobQueueStatus(missing) == nil, "looking does not create the queue")
+        }
+
         @Test("a worker's local queue starts ready operations highest priority first (width 1, prefetch 10)")
         func localOrder() throws {
             let queue = TestEnvironment.uniqueName("priority-local")

@@ -211,6 +211,14 @@ public final class Producer {
         }
     }
 
+    /// Whether the broker delivers the jobs of `queue` highest priority first: whether it is a priority queue as
+    /// `--priority-queues` creates one. On a first-in-first-out queue, a job's priority orders it only among the jobs
+    /// waiting inside a worker. `false` also when there is no such queue.
+    /// - Throws: ``WarrenError`` (`broker`) when the connection fails.
+    public func deliversByPriority(_ queue: String) throws -> Bool {
+        try brokerCall { try Topology.isPriorityQueue(queue, on: connection) }
+    }
+
     /// How many messages the dead-letter queue holds (`warren dead list` shows them).
     /// - Throws: ``WarrenError`` (`broker`) when the connection fails.
     public func deadLetterCount() throws -> Int {

@@ -82,8 +82,7 @@ public enum Topology {
         _ name: String, priorities: Bool, on connection: AMQPConnection, channel: UInt16
     ) throws {
         try declareDeadLetters(on: connection, channel: channel)
-        var arguments: AMQPTable = ["x-dead-letter-exchange": .string(deadExchange)]
-        if priorities { arguments["x-max-priority"] = .int(maxPriority) }
+        let arguments = jobQueueArguments(priorities: priorities)
         // Look for the queue, declare it if it is missing, and look again if another client declared it otherwise
         // meanwhile.
         guard try lookUp(name, on: connection) == nil, try !declare(name, arguments: arguments, on: connection),
@@ -93,6 +92,25 @@ public enum Topology {
         throw AMQPError(
             .channelClosed, "job queue '\(name)' was deleted while it was being declared", replyCode: 404,
             channel: declarationChannel)
+    }
+
+    /// The arguments of a job queue Warren creates: its dead-letter exchange, and with `priorities`, its
+    /// `x-max-priority`.
+    static func jobQueueArguments(priorities: Bool) -> AMQPTable {
+        var arguments: AMQPTable = ["x-dead-letter-exchange": .string(deadExchange)]
+        if priorities { arguments["x-max-priority"] = .int(maxPriority) }
+        return arguments
+    }
+
+    /// Whether job queue `name` is a priority queue as Warren creates one (``declareJobQueue(_:priorities:on:channel:)``
+    /// with `priorities`), so that the broker delivers its jobs highest priority first; `false` also when there is
+    /// no such queue. The broker accepts a declaration that repeats a queue's arguments and refuses one that differs
+    /// (406, which closes ``declarationChannel``), so a queue declared otherwise is left as it is.
+    /// - Throws: `AMQPError` when the broker refuses otherwise, or the connection fails.
+    public static func isPriorityQueue(_ name: String, on connection: AMQPConnection) throws -> Bool {
+        // Looked for first: the declaration would create a missing queue.
+        guard try lookUp(name, on: connection) != nil else { return false }
+        return try declare(name, arguments: jobQueueArguments(priorities: true), on: connection)
     }
 
     /// What the broker holds in queue `name` (messages ready for a consumer, consumers), or `nil` if there is no
