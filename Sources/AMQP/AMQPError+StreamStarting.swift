@@ -2,8 +2,8 @@ import Glibc
 
 extension AMQPError {
     /// Whether the broker refused a stream queue because the stream is still starting: just declared (by this
-    /// client or another one at the same moment) or just restarted. Trying again on a new connection, a moment
-    /// later, succeeds.
+    /// client or another one at the same moment) or just restarted. Trying again a moment later, on a new channel
+    /// (a new connection after 541), succeeds: ``retryingWhileStreamStarts(timeout:_:)``.
     ///
     /// RabbitMQ 3.10 answers a consumer that reaches a stream before its local member runs with 406 "does not have
     /// a replica on the local node", 404 "… is down or inaccessible", or by closing the connection with

@@ -114,7 +114,7 @@ struct EnqueueCommand: ParsableCommand {
             print(names[descriptor.id].map { "\($0) \(shown)" } ?? shown)
         }
         fflush(nil)
-        try warnOfPrioritiesOnPlainQueues(requests, producer)
+        warnOfPrioritiesOnPlainQueues(requests, producer)
         guard wait else { return }
         let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
         var statuses: [JobStatus] = []
@@ -140,10 +140,11 @@ struct EnqueueCommand: ParsableCommand {
     }
 
     /// Warns, on standard error, of jobs with a priority other than `normal` in a queue the broker does not deliver
-    /// by priority: they keep their place in it, and their priority orders them only inside a worker.
-    private func warnOfPrioritiesOnPlainQueues(_ requests: [JobRequest], _ producer: Producer) throws {
+    /// by priority: they keep their place in it, and their priority orders them only inside a worker. The jobs are
+    /// enqueued already: a failure to find out warns of nothing rather than failing the command.
+    private func warnOfPrioritiesOnPlainQueues(_ requests: [JobRequest], _ producer: Producer) {
         let queues = Set(requests.filter { $0.priority != .normal }.map(\.queue))
-        for queue in queues.sorted() where try !producer.deliversByPriority(queue) {
+        for queue in queues.sorted() where (try? producer.deliversByPriority(queue)) == false {
             FileHandle.standardError.write(
                 Data(
                     ("warren: warning: queue '\(queue)' is first in, first out: the broker delivers its jobs in the "
