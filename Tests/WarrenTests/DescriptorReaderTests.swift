@@ -147,6 +147,10 @@ struct DescriptorReaderTests {
         // JSONDecoder reads these too; the fast path keeps to plainer forms. It reads unknown fields as JSON values
         // although JSONDecoder only scans them, so one it cannot hold declines the descriptor.
         #"{"version":1,"id":"a","type":"echo","idx":1e400}"#,
+        // JSONDecoder reads an integer past 2^53 exactly however it is written; the fast path only when it is
+        // written as one.
+        #"{"version":1,"id":"a","type":"echo","input":9007199254740993.0}"#,
+        #"{"version":1,"id":"a","type":"echo","input":-9.007199254740993e15}"#,
         #"{"version":1.0,"id":"a","type":"echo"}"#,
         #"{"version":1e0,"id":"a","type":"echo"}"#,
         #"{"version":1,"id":"a","type":"echo","sequence":-0}"#,

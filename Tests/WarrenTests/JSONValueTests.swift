@@ -49,10 +49,30 @@ struct JSONValueTests {
     @Test func integersBeyondDoublePrecisionSurviveARoundTrip() throws {
         // 2^53 + 1: a 64-bit id a foreign client may well put in an input.
         let text = "[9007199254740993,-9223372036854775807]"
-        let encoded = try encode(.parse(text))
-        withKnownIssue("JSONValue keeps every number as a Double, so integers past 2^53 are silently rounded") {
-            #expect(encoded == text)
-        }
+        let value = try JSONValue.parse(text)
+        #expect(value == .array([.integer(9_007_199_254_740_993), .integer(-9_223_372_036_854_775_807)]))
+        #expect(try encode(value) == text)
+        var writer = JSONWriter()
+        try writer.value(value)
+        #expect(String(decoding: writer.bytes, as: UTF8.self) == text)
+        // The worker's own reader of descriptors reads it so too.
+        let descriptor = #"{"version":1,"id":"a","type":"echo","input":"# + text + "}"
+        #expect(DescriptorReader.descriptor(from: Array(descriptor.utf8), maxDepth: 64)?.input == value)
+    }
+
+    @Test func integersADoubleHoldsAreNumbers() throws {
+        // 2^53 and 2^60 are exact as Doubles; so is the least Int64. Beyond Int64, a Double is the nearest.
+        let value = try JSONValue.parse("[9007199254740992,1152921504606846976,-9223372036854775808,18446744073709551616]")
+        #expect(value == .array([.number(0x1p53), .number(0x1p60), .number(-0x1p63), .number(0x1p64)]))
+        let literal: JSONValue = [9_007_199_254_740_993, 42]
+        #expect(literal == .array([.integer(9_007_199_254_740_993), .number(42)]))
+    }
+
+    @Test func typedInputsGetTheExactInteger() throws {
+        struct Input: Decodable { let id: Int64 }
+        let input = try JSONValue.parse(#"{"id":9007199254740993}"#).decode(as: Input.self)
+        #expect(input.id == 9_007_199_254_740_993)
+        #expect(try JSONValue(encoding: ["id": Int64.max]) == .object(["id": .integer(.max)]))
     }
 
     @Test func roundTripsThroughTheWireCoders() throws {

@@ -22,6 +22,7 @@ import Foundation
         case (.null, .null): return true
         case (.bool(let x), .bool(let y)): return x == y
         case (.number(let x), .number(let y)): return x.bitPattern == y.bitPattern
+        case (.integer(let x), .integer(let y)): return x == y
         case (.string(let x), .string(let y)): return strings(x, y)
         case (.array(let x), .array(let y)): return x.count == y.count && zip(x, y).allSatisfy(values)
         case (.object(let x), .object(let y)):

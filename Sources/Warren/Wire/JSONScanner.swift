@@ -91,7 +91,16 @@ struct JSONScanner {
             guard consumeLiteral("null") else { throw Decline() }
             return .null
         default:
-            return .number(try readDouble())
+            // As JSONValue's Decodable initialiser reads a number: exactly, as an integer, when a Double cannot hold it.
+            let number = try scanNumber()
+            if let integer = integer(number), Double(exactly: integer) == nil { return .integer(integer) }
+            let value = try double(number)
+            // JSONDecoder also reads an integer written with a fraction or an exponent (9.007199254740993e15)
+            // exactly: past 2^53 such a one is left to it.
+            if !number.isInteger, value.magnitude >= 0x1p53, value.magnitude <= 0x1p63, value.rounded() == value {
+                throw Decline()
+            }
+            return .number(value)
         }
     }
 
@@ -293,7 +302,10 @@ struct JSONScanner {
 
     /// A number decoded as `JSONDecoder` decodes a `Double`.
     mutating func readDouble() throws -> Double {
-        let number = try scanNumber()
+        try double(scanNumber())
+    }
+
+    private func double(_ number: NumberText) throws -> Double {
         // JSONDecoder refuses a number that comes out as zero unless it is written as one: no exponent, no
         // non-zero digit ("0e5" and "1e-400" are refused, "-0.0" is -0.0).
         if number.mantissaIsZero && !number.hasExponent { return number.isNegative ? -0.0 : 0 }
@@ -322,10 +334,16 @@ struct JSONScanner {
 
     /// An integer written without a fraction or exponent and without `-0`, as `JSONDecoder` decodes it to `Int`.
     mutating func readInt() throws -> Int {
-        let number = try scanNumber()
-        guard number.isInteger, let mantissa = number.mantissa, let magnitude = Int(exactly: mantissa),
+        guard let value = integer(try scanNumber()) else { throw Decline() }
+        return Int(value)
+    }
+
+    /// The value of `number` if it is an integer as `JSONDecoder` decodes one to `Int64`; `nil` for other numbers,
+    /// and for `-0` and `Int64.min`, which the callers leave to `JSONDecoder` or read as a `Double`.
+    private func integer(_ number: NumberText) -> Int64? {
+        guard number.isInteger, let mantissa = number.mantissa, let magnitude = Int64(exactly: mantissa),
             !(number.isNegative && magnitude == 0)
-        else { throw Decline() }
+        else { return nil }
         return number.isNegative ? -magnitude : magnitude
     }
 

@@ -4,7 +4,11 @@ import Foundation
 public enum JSONValue: Sendable, Hashable, Codable {
     case null
     case bool(Bool)
+    /// A number a `Double` holds exactly, or the nearest `Double` to it: every number but the integers below.
     case number(Double)
+    /// An integer that a `Double` cannot hold exactly (beyond ±2^53), such as a 64-bit id: kept exact. Integers
+    /// a `Double` holds are always ``number(_:)``, so that each value has one form.
+    case integer(Int64)
     case string(String)
     case array([JSONValue])
     case object([String: JSONValue])
@@ -15,6 +19,8 @@ public enum JSONValue: Sendable, Hashable, Codable {
             self = .null
         } else if let value = try? container.decode(Bool.self) {
             self = .bool(value)
+        } else if let value = try? container.decode(Int64.self), Double(exactly: value) == nil {
+            self = .integer(value)
         } else if let value = try? container.decode(Double.self) {
             self = .number(value)
         } else if let value = try? container.decode(String.self) {
@@ -37,6 +43,7 @@ public enum JSONValue: Sendable, Hashable, Codable {
             } else {
                 try container.encode(value)
             }
+        case .integer(let value): try container.encode(value)
         case .string(let value): try container.encode(value)
         case .array(let value): try container.encode(value)
         case .object(let value): try container.encode(value)

@@ -64,6 +64,8 @@ struct JSONWriter {
             bool(flag)
         case .number(let number):
             try self.number(number)
+        case .integer(let number):
+            integer(number)
         case .string(let text):
             string(text)
         case .array(let elements):
