@@ -62,7 +62,8 @@ struct JSONValueTests {
 
     @Test func integersADoubleHoldsAreNumbers() throws {
         // 2^53 and 2^60 are exact as Doubles; so is the least Int64. Beyond Int64, a Double is the nearest.
-        let value = try JSONValue.parse("[9007199254740992,1152921504606846976,-9223372036854775808,18446744073709551616]")
+        let value = try JSONValue.parse(
+            "[9007199254740992,1152921504606846976,-9223372036854775808,18446744073709551616]")
         #expect(value == .array([.number(0x1p53), .number(0x1p60), .number(-0x1p63), .number(0x1p64)]))
         let literal: JSONValue = [9_007_199_254_740_993, 42]
         #expect(literal == .array([.integer(9_007_199_254_740_993), .number(42)]))
