@@ -65,6 +65,10 @@ struct JSONValueTests {
         let value = try JSONValue.parse(
             "[9007199254740992,1152921504606846976,-9223372036854775808,18446744073709551616]")
         #expect(value == .array([.number(0x1p53), .number(0x1p60), .number(-0x1p63), .number(0x1p64)]))
+        #expect(
+            try JSONValue.parse("[9007199254740993.0,9.007199254740993e15]") == [
+                9_007_199_254_740_993, 9_007_199_254_740_993,
+            ])
         let literal: JSONValue = [9_007_199_254_740_993, 42]
         #expect(literal == .array([.integer(9_007_199_254_740_993), .number(42)]))
     }
