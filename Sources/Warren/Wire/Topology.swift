@@ -114,31 +114,36 @@ public enum Topology {
     }
 
     /// What the broker holds in queue `name` (messages ready for a consumer, consumers), or `nil` if there is no
-    /// such queue: a passive declaration on ``declarationChannel``, which the broker closes when it finds none.
+    /// such queue: a passive declaration, which the broker refuses with 404 when it finds none.
     /// - Throws: `AMQPError` when the broker refuses otherwise, or the connection fails.
     public static func lookUp(_ name: String, on connection: AMQPConnection) throws -> AMQPConnection.QueueInfo? {
+        try onDeclarationChannel(connection, refusedWith: 404) {
+            try connection.declareQueue(name, passive: true, channel: declarationChannel)
+        }
+    }
+
+    /// Declares queue `name` with `arguments`; returns `false` if the broker refuses because the queue exists with
+    /// other arguments (406).
+    private static func declare(_ name: String, arguments: AMQPTable, on connection: AMQPConnection) throws -> Bool {
+        try onDeclarationChannel(connection, refusedWith: 406) {
+            _ = try connection.declareQueue(name, arguments: arguments, channel: declarationChannel)
+        } != nil
+    }
+
+    /// Runs `declaration` on ``declarationChannel``, which the broker closes when it refuses one: `nil` when it
+    /// refuses with reply code `refusal`; any other failure throws.
+    private static func onDeclarationChannel<T>(
+        _ connection: AMQPConnection, refusedWith refusal: UInt16, _ declaration: () throws -> T
+    ) throws -> T? {
         try connection.openChannel(declarationChannel)
-        let info: AMQPConnection.QueueInfo
+        let result: T
         do {
-            info = try connection.declareQueue(name, passive: true, channel: declarationChannel)
-        } catch let error as AMQPError where error.channel == declarationChannel && error.replyCode == 404 {
+            result = try declaration()
+        } catch let error as AMQPError where error.channel == declarationChannel && error.replyCode == refusal {
             return nil
         }
         try connection.closeChannel(declarationChannel)
-        return info
-    }
-
-    /// Declares queue `name` with `arguments` on ``declarationChannel``; returns `false` if the broker refuses
-    /// because the queue exists with other arguments (406, which closes the channel).
-    private static func declare(_ name: String, arguments: AMQPTable, on connection: AMQPConnection) throws -> Bool {
-        try connection.openChannel(declarationChannel)
-        do {
-            _ = try connection.declareQueue(name, arguments: arguments, channel: declarationChannel)
-        } catch let error as AMQPError where error.channel == declarationChannel && error.replyCode == 406 {
-            return false
-        }
-        try connection.closeChannel(declarationChannel)
-        return true
+        return result
     }
 
     /// Declares the dead-letter exchange and queue.
