@@ -82,7 +82,7 @@ extension Integration {
             #expect(result["workerId"] is String)
         }
 
-        @Test("amqp-publish -t names a reply queue; amqp-consume reads the job's result there")
+        @Test("amqp-publish -t names a reply queue; amqp-consume reads the job's result there, 64-bit ids exact")
         func foreignReplyQueue() throws {
             let url = try TestEnvironment.brokerURL
             let queue = TestEnvironment.uniqueName("foreign-reply-to")
@@ -99,7 +99,9 @@ extension Integration {
             let worker = try CLI.startWorker(queue: queue)
             defer { worker.terminate() }
             let id = UUID().uuidString.lowercased()
-            let body = #"{"version":1,"id":"\#(id)","type":"echo","input":"via reply_to","sequence":9}"#
+            // With a 64-bit id in the input, past 2^53: it must come back digit for digit.
+            let input = #"{"via":"reply_to","id":9007199254740993}"#
+            let body = #"{"version":1,"id":"\#(id)","type":"echo","input":\#(input),"sequence":9}"#
             let publish = try ChildProcess(
                 Self.tool("amqp-publish"),
                 ["--url", url, "-r", queue, "-p", "-C", "application/json", "-t", replyQueue, "-b", body])
@@ -108,7 +110,9 @@ extension Integration {
             let result = try #require(try JSONSerialization.jsonObject(with: Data(consumer.stdout.utf8)) as? [String: Any])
             #expect(result["jobId"] as? String == id)
             #expect(result["status"] as? String == "succeeded")
-            #expect(result["output"] as? String == "via reply_to")
+            let output = try #require(result["output"] as? [String: Any])
+            #expect(output["via"] as? String == "reply_to")
+            #expect(consumer.stdout.contains(#""id":9007199254740993"#), "\(consumer.stdout)")
         }
 
         @Test("amqp-publish of a cancel message to warren.control cancels a job still in the broker")
