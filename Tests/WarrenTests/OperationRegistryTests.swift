@@ -14,6 +14,26 @@ private struct Point: Codable, Sendable, Equatable {
     var y: Int
 }
 
+private struct Colour: Codable, Sendable {
+    struct Channel: Codable, Sendable { var value: UInt8 }
+    var alpha: Double
+    var channels: [Channel]
+    var weight: Int
+}
+
+/// A number whose own check fails at the top of the input, as a number that does not fit would.
+private struct Even: Codable, Sendable {
+    var value: Int
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        value = try container.decode(Int.self)
+        guard value % 2 == 1 else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "\(value) is not odd")
+        }
+    }
+}
+
 @Suite("OperationRegistry")
 struct OperationRegistryTests {
     /// Runs the code registered for `type` directly on `input`, as `JobOperation` would, without a queue.
@@ -63,10 +83,52 @@ struct OperationRegistryTests {
             try await run("sum", in: .builtIn, input: .parse(#"{"numbers": [1, 2.5]}"#))
         }
         #expect(error?.code == "invalidInput")
-        // Foundation on Linux reports a fraction decoded as Int as "not valid JSON" with an empty coding path.
-        withKnownIssue("the invalidInput message names neither the path nor the value of a fraction given for an Int") {
-            #expect(error?.message.contains("input.numbers[1]") == true, "\(String(describing: error))")
+        // Foundation on Linux reports this as "not valid JSON" with no coding path; NumberMisfit finds the number.
+        #expect(
+            error?.message.hasSuffix(
+                "SumInput: input.numbers[1]: 2.5 is not a whole number, and the field takes integers")
+                == true, "\(String(describing: error))")
+    }
+
+    @Test func aNumberOutOfRangeNamesThePathAmongNumbersThatFit() async throws {
+        var registry = OperationRegistry()
+        registry.register("colour", blocking: { (colour: Colour, _: JobContext) in colour.channels.count })
+        let error = await #expect(throws: JobError.self) {
+            try await run(
+                "colour", in: registry,
+                input: .parse(#"{"alpha": 0.5, "channels": [{"value": 200}, {"value": 300}], "weight": -4000}"#))
         }
+        #expect(
+            error?.message.hasSuffix("Colour: input.channels[1].value: 300 is out of range for the field's number type")
+                == true, "\(String(describing: error))")
+    }
+
+    @Test func anIntegerBeyondInt64NamesThePath() async throws {
+        let error = await #expect(throws: JobError.self) {
+            try await run("sum", in: .builtIn, input: .parse(#"{"numbers": [18446744073709551615]}"#))
+        }
+        #expect(
+            error?.message.hasSuffix(
+                "input.numbers[0]: 1.8446744073709552e+19 is out of range for the field's number type")
+                == true, "\(String(describing: error))")
+    }
+
+    @Test func aMisfitAmongTooManyNumbersIsNamedWithoutAPath() async throws {
+        let numbers = (0...NumberMisfit.maxProbes).map { JSONValue.number(Double($0) + 0.5) }
+        let error = await #expect(throws: JobError.self) {
+            try await run("sum", in: .builtIn, input: .object(["numbers": .array(numbers)]))
+        }
+        #expect(
+            error?.message.hasSuffix(
+                "SumInput: input: a number does not fit its field's type (a fraction for an integer, or out of range)")
+                == true, "\(String(describing: error))")
+    }
+
+    @Test func anInputsOwnCorruptDataErrorIsKept() async throws {
+        var registry = OperationRegistry()
+        registry.register("even", blocking: { (number: Even, _: JobContext) in number.value })
+        let error = await #expect(throws: JobError.self) { try await run("even", in: registry, input: .number(1000)) }
+        #expect(error?.message.hasSuffix("Even: input: 1000 is not odd") == true, "\(String(describing: error))")
     }
 
     @Test func aMissingKeyIsInvalidInputNamingTheKey() async throws {

@@ -74,7 +74,14 @@ public struct OperationRegistry: Sendable {
         } catch let error as DecodingError {
             // No input at all means "all defaults" for an input whose fields are optional.
             if input == .null, let empty = try? JSONValue.object([:]).decode(as: Input.self) { return empty }
-            throw JobError(code: "invalidInput", message: "input does not match \(String(reflecting: Input.self)): \(error.summary)")
+            var detail = error.summary
+            if case .dataCorrupted(let context) = error, context.codingPath.isEmpty,
+                let misfit = NumberMisfit.explanation(decoding: Input.self, from: input)
+            {
+                detail = misfit
+            }
+            throw JobError(
+                code: "invalidInput", message: "input does not match \(String(reflecting: Input.self)): \(detail)")
         }
     }
 
@@ -98,12 +105,7 @@ struct RegisteredOperation: Sendable {
 extension DecodingError {
     /// One line that says where in the input the problem is and what was expected.
     var summary: String {
-        func path(_ context: Context) -> String {
-            let components = context.codingPath.map { key in
-                key.intValue.map { "[\($0)]" } ?? ".\(key.stringValue)"
-            }
-            return components.isEmpty ? "input" : "input" + components.joined()
-        }
+        func path(_ context: Context) -> String { Self.inputPath(context.codingPath) }
         switch self {
         case .typeMismatch(let type, let context):
             return "\(path(context)): expected \(type)"
@@ -116,5 +118,10 @@ extension DecodingError {
         @unknown default:
             return "\(self)"
         }
+    }
+
+    /// A coding path as the input's path: `input.numbers[1]`.
+    static func inputPath(_ codingPath: [any CodingKey]) -> String {
+        "input" + codingPath.map { key in key.intValue.map { "[\($0)]" } ?? ".\(key.stringValue)" }.joined()
     }
 }
