@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import Warren
+@_spi(Fuzzing) @testable import Warren
 
 @Suite("JSONValue")
 struct JSONValueTests {
@@ -64,13 +64,21 @@ struct JSONValueTests {
         // 2^53 and 2^60 are exact as Doubles; so is the least Int64. Beyond Int64, a Double is the nearest.
         let value = try JSONValue.parse(
             "[9007199254740992,1152921504606846976,-9223372036854775808,18446744073709551616]")
-        #expect(value == .array([.number(0x1p53), .number(0x1p60), .number(-0x1p63), .number(0x1p64)]))
+        #expect(
+            Identical.values(value, .array([.number(0x1p53), .number(0x1p60), .number(-0x1p63), .number(0x1p64)])))
         #expect(
             try JSONValue.parse("[9007199254740993.0,9.007199254740993e15]") == [
                 9_007_199_254_740_993, 9_007_199_254_740_993,
             ])
         let literal: JSONValue = [9_007_199_254_740_993, 42]
-        #expect(literal == .array([.integer(9_007_199_254_740_993), .number(42)]))
+        #expect(Identical.values(literal, .array([.integer(9_007_199_254_740_993), .number(42)])))
+    }
+
+    @Test func anIntegerBuiltByHandEqualsTheNumberItHolds() {
+        #expect(JSONValue.integer(5) == .number(5))
+        #expect(Set<JSONValue>([.integer(5), .number(5), .object(["n": .integer(-7)])]) == [.number(5), ["n": -7]])
+        #expect(JSONValue.integer(9_007_199_254_740_993) != .number(9_007_199_254_740_992))
+        #expect(JSONValue.integer(5) != .string("5"))
     }
 
     @Test func typedInputsGetTheExactInteger() throws {

@@ -7,7 +7,8 @@ public enum JSONValue: Sendable, Hashable, Codable {
     /// A number a `Double` holds exactly, or the nearest `Double` to it: every number but the integers below.
     case number(Double)
     /// An integer that a `Double` cannot hold exactly (beyond ±2^53), such as a 64-bit id: kept exact. Integers
-    /// a `Double` holds are always ``number(_:)``, so that each value has one form.
+    /// a `Double` holds are always ``number(_:)`` when decoded or parsed; one built by hand as `.integer(5)` equals
+    /// and hashes as `.number(5)`.
     case integer(Int64)
     case string(String)
     case array([JSONValue])
@@ -54,6 +55,37 @@ public enum JSONValue: Sendable, Hashable, Codable {
     public init(encoding value: some Encodable) throws {
         let data = try WireCoding.encoder.encode(value)
         self = try WireCoding.decoder.decode(JSONValue.self, from: data)
+    }
+
+    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+        switch (lhs.canonical, rhs.canonical) {
+        case (.null, .null): true
+        case (.bool(let x), .bool(let y)): x == y
+        case (.number(let x), .number(let y)): x == y
+        case (.integer(let x), .integer(let y)): x == y
+        case (.string(let x), .string(let y)): x == y
+        case (.array(let x), .array(let y)): x == y
+        case (.object(let x), .object(let y)): x == y
+        default: false
+        }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        switch canonical {
+        case .null: hasher.combine(0)
+        case .bool(let value): hasher.combine(value)
+        case .number(let value): hasher.combine(value)
+        case .integer(let value): hasher.combine(value)
+        case .string(let value): hasher.combine(value)
+        case .array(let value): hasher.combine(value)
+        case .object(let value): hasher.combine(value)
+        }
+    }
+
+    /// This value in its one form: an ``integer(_:)`` that a `Double` holds is a ``number(_:)``.
+    private var canonical: JSONValue {
+        if case .integer(let value) = self, let number = Double(exactly: value) { return .number(number) }
+        return self
     }
 
     /// Decodes a typed value from this JSON value.
