@@ -167,6 +167,51 @@ extension Integration.Chaos {
         return lines.joined(separator: "\n")
     }
 
+    @Test("a result batch the stream has not confirmed when the connection drops is appended again after reconnecting")
+    func unconfirmedBatchIsAppendedAgain() throws {
+        let queue = TestEnvironment.uniqueName("resend")
+        defer { BrokerProbe.delete(queue) }
+        let workerID = TestEnvironment.uniqueName("resend-worker")
+        let worker = try CLI.startWorker(queue: queue, id: workerID)
+        defer { worker.terminate() }
+        let startedAt = Date()
+        // The stream's writer takes no more writes, so confirms nothing, until it is resumed.
+        let writer =
+            #"{ok, Q} = rabbit_amqqueue:lookup(rabbit_misc:r(<<"/">>, queue, <<"warren.results">>)), "#
+            + "P = amqqueue:get_pid(Q)"
+        try Self.brokerCtl(["eval", writer + ", sys:suspend(P)."])
+        var suspended = true
+        defer { if suspended { try? Self.brokerCtl(["eval", writer + ", sys:resume(P)."]) } }
+
+        let producer = try Producer.forTests()
+        let job = try producer.enqueue(JobRequest(type: "echo", input: "kept", queue: queue), watch: true)
+        #expect(try producer.waitForResult(of: job.id, timeout: .seconds(30)).status == .succeeded)
+        // Acked once its batch is published, without the stream's confirm.
+        let acked = ContinuousClock.now + .seconds(10)
+        while try BrokerProbe.depth(of: queue) > 0, ContinuousClock.now < acked { Thread.sleep(forTimeInterval: 0.05) }
+        #expect(try BrokerProbe.depth(of: queue) == 0)
+        try Self.brokerCtl([
+            "eval",
+            "[rabbit_networking:close_connection(C, \"test: the worker loses the broker\") || "
+                + "C <- rabbit_networking:connections(), "
+                + "{client_properties, Properties} <- rabbit_networking:connection_info(C, [client_properties]), "
+                + "{<<\"connection_name\">>, longstr, <<\"warren worker \(workerID)\">>} <- Properties].",
+        ])
+        try worker.waitForStderr(containing: "reconnected")
+        try Self.brokerCtl(["eval", writer + ", sys:resume(P)."])
+        suspended = false
+
+        // The writer stores the batch it held and the batch appended again: the result twice, which readers
+        // take as one.
+        let reader = try ResultReader(url: TestEnvironment.brokerURL, from: .since(startedAt.addingTimeInterval(-1)))
+        defer { reader.close() }
+        var copies = 0
+        while copies < 2, case .result(let result, _)? = try reader.next(waitingUpTo: .seconds(10)) {
+            if case .success(let result) = result, result.jobID == job.id { copies += 1 }
+        }
+        #expect(copies == 2, "the stream holds \(copies) copies of the result; worker log:\n\(worker.stderr)")
+    }
+
     @Test("a job that outlives consumer_timeout: the worker reconnects, adopts the redelivery, and the job ends once")
     func consumerTimeout() throws {
         let queue = TestEnvironment.uniqueName("consumer-timeout")
