@@ -129,6 +129,17 @@ struct JobDecoderNumberTests {
         #expect(error?.message.contains("descriptor.sequence") == true, "\(error?.message ?? "")")
     }
 
+    @Test(arguments: [("2.5", "2.5"), ("1e30", "1e+30")])
+    func maxAttemptsThatIsNoIntIsNamed(_ attempts: String, _ shown: String) {
+        let body = Array(#"{"version":1,"id":"a","type":"echo","maxAttempts":\#(attempts)}"#.utf8)
+        let error = #expect(throws: JobError.self) { try JobDecoder().decode(body, contentType: nil) }
+        #expect(error?.code == "invalidDescriptor")
+        #expect(
+            error?.message
+                == "not a valid operation descriptor: descriptor.maxAttempts: \(shown) is not an integer from "
+                + "\(Int.min) to \(Int.max)")
+    }
+
     @Test func theLargestSequenceDecodes() throws {
         let body = Array(#"{"version":1,"id":"a","type":"echo","sequence":18446744073709551615}"#.utf8)
         #expect(try JobDecoder().decode(body, contentType: nil).sequence == UInt64.max)

@@ -112,6 +112,9 @@ public struct JobDecoder: Sendable {
         if let version = number("version"), Int(exactly: version) == nil {
             return "descriptor.version: \(version) is not an integer"
         }
+        if let attempts = number("maxAttempts"), Int(exactly: attempts) == nil {
+            return "descriptor.maxAttempts: \(attempts) is not an integer from \(Int.min) to \(Int.max)"
+        }
         return "a number does not fit its field"
     }
 
