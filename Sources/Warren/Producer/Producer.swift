@@ -15,7 +15,7 @@ import Foundation
 /// ```
 ///
 /// Thread safety: confined, as TN2109 confines a libxml2 parser: not `Sendable`; use it from the thread that
-/// created it. Create one producer per thread that publishes.
+/// created it. Create one producer per thread that publishes, or share one ``SharedProducer`` among tasks.
 public final class Producer {
     static let publishChannel: UInt16 = 1
     static let replyChannel: UInt16 = 2

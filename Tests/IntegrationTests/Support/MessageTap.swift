@@ -56,11 +56,22 @@ final class MessageTap {
     /// Waits until every job in `jobIDs` has a result, then returns the first result of each, in `jobIDs` order.
     /// Records an issue for each job without one.
     func waitForResults(_ jobIDs: [String], timeout: Duration = .seconds(60)) throws -> [JobResult] {
-        try read(timeout: timeout) { _ in jobIDs.allSatisfy { !results(for: $0).isEmpty } }
-        for id in jobIDs where results(for: id).isEmpty {
+        // Each message is decoded once, however many arrive.
+        var first: [String: JobResult] = [:]
+        var decoded = 0
+        try read(timeout: timeout) { messages in
+            for message in messages[decoded...] {
+                if let result = try? JobResult.decode(message.body), first[result.jobID] == nil {
+                    first[result.jobID] = result
+                }
+            }
+            decoded = messages.count
+            return jobIDs.allSatisfy { first[$0] != nil }
+        }
+        for id in jobIDs where first[id] == nil {
             Issue.record("no result for job \(id) within \(timeout)")
         }
-        return jobIDs.compactMap { results(for: $0).first }
+        return jobIDs.compactMap { first[$0] }
     }
 
     /// Waits for the result of one job.

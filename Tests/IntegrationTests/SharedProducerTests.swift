@@ -1,0 +1,89 @@
+import Foundation
+import Glibc
+import Testing
+import Warren
+
+/// One producer for a whole process: tasks on any thread enqueue through it, and it connects again after the
+/// broker dropped its connection.
+extension Integration {
+    @Suite struct SharedProducers {
+        private static func make() throws -> SharedProducer {
+            let directory = try TestEnvironment.temporaryDirectory()
+            return try SharedProducer(
+                url: try TestEnvironment.brokerURL,
+                sequences: SequenceStore(path: directory.appendingPathComponent("sequence").path))
+        }
+
+        @Test("tasks enqueue through one shared producer at once; every job runs, with a sequence number of its own")
+        func concurrentTasks() async throws {
+            let queue = TestEnvironment.uniqueName("shared")
+            defer { BrokerProbe.delete(queue) }
+            let tap = try MessageTap.results()
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            let producer = try Self.make()
+            defer { producer.close() }
+
+            let descriptors = try await withThrowingTaskGroup(of: [OperationDescriptor].self) { group in
+                for task in 0..<20 {
+                    group.addTask {
+                        try await producer.enqueue(
+                            (0..<5).map { index in
+                                JobRequest(
+                                    type: "echo", input: ["task": .number(Double(task * 5 + index))], queue: queue)
+                            })
+                    }
+                }
+                return try await group.reduce(into: []) { $0 += $1 }
+            }
+            #expect(descriptors.count == 100)
+            #expect(Set(descriptors.map(\.sequence)).count == 100)
+            let results = try tap.waitForResults(descriptors.map(\.id))
+            #expect(results.count == 100 && results.allSatisfy { $0.status == .succeeded })
+        }
+
+        @Test("after the broker closed its connection, the shared producer connects again for the next call")
+        func reconnects() async throws {
+            let queue = TestEnvironment.uniqueName("shared-reconnect")
+            defer { BrokerProbe.delete(queue) }
+            let producer = try Self.make()
+            defer { producer.close() }
+            _ = try await producer.enqueue(JobRequest(type: "echo", queue: queue))
+            try Integration.Chaos.brokerCtl([
+                "eval",
+                "[rabbit_networking:close_connection(C, \"test: the producer loses the broker\") || "
+                    + "C <- rabbit_networking:connections(), "
+                    + "{client_properties, Properties} <- rabbit_networking:connection_info(C, [client_properties]), "
+                    + "{<<\"connection_name\">>, longstr, <<\"warren producer \(getpid())\">>} <- Properties].",
+            ])
+            // The producer learns that its connection is gone when it uses it: that call fails, the next connects.
+            var failures: [WarrenError] = []
+            var published: OperationDescriptor?
+            while published == nil, failures.count < 2 {
+                do {
+                    published = try await producer.enqueue(JobRequest(type: "echo", queue: queue))
+                } catch let error as WarrenError {
+                    failures.append(error)
+                }
+            }
+            #expect(published != nil, "\(failures)")
+            #expect(failures.count <= 1 && failures.allSatisfy { $0.code == .broker }, "\(failures)")
+            #expect(try BrokerProbe.depth(of: queue) == 2)
+        }
+
+        @Test("after close, calls throw and publish nothing")
+        func close() async throws {
+            let queue = TestEnvironment.uniqueName("shared-close")
+            defer { BrokerProbe.delete(queue) }
+            let producer = try Self.make()
+            _ = try await producer.enqueue(JobRequest(type: "echo", queue: queue))
+            producer.close()
+            let error = await #expect(throws: WarrenError.self) {
+                try await producer.enqueue(JobRequest(type: "echo", queue: queue))
+            }
+            #expect(error?.code == .invalidConfiguration)
+            #expect(error?.message == "the shared producer was closed")
+            #expect(try BrokerProbe.depth(of: queue) == 1)
+        }
+    }
+}
