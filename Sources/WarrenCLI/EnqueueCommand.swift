@@ -54,6 +54,18 @@ struct EnqueueCommand: ParsableCommand {
     @Option(name: .long, help: "Do not start the job after this many seconds from now.")
     var deadline: Double?
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Start the job no sooner than this long from now: seconds, or 30s, 10m, 2h, 1d.", valueName: "time"))
+    var delay: TimeSpan?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Start the job no sooner than this instant (ISO 8601: 2026-11-24T09:00:00Z).", valueName: "date"))
+    var at: Instant?
+
     @Option(name: .customLong("max-attempts"), help: "Runs at most this often when it fails with a retryable error (default 3).")
     var maxAttempts: Int?
 
@@ -77,9 +89,11 @@ struct EnqueueCommand: ParsableCommand {
 
     func validate() throws {
         if (type == nil) == (graph == nil) { throw ValidationError("name an operation type, or --graph FILE (not both)") }
-        if graph != nil && (!dependsOn.isEmpty || supersede || key != nil || deadline != nil) {
+        let setsJob = !dependsOn.isEmpty || supersede || key != nil || deadline != nil || delay != nil || at != nil
+        if graph != nil && setsJob {
             throw ValidationError("--graph takes each job's settings from the file")
         }
+        if delay != nil && at != nil { throw ValidationError("give --delay or --at, not both") }
         if requireSuccess && dependsOn.isEmpty { throw ValidationError("--require-success needs --depends-on") }
         if supersede && key == nil { throw ValidationError("--supersede needs --key") }
         if timeout <= 0 { throw ValidationError("--timeout must be positive") }
@@ -96,8 +110,9 @@ struct EnqueueCommand: ParsableCommand {
             requests = [
                 JobRequest(
                     type: type!, input: try parseInput(), priority: priority, key: key, supersede: supersede,
-                    queue: queue, deadline: deadline.map { Date(timeIntervalSinceNow: $0) }, maxAttempts: maxAttempts,
-                    dependencies: dependsOn, requireSuccess: requireSuccess)
+                    queue: queue, deadline: deadline.map { Date(timeIntervalSinceNow: $0) },
+                    notBefore: at?.date ?? delay.map { Date(timeIntervalSinceNow: $0.seconds) },
+                    maxAttempts: maxAttempts, dependencies: dependsOn, requireSuccess: requireSuccess)
             ]
         }
         for index in requests.indices { requests[index].replyTo = replyTo }

@@ -96,15 +96,8 @@ enum ResultsSince: ExpressibleByArgument, Equatable {
         case "all": self = .all
         case "now": self = .now
         default:
-            let units: [Character: TimeInterval] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
-            var number = Substring(argument)
-            var unit: TimeInterval = 1
-            if let last = argument.last, let scale = units[last] {
-                number = number.dropLast()
-                unit = scale
-            }
-            guard let value = Double(number), value >= 0, value.isFinite else { return nil }
-            self = .ago(value * unit)
+            guard let span = TimeSpan(argument: argument) else { return nil }
+            self = .ago(span.seconds)
         }
     }
 

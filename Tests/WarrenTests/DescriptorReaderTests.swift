@@ -63,11 +63,11 @@ struct DescriptorReaderTests {
         // Every optional field null, then every one present.
         #"""
         {"version":1,"id":"a","type":"echo","input":null,"priority":null,"sequence":null,"key":null,"deadline":null,
-         "createdAt":null,"maxAttempts":null,"dependencies":null,"requireSuccess":null}
+         "notBefore":null,"createdAt":null,"maxAttempts":null,"dependencies":null,"requireSuccess":null}
         """#,
         #"""
         {"version":1,"id":"a","type":"echo","input":[],"priority":"low","sequence":18446744073709551615,"key":"",
-         "deadline":"2030-01-02T03:04:05Z","createdAt":1700000000.5,"maxAttempts":-3,"dependencies":["b","c"],
+         "deadline":"2030-01-02T03:04:05Z","notBefore":"2030-01-01T00:00:00.25+01:00","createdAt":1700000000.5,"maxAttempts":-3,"dependencies":["b","c"],
          "requireSuccess":false}
         """#,
         #"{"version":1,"id":"a","type":"echo","dependencies":[],"requireSuccess":true,"maxAttempts":0}"#,

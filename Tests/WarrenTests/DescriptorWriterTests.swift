@@ -21,15 +21,16 @@ struct DescriptorWriterTests {
 
     private static let now = Date(timeIntervalSince1970: 1_795_314_103.708)
 
-    /// Every optional field, present or absent: 2⁶ descriptors.
-    @Test(arguments: 0..<64)
+    /// Every optional field, present or absent: 2⁷ descriptors.
+    @Test(arguments: 0..<128)
     func writesWhatJSONEncoderWritesForEveryCombinationOfOptionalFields(_ mask: Int) throws {
         func has(_ bit: Int) -> Bool { mask & (1 << bit) != 0 }
         try expectSameBytes(
             OperationDescriptor(
                 id: "job-1", type: "sum", input: has(0) ? ["numbers": [1, 2.5, "x"], "flag": true] : .null,
                 priority: .veryHigh, sequence: 1_795_314_103_708_029, key: has(1) ? "totals" : nil,
-                deadline: has(2) ? Self.now.addingTimeInterval(60) : nil, createdAt: has(3) ? Self.now : nil,
+                deadline: has(2) ? Self.now.addingTimeInterval(60) : nil,
+                notBefore: has(6) ? Self.now.addingTimeInterval(30.5) : nil, createdAt: has(3) ? Self.now : nil,
                 maxAttempts: has(4) ? 5 : nil, dependencies: has(5) ? ["a", "b:c"] : nil,
                 requireSuccess: has(5) ? mask % 2 == 0 : nil))
     }
@@ -79,6 +80,7 @@ struct DescriptorWriterTests {
             #expect(Identical.descriptors(read, reference), "\(reference) read back as \(read)")
             var withoutDates = descriptor
             withoutDates.deadline = read.deadline
+            withoutDates.notBefore = read.notBefore
             withoutDates.createdAt = read.createdAt
             // `==`, not bits: -0 is written `0`, as JSONEncoder writes it.
             #expect(read == withoutDates, "\(descriptor) read back as \(read)")

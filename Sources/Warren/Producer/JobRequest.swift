@@ -14,6 +14,9 @@ public struct JobRequest: Sendable {
     public var queue: String
     /// Past this instant the job is not started. Default: none.
     public var deadline: Date?
+    /// The job does not start before this instant; it waits in the broker's delay queues until then. Default: none
+    /// (at once).
+    public var notBefore: Date?
     /// Jobs (by id) that must end before this one starts: jobs enqueued earlier from this host, or jobs of the
     /// same ``Producer/enqueue(_:watch:)`` call. Default: none.
     public var dependencies: [String]
@@ -32,7 +35,7 @@ public struct JobRequest: Sendable {
     public init(
         type: String, input: JSONValue = .null, priority: JobPriority = .normal, key: String? = nil,
         supersede: Bool = false, queue: String = Topology.defaultQueue, deadline: Date? = nil,
-        maxAttempts: Int? = nil, dependencies: [String] = [], requireSuccess: Bool = false, replyTo: String? = nil,
+        notBefore: Date? = nil, maxAttempts: Int? = nil, dependencies: [String] = [], requireSuccess: Bool = false, replyTo: String? = nil,
         id: String = UUID().uuidString.lowercased()
     ) {
         self.type = type
@@ -42,6 +45,7 @@ public struct JobRequest: Sendable {
         self.supersede = supersede
         self.queue = queue
         self.deadline = deadline
+        self.notBefore = notBefore
         self.maxAttempts = maxAttempts
         self.dependencies = dependencies
         self.requireSuccess = requireSuccess

@@ -77,8 +77,8 @@ public final class Producer {
     ///   this producer's reply queue in their `reply_to`, so their results and progress reports come straight to it.
     /// - Throws: ``WarrenError`` (`invalidConfiguration`) for an invalid id, a job that depends on itself, an
     ///   unknown dependency or a cycle, a ``JobRequest/replyTo`` that is empty, longer than 255 bytes or given
-    ///   with `watch`, or a sequence file that cannot be used; (`broker`) when the broker refuses or the connection
-    ///   fails.
+    ///   with `watch`, a deadline that is not after the job's ``JobRequest/notBefore``, or a sequence file that
+    ///   cannot be used; (`broker`) when the broker refuses or the connection fails.
     @discardableResult
     public func enqueue(_ requests: [JobRequest], watch: Bool = false) throws -> [OperationDescriptor] {
         guard !requests.isEmpty else { return [] }
@@ -98,6 +98,13 @@ public final class Producer {
                 throw WarrenError(
                     .invalidConfiguration, "job \(request.id): a reply queue name must be 1 to 255 bytes long")
             }
+            if let request = ordered.first(where: { request in
+                guard let deadline = request.deadline, let notBefore = request.notBefore else { return false }
+                return deadline <= notBefore
+            }) {
+                throw WarrenError(
+                    .invalidConfiguration, "job \(request.id): its deadline is not after its notBefore: it could never start")
+            }
             let replyTo = watch ? try declareReplyQueue() : nil
             // The batch leaves in full TCP segments rather than one per job: sent as soon as it is written (and on
             // the way out when a publish fails).
@@ -106,7 +113,7 @@ public final class Producer {
             for (request, sequence) in zip(ordered, try sequences.reserve(ordered.count)) {
                 let descriptor = OperationDescriptor(
                     id: request.id, type: request.type, input: request.input, priority: request.priority,
-                    sequence: sequence, key: request.key, deadline: request.deadline,
+                    sequence: sequence, key: request.key, deadline: request.deadline, notBefore: request.notBefore,
                     maxAttempts: request.maxAttempts, dependencies: request.dependencies.isEmpty ? nil : request.dependencies,
                     requireSuccess: request.requireSuccess ? true : nil)
                 if request.supersede, let key = request.key {

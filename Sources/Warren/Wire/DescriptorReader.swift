@@ -37,6 +37,7 @@ enum DescriptorReader {
         var sequence: UInt64 = 0
         var key: String?
         var deadline: Date?
+        var notBefore: Date?
         var createdAt: Date?
         var maxAttempts: Int?
         var dependencies: [String]?
@@ -74,6 +75,7 @@ enum DescriptorReader {
                 case .sequence: sequence = try scanner.readUInt64()
                 case .key: key = try scanner.readString()
                 case .deadline: deadline = try readDate(&scanner)
+                case .notBefore: notBefore = try readDate(&scanner)
                 case .createdAt: createdAt = try readDate(&scanner)
                 case .maxAttempts: maxAttempts = try scanner.readInt()
                 case .dependencies:
@@ -89,7 +91,7 @@ enum DescriptorReader {
         guard scanner.isAtEnd, let version, let id, let type else { throw JSONScanner.Decline() }
         var descriptor = OperationDescriptor(
             id: id, type: type, input: input, priority: priority, sequence: sequence, key: key, deadline: deadline,
-            createdAt: createdAt, maxAttempts: maxAttempts, dependencies: dependencies, requireSuccess: requireSuccess)
+            notBefore: notBefore, createdAt: createdAt, maxAttempts: maxAttempts, dependencies: dependencies, requireSuccess: requireSuccess)
         descriptor.version = version
         return descriptor
     }

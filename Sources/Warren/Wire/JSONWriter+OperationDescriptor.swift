@@ -28,6 +28,7 @@ extension JSONWriter {
             key("maxAttempts")
             integer(maxAttempts)
         }
+        try date("notBefore", descriptor.notBefore)
         key("priority")
         string(descriptor.priority.rawValue)
         if let requireSuccess = descriptor.requireSuccess {

@@ -20,6 +20,9 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
     public var key: String?
     /// Past this instant the job is not started (it ends `cancelled`, reason `deadline`).
     public var deadline: Date?
+    /// The job does not start before this instant: a worker that receives it earlier sends it back through the
+    /// delay queues until it is due (`Sidekiq`'s `perform_at`, Celery's `eta`).
+    public var notBefore: Date?
     /// When the producer created the job.
     public var createdAt: Date?
     /// How many times a job whose handler fails with a retryable error runs, in all. Default: 3.
@@ -39,7 +42,7 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
     public init(
         id: String = UUID().uuidString.lowercased(), type: String, input: JSONValue = .null,
         priority: JobPriority = .normal, sequence: UInt64, key: String? = nil, deadline: Date? = nil,
-        createdAt: Date? = Date(), maxAttempts: Int? = nil, dependencies: [String]? = nil,
+        notBefore: Date? = nil, createdAt: Date? = Date(), maxAttempts: Int? = nil, dependencies: [String]? = nil,
         requireSuccess: Bool? = nil
     ) {
         self.version = WireCoding.version
@@ -50,6 +53,7 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
         self.sequence = sequence
         self.key = key
         self.deadline = deadline
+        self.notBefore = notBefore
         self.createdAt = createdAt
         self.maxAttempts = maxAttempts
         self.dependencies = dependencies
@@ -87,8 +91,8 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case version, id, type, input, priority, sequence, key, deadline, createdAt, maxAttempts, dependencies,
-            requireSuccess
+        case version, id, type, input, priority, sequence, key, deadline, notBefore, createdAt, maxAttempts,
+            dependencies, requireSuccess
     }
 
     public init(from decoder: any Decoder) throws {
@@ -101,6 +105,7 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
         sequence = try container.decodeIfPresent(UInt64.self, forKey: .sequence) ?? 0
         key = try container.decodeIfPresent(String.self, forKey: .key)
         deadline = try container.decodeIfPresent(Date.self, forKey: .deadline)
+        notBefore = try container.decodeIfPresent(Date.self, forKey: .notBefore)
         createdAt = try container.decodeIfPresent(Date.self, forKey: .createdAt)
         maxAttempts = try container.decodeIfPresent(Int.self, forKey: .maxAttempts)
         dependencies = try container.decodeIfPresent([String].self, forKey: .dependencies)

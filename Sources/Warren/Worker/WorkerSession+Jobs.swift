@@ -33,6 +33,9 @@ extension WorkerSession {
                 timings: JobTimings(enqueuedAt: descriptor.createdAt, receivedAt: receivedAt, finishedAt: Date()))
             return try end(delivery, with: result)
         }
+        if let notBefore = descriptor.notBefore, notBefore > receivedAt {
+            return try postpone(delivery, descriptor, from: queue, receivedAt: receivedAt)
+        }
         guard let registered = worker.registry[descriptor.type] else {
             let known = worker.registry.types.joined(separator: ", ")
             let error = JobError(
@@ -93,7 +96,7 @@ extension WorkerSession {
     /// Publishes a succeeded or cancelled `result` and acks `delivery` once the broker confirmed it. When the
     /// connection fails first, the result is kept for the redelivery (``OrphanResults``), as are results whose
     /// confirm is lost with the connection.
-    private func end(_ delivery: Delivery, with result: JobResult) throws {
+    func end(_ delivery: Delivery, with result: JobResult) throws {
         let confirms: [Settlement.Confirm]
         do {
             confirms = try publishResult(result, replyTo: delivery.replyQueue)
@@ -148,8 +151,13 @@ extension WorkerSession {
     }
 
     static func attempt(of delivery: Delivery) -> Int {
-        let sent = delivery.properties.headers?[Topology.attemptHeader]?.intValue.map(Int.init) ?? 1
-        return sent + (delivery.redelivered ? 1 : 0)
+        sentAttempt(of: delivery) + (delivery.redelivered ? 1 : 0)
+    }
+
+    /// The attempt number the message itself carries (its `x-warren-attempt` header, else 1), not counting a
+    /// redelivery.
+    static func sentAttempt(of delivery: Delivery) -> Int {
+        delivery.properties.headers?[Topology.attemptHeader]?.intValue.map(Int.init) ?? 1
     }
 
     // MARK: - Results

@@ -1,0 +1,34 @@
+import ArgumentParser
+import Foundation
+
+/// A length of time on the command line: seconds, or a number with a unit (`90`, `30s`, `10m`, `2h`, `1d`).
+///
+/// Thread safety: immutable.
+struct TimeSpan: ExpressibleByArgument, Equatable {
+    let seconds: TimeInterval
+
+    init?(argument: String) {
+        let units: [Character: TimeInterval] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
+        var number = Substring(argument)
+        var unit: TimeInterval = 1
+        if let last = argument.last, let scale = units[last] {
+            number = number.dropLast()
+            unit = scale
+        }
+        guard let value = Double(number), value >= 0, value.isFinite else { return nil }
+        seconds = value * unit
+    }
+}
+
+/// An instant on the command line, in ISO 8601 (`2026-11-24T09:00:00Z`, `2026-11-24T10:00:00.5+01:00`).
+///
+/// Thread safety: immutable.
+struct Instant: ExpressibleByArgument {
+    let date: Date
+
+    init?(argument: String) {
+        let styles = [Date.ISO8601FormatStyle(includingFractionalSeconds: true), Date.ISO8601FormatStyle()]
+        guard let date = styles.lazy.compactMap({ try? $0.parse(argument) }).first else { return nil }
+        self.date = date
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+import Testing
+import Warren
+
+/// Jobs that must not start before an instant (`notBefore`): they wait in the broker's delay queues, not in a
+/// worker, and are cancelled like any job that is not delivered yet.
+extension Integration {
+    @Suite struct Schedules {
+        @Test("a job scheduled ahead starts no sooner, and a job sent after it runs first, meanwhile")
+        func startsNoSooner() throws {
+            let queue = TestEnvironment.uniqueName("scheduled")
+            defer { BrokerProbe.delete(queue) }
+            let tap = try MessageTap.results()
+            let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "1"])
+            defer { worker.terminate() }
+            let producer = try Producer.forTests()
+            let notBefore = Date().addingTimeInterval(2.5)
+            let later = try producer.enqueue(
+                JobRequest(type: "echo", input: "later", queue: queue, notBefore: notBefore))
+            #expect(later.notBefore == notBefore)
+            let now = try producer.enqueue(JobRequest(type: "echo", input: "now", queue: queue))
+
+            let results = try tap.waitForResults([now.id, later.id])
+            #expect(results.map(\.status) == [.succeeded, .succeeded])
+            let order = tap.messages.compactMap { try? JobResult.decode($0.body).jobID }
+            #expect(order == [now.id, later.id])
+            let started = try #require(results.last?.timings.startedAt)
+            #expect(started >= notBefore, "started \(started), not before \(notBefore)")
+            #expect(results.last?.attempt == 1, "waiting is not an attempt")
+            #expect(worker.stderr.contains("job not due yet"))
+        }
+
+        @Test("warren enqueue --delay: the job waits in a delay queue, and warren cancel ends it without running it")
+        func cancelledWhileWaiting() throws {
+            let queue = TestEnvironment.uniqueName("scheduled-cancel")
+            defer { BrokerProbe.delete(queue) }
+            let tap = try MessageTap.results()
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            let enqueue = try CLI.run([
+                "enqueue", "echo", "--url", try TestEnvironment.brokerURL, "--queue", queue, "--delay", "3s",
+            ])
+            let id = enqueue.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(enqueue.status == 0 && OperationDescriptor.problem(withID: id) == nil, "\(enqueue.stderr)")
+            try worker.waitForStderr(containing: "job not due yet")
+            #expect(try Producer.forTests().jobQueueStatus(queue)?.delayed == 1)
+            try Producer.forTests().cancel(jobIDs: [id])
+
+            let result = try tap.waitForResult(id)
+            #expect(result.status == .cancelled && result.cancellation?.reason == "requested")
+            #expect(result.timings.startedAt == nil, "it never ran")
+        }
+
+        @Test("warren enqueue --at puts the instant in the descriptor; --at with --delay is refused")
+        func enqueueAt() throws {
+            let queue = TestEnvironment.uniqueName("scheduled-at")
+            defer { BrokerProbe.delete(queue) }
+            let url = try TestEnvironment.brokerURL
+            let enqueue = try CLI.run([
+                "enqueue", "echo", "--url", url, "--queue", queue, "--at", "2099-01-02T03:04:05+01:00", "--json",
+            ])
+            #expect(enqueue.status == 0, "\(enqueue.stderr)")
+            let descriptor = try JobDecoder().decode(Array(enqueue.stdout.utf8), contentType: nil)
+            #expect(descriptor.notBefore == Date(timeIntervalSince1970: 4_071_002_645))
+            let both = try CLI.run([
+                "enqueue", "echo", "--url", url, "--queue", queue, "--at", "2099-01-02T03:04:05Z", "--delay", "1",
+            ])
+            #expect(both.status == 64 && both.stderr.contains("give --delay or --at, not both"), "\(both.stderr)")
+            let bad = try CLI.run(["enqueue", "echo", "--url", url, "--queue", queue, "--at", "tomorrow"])
+            #expect(bad.status == 64 && bad.stderr.contains("--at"), "\(bad.stderr)")
+        }
+
+        @Test("a deadline that is not after notBefore is refused by the producer, and ended by a worker")
+        func deadlineBeforeNotBefore() throws {
+            let queue = TestEnvironment.uniqueName("scheduled-deadline")
+            defer { BrokerProbe.delete(queue) }
+            let producer = try Producer.forTests()
+            let at = Date().addingTimeInterval(60)
+            let error = #expect(throws: WarrenError.self) {
+                try producer.enqueue(JobRequest(type: "echo", queue: queue, deadline: at, notBefore: at))
+            }
+            #expect(error?.code == .invalidConfiguration && error?.message.contains("could never start") == true)
+
+            // Another client's job that says so: it ends at once, without waiting for its time.
+            let tap = try MessageTap.results()
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            let descriptor = OperationDescriptor(
+                type: "echo", sequence: 1, deadline: at.addingTimeInterval(-1), notBefore: at)
+            try ForeignPublisher.publish(
+                descriptor.encoded(), url: try TestEnvironment.brokerURL, routingKey: queue)
+            let result = try tap.waitForResult(descriptor.id)
+            #expect(result.status == .cancelled && result.cancellation?.reason == "deadline")
+        }
+    }
+}

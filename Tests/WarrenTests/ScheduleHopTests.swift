@@ -1,0 +1,28 @@
+import Testing
+
+@testable import Warren
+
+@Suite("Scheduled jobs: hops through the delay queues")
+struct ScheduleHopTests {
+    @Test(arguments: [
+        (1, 1), (999, 999), (1_000, 1_000), (1_999, 1_000), (3_000, 2_000), (511_999, 256_000), (512_000, 512_000),
+        (86_400_000, 512_000),
+    ])
+    func eachHopIsTheLongestDelayQueueThatDoesNotPassTheTime(_ left: Int, _ hop: Int) {
+        #expect(WorkerSession.scheduleHop(milliseconds: left) == hop)
+    }
+
+    @Test func aHopWaitsAtLeastAMillisecond() {
+        #expect(WorkerSession.scheduleHop(milliseconds: 0) == 1)
+    }
+
+    @Test func theHopsAddUpToTheTimeLeft() {
+        var left = 700_123
+        var hops: [Int] = []
+        while left > 0 {
+            hops.append(WorkerSession.scheduleHop(milliseconds: left))
+            left -= hops.last!
+        }
+        #expect(hops == [512_000, 128_000, 32_000, 16_000, 8_000, 4_000, 123])
+    }
+}
