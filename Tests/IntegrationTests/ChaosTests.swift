@@ -13,6 +13,17 @@ extension Integration {
             #expect(ctl.waitForExit(timeout: .seconds(120)) == 0, "\(ctl.stderr)")
         }
 
+        /// Makes the test broker close every connection whose client calls itself `name`, as it closes a
+        /// connection it drops.
+        static func closeConnections(named name: String, reason: String) throws {
+            try brokerCtl([
+                "eval",
+                "[rabbit_networking:close_connection(C, \"\(reason)\") || C <- rabbit_networking:connections(), "
+                    + "{client_properties, Properties} <- rabbit_networking:connection_info(C, [client_properties]), "
+                    + "{<<\"connection_name\">>, longstr, <<\"\(name)\">>} <- Properties].",
+            ])
+        }
+
         /// A durable queue bound to every result, so results published while the test's own connections are down
         /// (during the broker restart) are kept.
         final class DurableResults {
@@ -190,13 +201,7 @@ extension Integration.Chaos {
         let acked = ContinuousClock.now + .seconds(10)
         while try BrokerProbe.depth(of: queue) > 0, ContinuousClock.now < acked { Thread.sleep(forTimeInterval: 0.05) }
         #expect(try BrokerProbe.depth(of: queue) == 0)
-        try Self.brokerCtl([
-            "eval",
-            "[rabbit_networking:close_connection(C, \"test: the worker loses the broker\") || "
-                + "C <- rabbit_networking:connections(), "
-                + "{client_properties, Properties} <- rabbit_networking:connection_info(C, [client_properties]), "
-                + "{<<\"connection_name\">>, longstr, <<\"warren worker \(workerID)\">>} <- Properties].",
-        ])
+        try Self.closeConnections(named: "warren worker \(workerID)", reason: "test: the worker loses the broker")
         try worker.waitForStderr(containing: "reconnected")
         try Self.brokerCtl(["eval", writer + ", sys:resume(P)."])
         suspended = false

@@ -49,13 +49,8 @@ extension Integration {
             let producer = try Self.make()
             defer { producer.close() }
             _ = try await producer.enqueue(JobRequest(type: "echo", queue: queue))
-            try Integration.Chaos.brokerCtl([
-                "eval",
-                "[rabbit_networking:close_connection(C, \"test: the producer loses the broker\") || "
-                    + "C <- rabbit_networking:connections(), "
-                    + "{client_properties, Properties} <- rabbit_networking:connection_info(C, [client_properties]), "
-                    + "{<<\"connection_name\">>, longstr, <<\"warren producer \(getpid())\">>} <- Properties].",
-            ])
+            try Integration.Chaos.closeConnections(
+                named: "warren producer \(getpid())", reason: "test: the producer loses the broker")
             // The producer learns that its connection is gone when it uses it: that call fails, the next connects.
             var failures: [WarrenError] = []
             var published: OperationDescriptor?
