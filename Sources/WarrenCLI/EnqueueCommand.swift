@@ -81,7 +81,8 @@ struct EnqueueCommand: ParsableCommand {
             valueName: "queue"))
     var replyTo: String?
 
-    @Option(name: .long, help: "With --wait: give up after this many seconds (exit 5).")
+    @Option(
+        name: .long, help: "With --wait: give up after this many seconds (exit 5), from the job's time if scheduled.")
     var timeout: Double = 60
 
     @Flag(name: .long, help: "Print JSON: the descriptor, and with --wait the result.")
@@ -131,7 +132,9 @@ struct EnqueueCommand: ParsableCommand {
         fflush(nil)
         warnOfPrioritiesOnPlainQueues(requests, producer)
         guard wait else { return }
-        let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+        // A scheduled job's wait starts at its time.
+        let scheduled = max(descriptors.compactMap { $0.notBefore?.timeIntervalSinceNow }.max() ?? 0, 0)
+        let deadline = ContinuousClock.now + .milliseconds(Int((scheduled + timeout) * 1000))
         var statuses: [JobStatus] = []
         for descriptor in descriptors {
             let result: JobResult

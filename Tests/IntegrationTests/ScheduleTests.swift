@@ -51,6 +51,20 @@ extension Integration {
             #expect(result.timings.startedAt == nil, "it never ran")
         }
 
+        @Test("warren enqueue --delay --wait counts its --timeout from the job's time")
+        func waitsFromTheJobsTime() throws {
+            let queue = TestEnvironment.uniqueName("scheduled-wait")
+            defer { BrokerProbe.delete(queue) }
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            let enqueue = try CLI.run([
+                "enqueue", "echo", "--url", try TestEnvironment.brokerURL, "--queue", queue, "--input", #""soon""#,
+                "--delay", "2", "--wait", "--timeout", "1",
+            ])
+            #expect(enqueue.status == 0, "\(enqueue.stdout)\(enqueue.stderr)")
+            #expect(enqueue.stdout.contains(#"succeeded"#) && enqueue.stdout.contains(#"output="soon""#))
+        }
+
         @Test("warren enqueue --at puts the instant in the descriptor; --at with --delay is refused")
         func enqueueAt() throws {
             let queue = TestEnvironment.uniqueName("scheduled-at")
