@@ -35,8 +35,8 @@ public struct JobRequest: Sendable {
     public init(
         type: String, input: JSONValue = .null, priority: JobPriority = .normal, key: String? = nil,
         supersede: Bool = false, queue: String = Topology.defaultQueue, deadline: Date? = nil,
-        notBefore: Date? = nil, maxAttempts: Int? = nil, dependencies: [String] = [], requireSuccess: Bool = false, replyTo: String? = nil,
-        id: String = UUID().uuidString.lowercased()
+        notBefore: Date? = nil, maxAttempts: Int? = nil, dependencies: [String] = [], requireSuccess: Bool = false,
+        replyTo: String? = nil, id: String = UUID().uuidString.lowercased()
     ) {
         self.type = type
         self.input = input

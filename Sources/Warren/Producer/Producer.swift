@@ -103,7 +103,8 @@ public final class Producer {
                 return deadline <= notBefore
             }) {
                 throw WarrenError(
-                    .invalidConfiguration, "job \(request.id): its deadline is not after its notBefore: it could never start")
+                    .invalidConfiguration,
+                    "job \(request.id): its deadline is not after its notBefore: it could never start")
             }
             let replyTo = watch ? try declareReplyQueue() : nil
             // The batch leaves in full TCP segments rather than one per job: sent as soon as it is written (and on

@@ -91,7 +91,8 @@ enum DescriptorReader {
         guard scanner.isAtEnd, let version, let id, let type else { throw JSONScanner.Decline() }
         var descriptor = OperationDescriptor(
             id: id, type: type, input: input, priority: priority, sequence: sequence, key: key, deadline: deadline,
-            notBefore: notBefore, createdAt: createdAt, maxAttempts: maxAttempts, dependencies: dependencies, requireSuccess: requireSuccess)
+            notBefore: notBefore, createdAt: createdAt, maxAttempts: maxAttempts, dependencies: dependencies,
+            requireSuccess: requireSuccess)
         descriptor.version = version
         return descriptor
     }

@@ -39,7 +39,8 @@ import Foundation
     public static func descriptors(_ a: OperationDescriptor, _ b: OperationDescriptor) -> Bool {
         a.version == b.version && strings(a.id, b.id) && strings(a.type, b.type) && values(a.input, b.input)
             && a.priority == b.priority && a.sequence == b.sequence && strings(a.key, b.key)
-            && dates(a.deadline, b.deadline) && dates(a.notBefore, b.notBefore) && dates(a.createdAt, b.createdAt) && a.maxAttempts == b.maxAttempts
+            && dates(a.deadline, b.deadline) && dates(a.notBefore, b.notBefore) && dates(a.createdAt, b.createdAt)
+            && a.maxAttempts == b.maxAttempts
             && a.dependencies?.count == b.dependencies?.count
             && zip(a.dependencies ?? [], b.dependencies ?? []).allSatisfy(strings)
             && a.requireSuccess == b.requireSuccess

@@ -73,7 +73,8 @@ enum WireSamples {
             input: value(using: &generator), priority: JobPriority.allCases.randomElement(using: &generator)!,
             sequence: Bool.random(using: &generator) ? .random(in: 0 ... .max, using: &generator) : 0,
             key: maybe { string(using: &$0) }, deadline: maybe { date(using: &$0) },
-            notBefore: maybe { date(using: &$0) }, createdAt: maybe { date(using: &$0) }, maxAttempts: maybe { Int.random(in: -5...Int.max, using: &$0) },
+            notBefore: maybe { date(using: &$0) }, createdAt: maybe { date(using: &$0) },
+            maxAttempts: maybe { Int.random(in: -5...Int.max, using: &$0) },
             dependencies: maybe { generator in (0..<Int.random(in: 0...3, using: &generator)).map { "d\($0)" } },
             requireSuccess: maybe { Bool.random(using: &$0) })
     }
