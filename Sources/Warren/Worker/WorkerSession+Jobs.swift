@@ -34,7 +34,7 @@ extension WorkerSession {
             return try end(delivery, with: result)
         }
         if let notBefore = descriptor.notBefore, notBefore > receivedAt {
-            return try postpone(delivery, descriptor, from: queue, receivedAt: receivedAt)
+            return try postpone(delivery, descriptor, until: notBefore, from: queue, receivedAt: receivedAt)
         }
         guard let registered = worker.registry[descriptor.type] else {
             let known = worker.registry.types.joined(separator: ", ")

@@ -17,9 +17,9 @@ extension WorkerSession {
     /// Sends `delivery`, whose job may not start before `notBefore`, on its next hop, and acks it once the broker
     /// has the copy; or ends it `cancelled` when its deadline comes first, since it could never start.
     func postpone(
-        _ delivery: Delivery, _ descriptor: OperationDescriptor, from queue: String, receivedAt: Date
+        _ delivery: Delivery, _ descriptor: OperationDescriptor, until notBefore: Date, from queue: String,
+        receivedAt: Date
     ) throws {
-        guard let notBefore = descriptor.notBefore else { return }
         if let deadline = descriptor.deadline, deadline <= notBefore {
             let cancellation = Cancellation(
                 reason: "deadline", message: "the job's deadline is not after its notBefore: it could never start")
