@@ -42,9 +42,11 @@ public enum Topology {
     /// Header: which attempt a job delivery is (1 when absent).
     public static let attemptHeader = "x-warren-attempt"
 
-    /// The delays, in seconds, of the delay queues workers use (``delayQueue(for:seconds:)``): a retry's backoff,
-    /// at most 375 s, or a parked job's 5 s wait goes to the shortest one at least as long.
-    public static let delayQueueSeconds = (0...9).map { 1 << $0 }
+    /// The delays, in seconds, of the delay queues workers use (``delayQueue(for:seconds:)``), 1 s to 2^15 s (9.1
+    /// hours): a retry's backoff, at most 375 s, or a parked job's 5 s wait goes to the shortest one at least as
+    /// long; a scheduled job's hop to the longest one no longer than its wait. The longest is well within the
+    /// control stream's day, so that each hop of a scheduled job still finds a cancellation sent before it.
+    public static let delayQueueSeconds = (0...15).map { 1 << $0 }
 
     /// The delay queue that holds jobs of `queue` for `seconds` (before a retry, or while their dependencies run
     /// elsewhere): its messages expire back into `queue` through the default exchange. One per power-of-two delay,
