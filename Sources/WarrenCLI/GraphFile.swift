@@ -23,6 +23,10 @@ struct GraphFile: Decodable {
         var dependsOn: [String]?
         var requireSuccess: Bool?
         var maxAttempts: Int?
+        /// Seconds from now after which the job does not start.
+        var deadline: Double?
+        /// Seconds from now before which the job does not start.
+        var delay: Double?
     }
 
     var jobs: [Job]
@@ -42,6 +46,11 @@ struct GraphFile: Decodable {
         for job in graph.jobs where !names.insert(job.name).inserted {
             throw GraphFileError("the graph file names job '\(job.name)' twice")
         }
+        for job in graph.jobs {
+            if let delay = job.delay, !(delay >= 0 && delay.isFinite) {
+                throw GraphFileError("job '\(job.name)': delay must be a number of seconds, 0 or more (got \(delay))")
+            }
+        }
         return graph
     }
 
@@ -51,7 +60,8 @@ struct GraphFile: Decodable {
         let requests = jobs.map { job in
             JobRequest(
                 type: job.type, input: job.input ?? .null, priority: job.priority ?? .normal, key: job.key,
-                queue: job.queue ?? defaultQueue, maxAttempts: job.maxAttempts,
+                queue: job.queue ?? defaultQueue, deadline: job.deadline.map { Date(timeIntervalSinceNow: $0) },
+                notBefore: job.delay.map { Date(timeIntervalSinceNow: $0) }, maxAttempts: job.maxAttempts,
                 dependencies: (job.dependsOn ?? []).map { ids[$0] ?? $0 }, requireSuccess: job.requireSuccess ?? false,
                 id: ids[job.name]!)
         }

@@ -65,6 +65,34 @@ extension Integration {
             #expect(enqueue.stdout.contains(#"succeeded"#) && enqueue.stdout.contains(#"output="soon""#))
         }
 
+        @Test("a graph's scheduled job holds back its dependents until it ran")
+        func scheduledGraph() throws {
+            let queue = TestEnvironment.uniqueName("scheduled-graph")
+            defer { BrokerProbe.delete(queue) }
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            let file = try TestEnvironment.temporaryDirectory().appendingPathComponent("graph.json")
+            try Data(
+                #"""
+                {"jobs": [{"name": "first", "type": "echo", "input": 1, "delay": 2},
+                          {"name": "then", "type": "echo", "input": 2, "dependsOn": ["first"], "deadline": 60}]}
+                """#.utf8
+            ).write(to: file)
+            let enqueue = try CLI.run([
+                "enqueue", "--graph", file.path, "--url", try TestEnvironment.brokerURL, "--queue", queue, "--wait",
+                "--json",
+            ])
+            #expect(enqueue.status == 0, "\(enqueue.stdout)\(enqueue.stderr)")
+            let lines = enqueue.stdout.split(separator: "\n").map(String.init)
+            let results = lines.compactMap { line in
+                line.firstIndex(of: "{").flatMap { try? JobResult.decode(Array(line[$0...].utf8)) }
+            }
+            #expect(results.count == 2 && results.allSatisfy { $0.status == .succeeded }, "\(enqueue.stdout)")
+            let first = try #require(results.first { $0.output == 1 }?.timings)
+            let then = try #require(results.first { $0.output == 2 }?.timings)
+            #expect(try #require(then.startedAt) >= #require(first.finishedAt))
+        }
+
         @Test("warren enqueue --at puts the instant in the descriptor; --at with --delay is refused")
         func enqueueAt() throws {
             let queue = TestEnvironment.uniqueName("scheduled-at")
