@@ -46,10 +46,14 @@ enum ResultPrinter {
 }
 
 extension JSONEncoder {
+    /// Sorted keys and dates as the wire format writes them, to the millisecond (`2026-11-24T09:00:00.250Z`).
     static var sorted: JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)))
+        }
         return encoder
     }
 }
