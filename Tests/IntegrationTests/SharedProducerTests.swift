@@ -42,16 +42,56 @@ extension Integration {
             #expect(results.count == 100 && results.allSatisfy { $0.status == .succeeded })
         }
 
+        @Test("tasks await results of watched jobs: a quick job's result does not wait for a slow one's")
+        func awaitsResults() async throws {
+            let queue = TestEnvironment.uniqueName("shared-results")
+            defer { BrokerProbe.delete(queue) }
+            let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "2"])
+            defer { worker.terminate() }
+            let producer = try Self.make()
+            defer { producer.close() }
+
+            let slow = try await producer.enqueue(
+                JobRequest(type: "sleep", input: ["seconds": 2], queue: queue), watch: true)
+            let slowResult = Task { try await producer.result(of: slow.id, timeout: .seconds(30)) }
+            let quick = try await producer.enqueue(JobRequest(type: "echo", input: "quick", queue: queue), watch: true)
+            let quickResult = try await producer.result(of: quick.id, timeout: .seconds(30))
+            #expect(quickResult.status == .succeeded && quickResult.output == "quick")
+            let slowEnded = try await slowResult.value
+            #expect(slowEnded.status == .succeeded)
+            #expect(try #require(quickResult.timings.finishedAt) < #require(slowEnded.timings.finishedAt))
+
+            let many = try await producer.enqueue(
+                (0..<20).map { JobRequest(type: "echo", input: .number(Double($0)), queue: queue) }, watch: true)
+            let outputs = try await withThrowingTaskGroup(of: JSONValue?.self) { group in
+                for descriptor in many {
+                    group.addTask { try await producer.result(of: descriptor.id, timeout: .seconds(30)).output }
+                }
+                return try await group.reduce(into: Set<JSONValue>()) { $0.insert($1 ?? .null) }
+            }
+            #expect(outputs == Set((0..<20).map { JSONValue.number(Double($0)) }))
+
+            let error = await #expect(throws: WarrenError.self) {
+                try await producer.result(of: "no-such-job", timeout: .milliseconds(200))
+            }
+            #expect(error?.code == .timeout)
+        }
+
         @Test("after the broker closed its connection, the shared producer connects again for the next call")
         func reconnects() async throws {
             let queue = TestEnvironment.uniqueName("shared-reconnect")
             defer { BrokerProbe.delete(queue) }
             let producer = try Self.make()
             defer { producer.close() }
-            _ = try await producer.enqueue(JobRequest(type: "echo", queue: queue))
+            // No worker runs: this result could only come to the reply queue the connection takes with it.
+            let watched = try await producer.enqueue(JobRequest(type: "echo", queue: queue), watch: true)
+            let waiting = Task { try await producer.result(of: watched.id, timeout: .seconds(60)) }
             try Integration.Chaos.closeConnections(
                 named: "warren producer \(getpid())", reason: "test: the producer loses the broker")
-            // The producer learns that its connection is gone when it uses it: that call fails, the next connects.
+            let lost = await #expect(throws: WarrenError.self) { try await waiting.value }
+            #expect(lost?.code == .broker && lost?.message.contains(watched.id) == true, "\(String(describing: lost))")
+            // A call learns that the connection is gone when it uses it, unless a wait for a result found out first:
+            // at most one call fails, the next connects.
             var failures: [WarrenError] = []
             var published: OperationDescriptor?
             while published == nil, failures.count < 2 {
@@ -79,6 +119,7 @@ extension Integration {
             #expect(error?.code == .invalidConfiguration)
             #expect(error?.message == "the shared producer was closed")
             #expect(try BrokerProbe.depth(of: queue) == 1)
+            await #expect(throws: WarrenError.self) { try await producer.result(of: "x", timeout: .seconds(1)) }
         }
     }
 }

@@ -294,6 +294,21 @@ public final class Producer {
         }
     }
 
+    /// Keeps the results and progress reports of watched jobs that the broker sent, for ``takeResult(of:)``:
+    /// waits first, up to `timeout` or until `wakeUp` is signalled, if nothing came yet. For ``SharedProducer``,
+    /// whose thread must also wake for calls.
+    func readReplies(waitingUpTo timeout: Duration, wakeUp: WakeUpSignal) throws {
+        try brokerCall {
+            _ = connection.waitForActivity(wakeUp: wakeUp, timeout: timeout)
+            try readEvents(until: .now) { false }
+        }
+    }
+
+    /// The result of watched job `jobID`, if it arrived; it is then forgotten.
+    func takeResult(of jobID: String) -> JobResult? {
+        arrivedResults.removeValue(forKey: jobID)
+    }
+
     /// The producer's reply queue, declared on first use: server-named, exclusive, consumed on ``replyChannel``.
     /// Watched jobs name it in their `reply_to` property, so workers send their results and progress reports to
     /// it and nothing needs binding.

@@ -1,3 +1,4 @@
+import AMQP
 import Foundation
 import Synchronization
 
@@ -9,15 +10,17 @@ import Synchronization
 /// ```swift
 /// let jobs = try SharedProducer(url: "amqp://guest:guest@localhost/%2F")
 /// // In any task, as often as needed:
-/// let job = try await jobs.enqueue(JobRequest(type: "sum", input: ["numbers": [1, 2, 3]]))
+/// let job = try await jobs.enqueue(JobRequest(type: "sum", input: ["numbers": [1, 2, 3]]), watch: true)
+/// let result = try await jobs.result(of: job.id, timeout: .seconds(30))
 /// ```
 ///
 /// It connects on its first call. A call that fails because the broker was lost (``WarrenError/Code/broker``) or
 /// did not confirm in time (``WarrenError/Code/timeout``) throws, and is not tried again: it may have published.
 /// The next call connects anew.
 ///
-/// Thread safety: locked hand-off. Calls queue behind a lock; the ``Producer`` is confined to the thread this
-/// object starts, which ends once ``close()`` was called (or the object is released) and the queued calls ran.
+/// Thread safety: locked hand-off. Calls queue in a ``Mailbox`` whose wake-up signal the thread this object starts
+/// watches beside the broker's socket; the ``Producer`` is confined to that thread, which ends once ``close()`` was
+/// called (or the object is released) and the calls queued before it ran.
 public final class SharedProducer: Sendable {
     private let line: CallLine
 
@@ -40,14 +43,29 @@ public final class SharedProducer: Sendable {
     }
 
     /// Publishes a job and returns its descriptor once the broker confirmed it (``Producer/enqueue(_:watch:)``).
-    public func enqueue(_ request: JobRequest) async throws -> OperationDescriptor {
-        try await withProducer { try $0.enqueue(request) }
+    /// - Parameter watch: Send its result to this producer, for ``result(of:timeout:)``.
+    public func enqueue(_ request: JobRequest, watch: Bool = false) async throws -> OperationDescriptor {
+        try await withProducer { try $0.enqueue(request, watch: watch) }
     }
 
     /// Publishes jobs and returns their descriptors once the broker confirmed all of them
     /// (``Producer/enqueue(_:watch:)-([JobRequest],_)``).
-    public func enqueue(_ requests: [JobRequest]) async throws -> [OperationDescriptor] {
-        try await withProducer { try $0.enqueue(requests) }
+    /// - Parameter watch: Send their results to this producer, for ``result(of:timeout:)``.
+    public func enqueue(_ requests: [JobRequest], watch: Bool = false) async throws -> [OperationDescriptor] {
+        try await withProducer { try $0.enqueue(requests, watch: watch) }
+    }
+
+    /// The result of a job this producer enqueued with `watch: true`, once it arrives. Waiting holds no thread:
+    /// the producer's thread reads results between calls.
+    /// - Throws: ``WarrenError`` (`timeout`) when no result came within `timeout`; (`broker`) when the connection
+    ///   was lost meanwhile, since the result then goes to a reply queue that is gone (read it from the
+    ///   `warren.results` stream with ``ResultReader``); (`invalidConfiguration`) once ``close()`` was called.
+    public func result(of jobID: String, timeout: Duration) async throws -> JobResult {
+        try await withCheckedThrowingContinuation { continuation in
+            line.add(.wait(Waiter(jobID: jobID, timeout: timeout, continuation: continuation))) {
+                continuation.resume(throwing: CallLine.closedError)
+            }
+        }
     }
 
     /// Cancels jobs wherever they are (``Producer/cancel(jobIDs:)``).
@@ -61,33 +79,50 @@ public final class SharedProducer: Sendable {
     }
 
     /// Runs `body` with the producer, on its thread, after the calls queued before it. Anything a ``Producer`` does
-    /// is available this way; a call that waits (``Producer/waitForResult(of:timeout:progress:)``) holds the
-    /// thread, and every call queued behind it waits too.
+    /// is available this way; a call that blocks (``Producer/waitForResult(of:timeout:progress:)``) holds the
+    /// thread, and every call queued behind it waits too: prefer ``result(of:timeout:)``.
     /// - Throws: What `body` throws; ``WarrenError`` (`broker`) when the producer cannot connect,
     ///   (`invalidConfiguration`) once ``close()`` was called.
     public func withProducer<T: Sendable>(_ body: @escaping @Sendable (Producer) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            line.add { connection in
-                do {
-                    continuation.resume(returning: try body(try connection.get()))
-                    return true
-                } catch let error as WarrenError where error.code == .broker || error.code == .timeout {
-                    continuation.resume(throwing: error)
-                    return false
-                } catch {
-                    continuation.resume(throwing: error)
-                    return true
+            line.add(
+                .call { connection in
+                    do {
+                        continuation.resume(returning: try body(try connection.get()))
+                        return true
+                    } catch let error as WarrenError where error.code == .broker || error.code == .timeout {
+                        continuation.resume(throwing: error)
+                        return false
+                    } catch {
+                        continuation.resume(throwing: error)
+                        return true
+                    }
                 }
-            } closed: {
-                continuation.resume(throwing: WarrenError(.invalidConfiguration, "the shared producer was closed"))
-            }
+            ) { continuation.resume(throwing: CallLine.closedError) }
         }
     }
 
     /// Lets the calls already queued run, then closes the connection and ends the thread; calls made afterwards
-    /// throw.
+    /// throw, and so do waits for results still open.
     public func close() {
         line.close()
+    }
+}
+
+/// A task waiting for the result of a watched job.
+///
+/// Thread safety: immutable; its continuation is resumed once, on the producer's thread.
+private struct Waiter: Sendable {
+    let jobID: String
+    let deadline: ContinuousClock.Instant
+    let timeout: Duration
+    let continuation: CheckedContinuation<JobResult, any Error>
+
+    init(jobID: String, timeout: Duration, continuation: CheckedContinuation<JobResult, any Error>) {
+        self.jobID = jobID
+        self.deadline = .now + timeout
+        self.timeout = timeout
+        self.continuation = continuation
     }
 }
 
@@ -100,63 +135,96 @@ private final class CallLine: Sendable {
     /// can be used for the next call.
     typealias Call = @Sendable (Result<Producer, any Error>) -> Bool
 
-    private struct State {
-        var calls: [Call] = []
-        var isClosed = false
+    enum Message: Sendable {
+        case call(Call)
+        case wait(Waiter)
+        case close
     }
 
-    private let state = Mutex(State())
-    /// Signalled once per call added, and once by `close`.
-    private let arrivals = DispatchSemaphore(value: 0)
+    static let closedError = WarrenError(.invalidConfiguration, "the shared producer was closed")
+
+    private let mailbox = Mailbox<Message>()
+    /// Whether ``close()`` was called: nothing is posted after its `.close`.
+    private let isClosed = Mutex(false)
     private let connect: @Sendable () throws -> Producer
 
     init(connect: @escaping @Sendable () throws -> Producer) {
         self.connect = connect
     }
 
-    /// Queues `call`, or runs `closed` at once if the line is closed.
-    func add(_ call: @escaping Call, closed: () -> Void) {
-        let added = state.withLock { state in
-            guard !state.isClosed else { return false }
-            state.calls.append(call)
-            return true
+    /// Posts `message`, or runs `closed` at once if the line is closed.
+    func add(_ message: Message, closed: () -> Void) {
+        let added = isClosed.withLock { isClosed in
+            if !isClosed { mailbox.post(message) }
+            return !isClosed
         }
-        guard added else { return closed() }
-        arrivals.signal()
+        if !added { closed() }
     }
 
     func close() {
-        let closes = state.withLock { state in
-            defer { state.isClosed = true }
-            return !state.isClosed
+        isClosed.withLock { isClosed in
+            if !isClosed { mailbox.post(.close) }
+            isClosed = true
         }
-        if closes { arrivals.signal() }
     }
 
-    /// Runs the calls in turn until the line is closed and empty, connecting before a call when not connected, and
-    /// dropping a producer whose connection a call found lost.
+    /// Runs the calls in turn, connecting before a call when not connected and dropping a producer whose connection
+    /// a call found lost, and reads results for the tasks that wait for them in between; until closed.
     func serve() {
         var producer: Producer?
-        while let call = nextCall() {
-            let connection: Result<Producer, any Error> = producer.map { .success($0) } ?? Result { try connect() }
-            producer = try? connection.get()
-            if !call(connection) {
-                producer?.close()
-                producer = nil
+        var waiters: [Waiter] = []
+        var closing = false
+        while !closing {
+            for message in mailbox.drain() {
+                switch message {
+                case .call(let call):
+                    let connection: Result<Producer, any Error> =
+                        producer.map { .success($0) } ?? Result { try connect() }
+                    producer = try? connection.get()
+                    if !call(connection) {
+                        producer?.close()
+                        producer = nil
+                    }
+                case .wait(let waiter): waiters.append(waiter)
+                case .close: closing = true
+                }
+            }
+            Self.answer(&waiters, from: producer)
+            guard !closing else { break }
+            mailbox.sleep {
+                guard let live = producer, let first = waiters.map(\.deadline).min() else {
+                    return mailbox.wakeUp.wait(timeout: .seconds(3600))
+                }
+                do {
+                    try live.readReplies(waitingUpTo: min(first - .now, .seconds(1)), wakeUp: mailbox.wakeUp)
+                } catch {
+                    live.close()
+                    producer = nil
+                }
             }
         }
+        for waiter in waiters { waiter.continuation.resume(throwing: Self.closedError) }
         producer?.close()
     }
 
-    /// Waits for the next call; `nil` once the line is closed and empty.
-    private func nextCall() -> Call? {
-        while true {
-            arrivals.wait()
-            let (call, isClosed) = state.withLock { state in
-                (state.calls.isEmpty ? nil : state.calls.removeFirst(), state.isClosed)
+    /// Resumes the waiters whose result arrived, whose time is up, or whose result cannot come any more.
+    private static func answer(_ waiters: inout [Waiter], from producer: Producer?) {
+        waiters.removeAll { waiter in
+            if let result = producer?.takeResult(of: waiter.jobID) {
+                waiter.continuation.resume(returning: result)
+            } else if producer == nil {
+                waiter.continuation.resume(
+                    throwing: WarrenError(
+                        .broker,
+                        "the connection to the broker was lost before the result of job \(waiter.jobID) came; "
+                            + "it is stored in the warren.results stream"))
+            } else if waiter.deadline <= .now {
+                waiter.continuation.resume(
+                    throwing: WarrenError(.timeout, "no result for job \(waiter.jobID) within \(waiter.timeout)"))
+            } else {
+                return false
             }
-            if let call { return call }
-            if isClosed { return nil }
+            return true
         }
     }
 }
