@@ -12,4 +12,8 @@ public enum BaselineVariant: String, Sendable, Codable, CaseIterable {
     case resultsExchange = "results-exchange"
     /// One `basic.ack` per delivery, instead of one with `multiple` for every confirmed delivery.
     case singleAcks = "single-acks"
+    /// Each delivery handed to a Foundation `OperationQueue` (width: the prefetch) as an operation that does
+    /// nothing, whose end comes back to the connection's thread through a locked list and a wake-up pipe before the
+    /// result is published: the thread hop of Warren's model, and nothing else of Warren.
+    case operationQueue = "operation-queue"
 }

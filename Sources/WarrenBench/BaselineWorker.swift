@@ -1,6 +1,7 @@
 import AMQP
 import Foundation
 import Glibc
+import Synchronization
 import Warren
 
 /// The baseline worker: a minimal raw client doing exactly what a job costs on the wire, as fast as the protocol
@@ -47,11 +48,25 @@ public final class BaselineWorker {
     private var unsettledHead = 0
     /// The process that started this one: when it is gone, no one will stop this worker.
     private let parent = getppid()
+    /// With ``BaselineVariant/operationQueue``: where deliveries run, and how their ends come back.
+    private let operations: OperationQueue?
+    private let hop = HopBack()
+    /// With ``BaselineVariant/operationQueue``: deliveries whose results are not confirmed yet, and deliveries whose
+    /// results are, not acknowledged yet; operations end in any order.
+    private var pendingTags: Set<UInt64> = []
+    private var readyTags: [UInt64] = []
 
     /// Connects, then consumes on one channel and publishes with confirms on another, as a Warren worker does.
     /// - Throws: `AMQPError` when the broker cannot be reached or refuses a request.
     public init(configuration: Configuration) throws {
         self.configuration = configuration
+        if configuration.variants.contains(.operationQueue) {
+            let queue = OperationQueue()
+            queue.maxConcurrentOperationCount = configuration.prefetch
+            operations = queue
+        } else {
+            operations = nil
+        }
         var broker = try AMQPConfiguration(url: configuration.url)
         broker.connectionName = "warren bench baseline worker"
         connection = try AMQPConnection(configuration: broker)
@@ -67,17 +82,26 @@ public final class BaselineWorker {
     public func run() throws {
         let properties = MessageProperties(contentType: "application/json", persistent: true)
         let toExchange = configuration.variants.contains(.resultsExchange)
+        func publishResult(of deliveryTag: UInt64, correlationID: String?) throws {
+            var result = properties
+            result.correlationID = correlationID
+            try connection.publish(
+                BaselinePayloads.result, exchange: toExchange ? Topology.resultsExchange : "",
+                routingKey: toExchange ? result.correlationID ?? "" : configuration.resultQueue,
+                properties: result, channel: Self.publishChannel)
+            unsettled.append((confirms.publish(), deliveryTag))
+        }
         while true {
+            for (tag, correlationID) in hop.take() { try publishResult(of: tag, correlationID: correlationID) }
             while let event = try connection.nextEvent() {
                 switch event {
+                case .delivery(let delivery) where operations != nil:
+                    pendingTags.insert(delivery.deliveryTag)
+                    let hop = hop
+                    let (tag, correlationID) = (delivery.deliveryTag, delivery.properties.messageID)
+                    operations?.addOperation { hop.post(tag, correlationID) }
                 case .delivery(let delivery):
-                    var result = properties
-                    result.correlationID = delivery.properties.messageID
-                    try connection.publish(
-                        BaselinePayloads.result, exchange: toExchange ? Topology.resultsExchange : "",
-                        routingKey: toExchange ? result.correlationID ?? "" : configuration.resultQueue,
-                        properties: result, channel: Self.publishChannel)
-                    unsettled.append((confirms.publish(), delivery.deliveryTag))
+                    try publishResult(of: delivery.deliveryTag, correlationID: delivery.properties.messageID)
                 case .confirm(_, let tag, let multiple, let ack):
                     guard ack else { throw AMQPError(.library, "the broker refused a result (basic.nack)") }
                     confirms.confirm(tag, multiple: multiple)
@@ -87,9 +111,28 @@ public final class BaselineWorker {
                     break
                 }
             }
-            try acknowledgeConfirmed()
+            try operations == nil ? acknowledgeConfirmed() : acknowledgeConfirmedInTagOrder()
             if getppid() != parent { return connection.close() }
-            connection.waitForActivity(wakeUp: nil, timeout: .seconds(1))
+            hop.sleep { connection.waitForActivity(wakeUp: hop.wakeUp, timeout: .seconds(1)) }
+        }
+    }
+
+    /// Acknowledges, with one `basic.ack` (`multiple`), the deliveries whose results are confirmed, up to the
+    /// first one whose result is not.
+    private func acknowledgeConfirmedInTagOrder() throws {
+        while unsettledHead < unsettled.count, confirms.isConfirmed(unsettled[unsettledHead].publish) {
+            let tag = unsettled[unsettledHead].deliveryTag
+            pendingTags.remove(tag)
+            readyTags.append(tag)
+            unsettledHead += 1
+        }
+        let floor = pendingTags.min() ?? .max
+        guard let upTo = readyTags.filter({ $0 < floor }).max() else { return }
+        try connection.ack(upTo, multiple: true, channel: Self.jobsChannel)
+        readyTags.removeAll { $0 <= upTo }
+        if unsettledHead > 1024 {
+            unsettled.removeFirst(unsettledHead)
+            unsettledHead = 0
         }
     }
 
@@ -112,5 +155,46 @@ public final class BaselineWorker {
             unsettled.removeFirst(unsettledHead)
             unsettledHead = 0
         }
+    }
+}
+
+/// The ends of operations on their way back to the connection's thread: a locked list, and a pipe written only
+/// while that thread sleeps (as Warren's mailbox does).
+///
+/// Thread safety: locked.
+private final class HopBack: Sendable {
+    private struct State {
+        var ended: [(UInt64, String?)] = []
+        var isSleeping = false
+    }
+
+    private let state = Mutex(State())
+    let wakeUp = WakeUpSignal()
+
+    func post(_ tag: UInt64, _ correlationID: String?) {
+        let wakes = state.withLock { state in
+            state.ended.append((tag, correlationID))
+            defer { state.isSleeping = false }
+            return state.isSleeping
+        }
+        if wakes { wakeUp.signal() }
+    }
+
+    func take() -> [(UInt64, String?)] {
+        state.withLock { state in
+            defer { state.ended.removeAll(keepingCapacity: true) }
+            return state.ended
+        }
+    }
+
+    /// Runs `wait` unless ends are already waiting.
+    func sleep(_ wait: () -> Void) {
+        let sleeps = state.withLock { state in
+            state.isSleeping = state.ended.isEmpty
+            return state.isSleeping
+        }
+        guard sleeps else { return }
+        wait()
+        state.withLock { $0.isSleeping = false }
     }
 }
