@@ -1,7 +1,6 @@
 import AMQP
 import Foundation
 import Glibc
-import Synchronization
 import Warren
 
 /// The baseline worker: a minimal raw client doing exactly what a job costs on the wire, as fast as the protocol
@@ -50,7 +49,8 @@ public final class BaselineWorker {
     private let parent = getppid()
     /// With ``BaselineVariant/operationQueue``: where deliveries run, and how their ends come back.
     private let operations: OperationQueue?
-    private let hop = HopBack()
+    /// The ends of operations on their way back to the connection's thread (Warren's mailbox).
+    private let hop = Mailbox<(tag: UInt64, correlationID: String?)>()
     /// With ``BaselineVariant/operationQueue``: deliveries whose results are not confirmed yet, and deliveries whose
     /// results are, not acknowledged yet; operations end in any order.
     private var pendingTags: Set<UInt64> = []
@@ -92,14 +92,14 @@ public final class BaselineWorker {
             unsettled.append((confirms.publish(), deliveryTag))
         }
         while true {
-            for (tag, correlationID) in hop.take() { try publishResult(of: tag, correlationID: correlationID) }
+            for ended in hop.drain() { try publishResult(of: ended.tag, correlationID: ended.correlationID) }
             while let event = try connection.nextEvent() {
                 switch event {
                 case .delivery(let delivery) where operations != nil:
                     pendingTags.insert(delivery.deliveryTag)
                     let hop = hop
                     let (tag, correlationID) = (delivery.deliveryTag, delivery.properties.messageID)
-                    operations?.addOperation { hop.post(tag, correlationID) }
+                    operations?.addOperation { hop.post((tag, correlationID)) }
                 case .delivery(let delivery):
                     try publishResult(of: delivery.deliveryTag, correlationID: delivery.properties.messageID)
                 case .confirm(_, let tag, let multiple, let ack):
@@ -158,43 +158,3 @@ public final class BaselineWorker {
     }
 }
 
-/// The ends of operations on their way back to the connection's thread: a locked list, and a pipe written only
-/// while that thread sleeps (as Warren's mailbox does).
-///
-/// Thread safety: locked.
-private final class HopBack: Sendable {
-    private struct State {
-        var ended: [(UInt64, String?)] = []
-        var isSleeping = false
-    }
-
-    private let state = Mutex(State())
-    let wakeUp = WakeUpSignal()
-
-    func post(_ tag: UInt64, _ correlationID: String?) {
-        let wakes = state.withLock { state in
-            state.ended.append((tag, correlationID))
-            defer { state.isSleeping = false }
-            return state.isSleeping
-        }
-        if wakes { wakeUp.signal() }
-    }
-
-    func take() -> [(UInt64, String?)] {
-        state.withLock { state in
-            defer { state.ended.removeAll(keepingCapacity: true) }
-            return state.ended
-        }
-    }
-
-    /// Runs `wait` unless ends are already waiting.
-    func sleep(_ wait: () -> Void) {
-        let sleeps = state.withLock { state in
-            state.isSleeping = state.ended.isEmpty
-            return state.isSleeping
-        }
-        guard sleeps else { return }
-        wait()
-        state.withLock { $0.isSleeping = false }
-    }
-}

@@ -7,7 +7,7 @@ import Synchronization
 /// before it sleeps again, so posts then cost no system call, and many finished jobs are handled in one turn.
 ///
 /// Thread safety: locked. `post` is safe from any thread; `drain` and `sleep` are called by the owning thread.
-final class Mailbox<Message: Sendable>: Sendable {
+package final class Mailbox<Message: Sendable>: Sendable {
     private struct State {
         var messages: [Message] = []
         /// Whether the owning thread sleeps, or is about to: the next post must signal ``wakeUp``.
@@ -16,9 +16,11 @@ final class Mailbox<Message: Sendable>: Sendable {
 
     private let state = Mutex(State())
     /// Watched by the broker thread's `poll` beside its socket.
-    let wakeUp = WakeUpSignal()
+    package let wakeUp = WakeUpSignal()
 
-    func post(_ message: Message) {
+    package init() {}
+
+    package func post(_ message: Message) {
         let wakes = state.withLock { state in
             state.messages.append(message)
             let wasSleeping = state.isSleeping
@@ -29,7 +31,7 @@ final class Mailbox<Message: Sendable>: Sendable {
     }
 
     /// Runs `wait`, which must return once ``wakeUp`` is signalled, unless messages are already waiting.
-    func sleep(_ wait: () -> Void) {
+    package func sleep(_ wait: () -> Void) {
         let sleeps = state.withLock { state in
             state.isSleeping = state.messages.isEmpty
             return state.isSleeping
@@ -39,7 +41,7 @@ final class Mailbox<Message: Sendable>: Sendable {
         state.withLock { $0.isSleeping = false }
     }
 
-    func drain() -> [Message] {
+    package func drain() -> [Message] {
         state.withLock { state in
             defer { state.messages.removeAll(keepingCapacity: true) }
             return state.messages
@@ -48,7 +50,7 @@ final class Mailbox<Message: Sendable>: Sendable {
 
     /// Drains the mailbox and hands each message to `body`, in order. When `body` throws, that message and the
     /// ones after it go back to the front of the mailbox, before anything posted since, so none is lost.
-    func handleEach(_ body: (Message) throws -> Void) rethrows {
+    package func handleEach(_ body: (Message) throws -> Void) rethrows {
         let drained = drain()
         for index in drained.indices {
             do {
