@@ -157,4 +157,3 @@ public final class BaselineWorker {
         }
     }
 }
-
