@@ -92,7 +92,9 @@ public final class BaselineWorker {
             unsettled.append((confirms.publish(), deliveryTag))
         }
         while true {
-            for ended in hop.drain() { try publishResult(of: ended.tag, correlationID: ended.correlationID) }
+            if operations != nil {
+                for ended in hop.drain() { try publishResult(of: ended.tag, correlationID: ended.correlationID) }
+            }
             while let event = try connection.nextEvent() {
                 switch event {
                 case .delivery(let delivery) where operations != nil:
@@ -113,7 +115,12 @@ public final class BaselineWorker {
             }
             try operations == nil ? acknowledgeConfirmed() : acknowledgeConfirmedInTagOrder()
             if getppid() != parent { return connection.close() }
-            hop.sleep { connection.waitForActivity(wakeUp: hop.wakeUp, timeout: .seconds(1)) }
+            // The plain baseline waits on its socket alone, as it did before the variant existed.
+            if operations == nil {
+                connection.waitForActivity(wakeUp: nil, timeout: .seconds(1))
+            } else {
+                hop.sleep { connection.waitForActivity(wakeUp: hop.wakeUp, timeout: .seconds(1)) }
+            }
         }
     }
 
@@ -130,10 +137,7 @@ public final class BaselineWorker {
         guard let upTo = readyTags.filter({ $0 < floor }).max() else { return }
         try connection.ack(upTo, multiple: true, channel: Self.jobsChannel)
         readyTags.removeAll { $0 <= upTo }
-        if unsettledHead > 1024 {
-            unsettled.removeFirst(unsettledHead)
-            unsettledHead = 0
-        }
+        forgetAcknowledged()
     }
 
     /// Acknowledges every delivery whose result is confirmed: one `basic.ack` with `multiple` (one per delivery
@@ -151,9 +155,13 @@ public final class BaselineWorker {
         } else {
             try connection.ack(unsettled[unsettledHead - 1].deliveryTag, multiple: true, channel: Self.jobsChannel)
         }
-        if unsettledHead > 1024 {
-            unsettled.removeFirst(unsettledHead)
-            unsettledHead = 0
-        }
+        forgetAcknowledged()
+    }
+
+    /// Drops the settled entries at the front of ``unsettled`` once there are many.
+    private func forgetAcknowledged() {
+        guard unsettledHead > 1024 else { return }
+        unsettled.removeFirst(unsettledHead)
+        unsettledHead = 0
     }
 }

@@ -55,7 +55,7 @@ struct BenchCommand: ParsableCommand {
     @Option(
         name: .customLong("baseline-with"),
         help: ArgumentHelp(
-            "Diagnostics: the baseline copies this Warren choice (priority-queue, results-exchange, single-acks).",
+            "Diagnostics: the baseline copies this Warren choice (priority-queue, results-exchange, single-acks, operation-queue).",
             visibility: .hidden))
     var baselineVariants: [BaselineVariant] = []
 
