@@ -10,9 +10,12 @@ extension AMQPConnection {
         corkIfRequested()
         let arena = CArena()
         var props = properties.encoded(in: arena)
-        let status = amqp_basic_publish(
-            state, channel, arena.bytes(exchange), arena.bytes(routingKey), mandatory ? 1 : 0, 0, &props,
-            arena.bytes(body))
+        // librabbitmq only reads the body while it writes the frames: no copy of it.
+        let status = body.withUnsafeBytes { body in
+            amqp_basic_publish(
+                state, channel, arena.bytes(exchange), arena.bytes(routingKey), mandatory ? 1 : 0, 0, &props,
+                amqp_bytes_t(len: body.count, bytes: UnsafeMutableRawPointer(mutating: body.baseAddress)))
+        }
         try check(status: status, "publish to exchange '\(exchange)'")
     }
 

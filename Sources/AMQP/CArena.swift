@@ -3,24 +3,35 @@ import Glibc
 
 /// Owns the C memory that one librabbitmq call borrows (strings, tables, bodies), and frees it when released.
 ///
+/// Small allocations come from one block, taken on first use (a publish's properties and names fit in it: one
+/// `malloc` per call rather than one per string); larger ones get their own.
+///
 /// Confined: created, used and released inside a single method on the connection's owning thread.
 final class CArena {
+    private static let blockSize = 1024
+    private var block: UnsafeMutableRawPointer?
+    private var used = 0
     private var allocations: [UnsafeMutableRawPointer] = []
 
     deinit {
+        free(block)
         for pointer in allocations { free(pointer) }
     }
 
     func bytes(_ string: String) -> amqp_bytes_t {
-        bytes(Array(string.utf8))
+        var string = string
+        return string.withUTF8 { bytes(UnsafeRawBufferPointer($0)) }
     }
 
     func bytes(_ array: [UInt8]) -> amqp_bytes_t {
-        guard !array.isEmpty else { return amqp_bytes_t(len: 0, bytes: nil) }
-        let pointer = malloc(array.count)!
-        allocations.append(pointer)
-        array.withUnsafeBytes { pointer.copyMemory(from: $0.baseAddress!, byteCount: array.count) }
-        return amqp_bytes_t(len: array.count, bytes: pointer)
+        array.withUnsafeBytes { bytes($0) }
+    }
+
+    private func bytes(_ source: UnsafeRawBufferPointer) -> amqp_bytes_t {
+        guard let base = source.baseAddress, !source.isEmpty else { return amqp_bytes_t(len: 0, bytes: nil) }
+        let pointer = allocate(byteCount: source.count, alignment: 1)
+        pointer.copyMemory(from: base, byteCount: source.count)
+        return amqp_bytes_t(len: source.count, bytes: pointer)
     }
 
     func table(_ table: AMQPTable) -> amqp_table_t {
@@ -68,9 +79,24 @@ final class CArena {
     }
 
     private func allocate<T>(_ type: T.Type, count: Int) -> UnsafeMutablePointer<T> {
-        let raw = calloc(count, MemoryLayout<T>.stride)!
-        allocations.append(raw)
+        let byteCount = count * MemoryLayout<T>.stride
+        let raw = allocate(byteCount: byteCount, alignment: MemoryLayout<T>.alignment)
+        raw.initializeMemory(as: UInt8.self, repeating: 0, count: byteCount)
         return raw.bindMemory(to: T.self, capacity: count)
+    }
+
+    /// Uninitialised memory, from the block while it has room.
+    private func allocate(byteCount: Int, alignment: Int) -> UnsafeMutableRawPointer {
+        let start = (used + alignment - 1) & ~(alignment - 1)
+        if start + byteCount <= Self.blockSize {
+            let block = self.block ?? malloc(Self.blockSize)!
+            self.block = block
+            used = start + byteCount
+            return block + start
+        }
+        let pointer = malloc(max(byteCount, 1))!
+        allocations.append(pointer)
+        return pointer
     }
 }
 
@@ -82,7 +108,9 @@ enum CDecode {
     }
 
     static func string(_ bytes: amqp_bytes_t) -> String {
-        String(decoding: self.bytes(bytes), as: UTF8.self)
+        guard bytes.len > 0, let base = bytes.bytes else { return "" }
+        let utf8 = UnsafeRawBufferPointer(start: base, count: bytes.len).bindMemory(to: UInt8.self)
+        return String(decoding: utf8, as: UTF8.self)
     }
 
     static func table(_ table: amqp_table_t) -> AMQPTable {
