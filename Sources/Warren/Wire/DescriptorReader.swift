@@ -47,9 +47,10 @@ enum DescriptorReader {
         try scanner.expect("{")
         if !scanner.consume("}") {
             repeat {
-                let name = try scanner.readString()
+                let plainName = try scanner.readPlainASCIIString()
+                let index = try plainName.map(fieldIndex(bytes:)) ?? fieldIndex(named: scanner.readString())
                 try scanner.expect(":")
-                guard let index = fieldIndex(named: name) else {
+                guard let index else {
                     _ = try scanner.readValue(depth: 1)
                     continue
                 }
@@ -104,12 +105,17 @@ enum DescriptorReader {
     /// equality, which holds for equal bytes (the cheap test) and for canonically equivalent ones too.
     private static func fieldIndex(named name: String) -> Int? {
         var bytes = name
-        if let index = bytes.withUTF8({ utf8 in
-            fields.firstIndex { $0.name.count == utf8.count && $0.name.elementsEqual(utf8) }
-        }) {
-            return index
-        }
+        if let index = bytes.withUTF8(fieldIndex(bytes:)) { return index }
         return OperationDescriptor.CodingKeys(rawValue: name).flatMap { key in fields.firstIndex { $0.key == key } }
+    }
+
+    /// The index in ``fields`` of the field whose name is these very bytes. For a name in plain ASCII, as every
+    /// field's is, no other spelling is equal as a Swift string: `nil` means an unknown field.
+    private static func fieldIndex(bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        fields.firstIndex { field in
+            field.name.count == bytes.count
+                && field.name.withUnsafeBufferPointer { memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }
+        }
     }
 
     /// A date as ``WireCoding/decoder`` reads it: Unix seconds, or an ISO 8601 string, in the wire format's years.

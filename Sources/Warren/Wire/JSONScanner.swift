@@ -140,6 +140,26 @@ struct JSONScanner {
 
     // MARK: - Strings
 
+    /// The bytes of the string here, consumed, when it is plain ASCII without escapes (a member name, most often);
+    /// otherwise `nil`, with nothing consumed, for ``readString()`` to read.
+    mutating func readPlainASCIIString() throws -> UnsafeBufferPointer<UInt8>? {
+        guard isAtString() else { throw Decline() }
+        var end = position + 1
+        while end < bytes.count {
+            switch bytes[end] {
+            case UInt8(ascii: "\""):
+                let text = UnsafeBufferPointer(rebasing: bytes[position + 1..<end])
+                position = end + 1
+                return text
+            case UInt8(ascii: "\\"), 0..<0x20, 0x80...:
+                return nil
+            default:
+                end += 1
+            }
+        }
+        return nil
+    }
+
     mutating func readString() throws -> String {
         try expect("\"")
         let start = position

@@ -49,7 +49,7 @@ struct JSONWriter {
     }
 
     /// A member that is a date, left out when `date` is `nil` (as the synthesised `encode(to:)` leaves it out).
-    mutating func date(_ name: String, _ date: Date?) throws {
+    mutating func date(_ name: StaticString, _ date: Date?) throws {
         guard let date else { return }
         key(name)
         guard ISO8601Date.append(date, to: &bytes) else { throw Decline() }
@@ -78,7 +78,7 @@ struct JSONWriter {
         case .object(let members):
             beginObject()
             for (name, member) in members.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
-                key(name)
+                key(named: name)
                 try self.value(member)
             }
             endObject()
@@ -97,8 +97,18 @@ struct JSONWriter {
         bytes.append(contentsOf: text.utf8)
     }
 
-    /// A member's name and colon, after a comma unless it is the object's first.
-    mutating func key(_ name: String) {
+    /// A member's name and colon, after a comma unless it is the object's first: a name written in the code, which
+    /// needs no escape (plain ASCII letters), so it goes in as it is.
+    mutating func key(_ name: StaticString) {
+        if bytes.last != UInt8(ascii: "{") { bytes.append(UInt8(ascii: ",")) }
+        bytes.append(UInt8(ascii: "\""))
+        name.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(UInt8(ascii: ":"))
+    }
+
+    /// A member's name and colon, after a comma unless it is the object's first: any name, escaped as needed.
+    mutating func key(named name: String) {
         if bytes.last != UInt8(ascii: "{") { bytes.append(UInt8(ascii: ",")) }
         string(name)
         bytes.append(UInt8(ascii: ":"))
@@ -110,13 +120,17 @@ struct JSONWriter {
 
     mutating func integer(_ value: some BinaryInteger) {
         if value < 0 { bytes.append(UInt8(ascii: "-")) }
-        let start = bytes.count
-        var rest = value.magnitude
-        repeat {
-            bytes.append(UInt8(ascii: "0") + UInt8(rest % 10))
-            rest /= 10
-        } while rest > 0
-        bytes[start...].reverse()
+        var rest = UInt64(value.magnitude)
+        // Digits from the last, into a buffer as long as the longest UInt64, then in one append.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var start = digits.count
+            repeat {
+                start -= 1
+                digits[start] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            } while rest > 0
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start...]))
+        }
     }
 
     mutating func string(_ text: String) {
@@ -125,13 +139,14 @@ struct JSONWriter {
         text.withUTF8 { utf8 in
             // Runs of bytes that need no escape go in whole.
             var plainStart = 0
-            for (index, byte) in utf8.enumerated()
-            where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-                bytes.append(contentsOf: utf8[plainStart..<index])
+            for index in utf8.indices {
+                let byte = utf8[index]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[plainStart..<index]))
                 escape(byte)
                 plainStart = index + 1
             }
-            bytes.append(contentsOf: utf8[plainStart...])
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[plainStart...]))
         }
         bytes.append(UInt8(ascii: "\""))
     }

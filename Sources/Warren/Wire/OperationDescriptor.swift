@@ -73,7 +73,8 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
     /// What is wrong with `id` as a job id, or `nil` when it is fine: 1 to 128 bytes of letters, digits and
     /// `-_.:`, so that it is a valid routing key and never a wildcard (`*`, `#`) in a result binding.
     public static func problem(withID id: String) -> String? {
-        guard !id.isEmpty, id.utf8.count <= maxIDLength, id.utf8.allSatisfy(isIDByte) else {
+        var bytes = id
+        guard !id.isEmpty, id.utf8.count <= maxIDLength, bytes.withUTF8({ $0.allSatisfy(isIDByte) }) else {
             return "job id must be 1 to \(maxIDLength) letters, digits or -_.: (got \(id.utf8.count) bytes: '\(id.prefix(40))')"
         }
         return nil
