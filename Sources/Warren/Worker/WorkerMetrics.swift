@@ -23,9 +23,8 @@ import Synchronization
 /// are safe from any thread themselves. The worker calls it on its broker thread, the endpoint from its own.
 public final class WorkerMetrics: Sendable {
     private struct Handles {
-        var jobs: [JobKey: CoreMetrics.Counter] = [:]
-        var runTimes: [String: CoreMetrics.Timer] = [:]
-        var waits: [String: CoreMetrics.Timer] = [:]
+        /// By the type a job names, known or not: one lookup per job finds its type's metrics.
+        var types: [String: TypeHandles] = [:]
         var deadLetters: [String: CoreMetrics.Counter] = [:]
         var executing: [String: Gauge] = [:]
         var waiting: [String: Gauge] = [:]
@@ -33,9 +32,43 @@ public final class WorkerMetrics: Sendable {
         var reconnects: CoreMetrics.Counter?
     }
 
-    private struct JobKey: Hashable {
-        let type: String
-        let status: JobStatus
+    /// The metrics of one `type` label: a jobs counter per status, the run and wait timers, each made on first use.
+    ///
+    /// Thread safety: serially confined: kept in ``handles`` and used only while its lock is held.
+    private final class TypeHandles {
+        let label: String
+        private var jobs: [CoreMetrics.Counter?] = Array(repeating: nil, count: JobStatus.allCases.count)
+        private var runTime: CoreMetrics.Timer?
+        private var wait: CoreMetrics.Timer?
+
+        init(label: String) {
+            self.label = label
+        }
+
+        /// The counter of `status`, and the timers when `timed`; `factory` is asked for only to make one.
+        func metrics(
+            for status: JobStatus, timed: Bool, factory: @autoclosure () -> any MetricsFactory
+        ) -> (CoreMetrics.Counter, CoreMetrics.Timer?, CoreMetrics.Timer?) {
+            let index = JobStatus.allCases.firstIndex(of: status)!
+            let counter =
+                jobs[index]
+                ?? CoreMetrics.Counter(
+                    label: "warren_jobs_total", dimensions: [("type", label), ("status", status.rawValue)],
+                    factory: factory())
+            jobs[index] = counter
+            guard timed else { return (counter, nil, nil) }
+            let runTime =
+                runTime
+                ?? CoreMetrics.Timer(
+                    label: "warren_job_run_seconds", dimensions: [("type", label)], factory: factory())
+            let wait =
+                wait
+                ?? CoreMetrics.Timer(
+                    label: "warren_job_wait_seconds", dimensions: [("type", label)], factory: factory())
+            self.runTime = runTime
+            self.wait = wait
+            return (counter, runTime, wait)
+        }
     }
 
     /// A local queue whose gauges this process reports; weak, so that a stopped worker's queues go away.
@@ -72,31 +105,17 @@ public final class WorkerMetrics: Sendable {
 
     /// Counts a job that ended with a result, and records how long it ran and waited in its local queue.
     /// - Parameters:
+    ///   - type: The operation type the job named; counted as ``otherType`` when the worker does not run it.
     ///   - runTime: From start to finish; `nil` when it never started.
     ///   - queueWait: From its arrival at the worker to its start; `nil` when it never started.
     func jobFinished(type: String, status: JobStatus, runTime: Duration?, queueWait: Duration?) {
-        let counter: CoreMetrics.Counter = handles.withLock { handles in
-            Self.cached(JobKey(type: type, status: status), in: &handles.jobs) {
-                CoreMetrics.Counter(
-                    label: "warren_jobs_total", dimensions: [("type", type), ("status", status.rawValue)],
-                    factory: currentFactory)
-            }
+        let timed = runTime != nil || queueWait != nil
+        let (counter, run, wait) = handles.withLock { handles in
+            typeHandles(type, in: &handles).metrics(for: status, timed: timed, factory: currentFactory)
         }
         counter.increment()
-        guard runTime != nil || queueWait != nil else { return }
-        let timers: (run: CoreMetrics.Timer, wait: CoreMetrics.Timer) = handles.withLock { handles in
-            let run = Self.cached(type, in: &handles.runTimes) {
-                CoreMetrics.Timer(
-                    label: "warren_job_run_seconds", dimensions: [("type", type)], factory: currentFactory)
-            }
-            let wait = Self.cached(type, in: &handles.waits) {
-                CoreMetrics.Timer(
-                    label: "warren_job_wait_seconds", dimensions: [("type", type)], factory: currentFactory)
-            }
-            return (run, wait)
-        }
-        if let runTime { timers.run.record(duration: runTime) }
-        if let queueWait { timers.wait.record(duration: queueWait) }
+        if let runTime { run?.record(duration: runTime) }
+        if let queueWait { wait?.record(duration: queueWait) }
     }
 
     /// Counts the job a published result ends, with its durations from the result's timings: run time
@@ -104,14 +123,25 @@ public final class WorkerMetrics: Sendable {
     func jobFinished(_ result: JobResult) {
         func between(_ start: Date?, _ end: Date?) -> Duration? {
             guard let start, let end else { return nil }
-            return .seconds(max(0, end.timeIntervalSince(start)))
+            // In whole nanoseconds: `.seconds(Double)` costs as much as the rest of this call. Capped at 10^9 s.
+            return .nanoseconds(Int64(min(max(0, end.timeIntervalSince(start)), 1e9) * 1e9))
         }
-        var type = result.type ?? Self.otherType
-        if let operationTypes, !operationTypes.contains(type) { type = Self.otherType }
         let timings = result.timings
         jobFinished(
-            type: type, status: result.status, runTime: between(timings.startedAt, timings.finishedAt),
+            type: result.type ?? Self.otherType, status: result.status,
+            runTime: between(timings.startedAt, timings.finishedAt),
             queueWait: between(timings.receivedAt, timings.startedAt))
+    }
+
+    /// The metrics of `type`'s label: one lookup for a type this worker runs. Types it does not run share
+    /// ``otherType``'s, and are not kept by name, so that made-up types cannot grow the table.
+    private func typeHandles(_ type: String, in handles: inout Handles) -> TypeHandles {
+        if let known = handles.types[type] { return known }
+        let label = operationTypes?.contains(type) == false ? Self.otherType : type
+        if let shared = handles.types[label] { return shared }
+        let made = TypeHandles(label: label)
+        handles.types[label] = made
+        return made
     }
 
     /// Counts a message republished to the dead-letter exchange, by its `x-warren-dead-reason`.
