@@ -44,10 +44,14 @@ struct CancellationRegistry {
 
     /// Why `descriptor`, delivered from broker queue `queue`, is cancelled, or `nil` when it may run.
     func cancellation(of descriptor: OperationDescriptor, queue: String) -> Cancellation? {
-        if let cancellation = cancelledJobs[descriptor.id] { return cancellation }
-        if let key = descriptor.key, let superseded = supersededKeys[key], descriptor.sequence < superseded.before {
+        // Each table is asked only when it holds something: a lookup hashes the id even in an empty one.
+        if !cancelledJobs.isEmpty, let cancellation = cancelledJobs[descriptor.id] { return cancellation }
+        if !supersededKeys.isEmpty, let key = descriptor.key, let superseded = supersededKeys[key],
+            descriptor.sequence < superseded.before
+        {
             return superseded.cancellation
         }
+        guard !cancelledBefore.isEmpty else { return nil }
         for scope in [queue, ""] {
             if let all = cancelledBefore[scope], descriptor.sequence < all.before { return all.cancellation }
         }

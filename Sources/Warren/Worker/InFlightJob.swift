@@ -3,8 +3,10 @@ import Foundation
 
 /// A job the worker holds: delivered, not yet settled with the broker.
 ///
+/// A class: it is looked up several times per job, and a copy of it would retain and release every field of its
+/// descriptor and delivery each time.
 /// Thread safety: confined to the worker's broker thread.
-struct InFlightJob {
+final class InFlightJob {
     let descriptor: OperationDescriptor
     /// The latest delivery of the job: replaced when the broker redelivers it after a reconnect.
     var delivery: Delivery
@@ -17,6 +19,20 @@ struct InFlightJob {
     let attempt: Int
     let receivedAt: Date
     let operation: JobOperation
+
+    init(
+        descriptor: OperationDescriptor, delivery: Delivery, generation: Int, queue: String, localQueue: String,
+        attempt: Int, receivedAt: Date, operation: JobOperation
+    ) {
+        self.descriptor = descriptor
+        self.delivery = delivery
+        self.generation = generation
+        self.queue = queue
+        self.localQueue = localQueue
+        self.attempt = attempt
+        self.receivedAt = receivedAt
+        self.operation = operation
+    }
 }
 
 /// What to do with a delivery once the broker confirmed every message published on its behalf.

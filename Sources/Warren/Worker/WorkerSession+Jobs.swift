@@ -15,11 +15,11 @@ extension WorkerSession {
             return try reject(delivery, error: error, receivedAt: receivedAt)
         }
         if descriptor.deadline != nil { mayHoldDeadlines = true }
-        if var running = inFlight[descriptor.id], running.generation != generation {
+        let running = inFlight[descriptor.id]
+        if let running, running.generation != generation {
             // Redelivered after a reconnect while the job still runs here: it ends once, on this delivery.
             running.delivery = delivery
             running.generation = generation
-            inFlight[descriptor.id] = running
             return
         }
         if let result = orphanResults.take(descriptor.id) {
@@ -43,7 +43,7 @@ extension WorkerSession {
                 message: "unknown operation type '\(descriptor.type)'; this worker runs: \(known)")
             return try reject(delivery, error: error, receivedAt: receivedAt, descriptor: descriptor)
         }
-        guard inFlight[descriptor.id] == nil else {
+        guard running == nil else {
             let error = JobError(
                 code: "duplicateID", message: "job id '\(descriptor.id)' is already running on this worker")
             return try reject(delivery, error: error, receivedAt: receivedAt, descriptor: descriptor, reply: false)
@@ -64,10 +64,11 @@ extension WorkerSession {
         operationsToQueue[registered.localQueue, default: []].append(operation)
     }
 
-    func finish(_ finished: FinishedJob) throws {
-        if let job = inFlight[finished.jobID], job.generation != generation { return finishOrphan(finished) }
-        guard let job = inFlight.removeValue(forKey: finished.jobID) else { return }
-        if parked.removeValue(forKey: finished.jobID) != nil { try updatePrefetch() }
+    /// Ends `job`, which the worker holds, as its operation reported.
+    func finish(_ job: InFlightJob, _ finished: FinishedJob) throws {
+        inFlight[finished.jobID] = nil
+        if job.generation != generation { return finishOrphan(job, finished) }
+        if !parked.isEmpty, parked.removeValue(forKey: finished.jobID) != nil { try updatePrefetch() }
         let timings = JobTimings(
             enqueuedAt: job.descriptor.createdAt, receivedAt: job.receivedAt, startedAt: finished.startedAt,
             finishedAt: finished.finishedAt)

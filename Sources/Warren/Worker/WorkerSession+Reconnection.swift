@@ -18,10 +18,9 @@ extension WorkerSession {
             metadata: ["broker": "\(connection.configuration.redactedURL)", "error": "\(error)"])
         connection.close()
         // Whether the broker stored these results is unknown: keep them for the redelivery.
-        for settlement in unconfirmed.values.joined() + storedResults.clear() + sentBatches.connectionLost() {
+        for settlement in unconfirmed.removeAll() + storedResults.clear() + sentBatches.connectionLost() {
             if let result = settlement.result { orphanResults.keep(result) }
         }
-        unconfirmed = [:]
         jobConsumers = [:]
     }
 
@@ -58,7 +57,8 @@ extension WorkerSession {
         while ContinuousClock.now < until {
             for message in worker.mailbox.drain() {
                 switch message {
-                case .finished(let finished): finishOrphan(finished)
+                case .finished(let finished):
+                    if let job = inFlight.removeValue(forKey: finished.jobID) { finishOrphan(job, finished) }
                 case .progress: break
                 case .stop: beginStop()
                 }
@@ -70,9 +70,9 @@ extension WorkerSession {
         return true
     }
 
-    /// A job whose delivery died ended: keep its result for the redelivery (see the type's documentation).
-    func finishOrphan(_ finished: FinishedJob) {
-        guard let job = inFlight.removeValue(forKey: finished.jobID) else { return }
+    /// A job whose delivery died ended (`job`, no longer in flight): keep its result for the redelivery (see the
+    /// type's documentation).
+    func finishOrphan(_ job: InFlightJob, _ finished: FinishedJob) {
         job.operation.job.logger.info("job ended after its delivery was lost; keeping its result for the redelivery")
         let timings = JobTimings(
             enqueuedAt: job.descriptor.createdAt, receivedAt: job.receivedAt, startedAt: finished.startedAt,
@@ -113,7 +113,7 @@ struct OrphanResults {
     }
 
     mutating func take(_ jobID: String) -> JobResult? {
-        guard let result = results.removeValue(forKey: jobID) else { return nil }
+        guard !results.isEmpty, let result = results.removeValue(forKey: jobID) else { return nil }
         order.removeAll { $0 == jobID }
         return result
     }

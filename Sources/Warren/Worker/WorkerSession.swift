@@ -27,8 +27,8 @@ final class WorkerSession {
     /// Whether a job with a deadline may be in flight. The deadline checks pass over every job in flight, each turn
     /// of the loop: only while this is set.
     var mayHoldDeadlines = false
-    /// Settlements waiting for the broker to confirm a publish, by its confirm number.
-    var unconfirmed: [UInt64: [Settlement]] = [:]
+    /// Settlements waiting for the broker to confirm a publish.
+    var unconfirmed = PendingConfirms()
     /// Results published and not yet appended to the results stream, to append together when due.
     var storedResults = StoredResults()
     /// Result batches appended to the results stream and not yet confirmed.
@@ -218,11 +218,12 @@ final class WorkerSession {
         jobConsumers[try connection.consume(queue, channel: Self.jobsChannel)] = queue
     }
 
-    /// The broker queue a job delivery came from: its consumer's, or for a consumer already cancelled, the only
-    /// queue consumed, else the routing key it was published with.
+    /// The broker queue a job delivery came from: the only queue consumed, else its consumer's, or for a consumer
+    /// already cancelled, the routing key it was published with.
     func queue(of delivery: Delivery) -> String {
-        jobConsumers[delivery.consumerTag]
-            ?? (configuration.queues.count == 1 ? configuration.queues[0] : delivery.routingKey)
+        let queues = configuration.queues
+        if queues.count == 1 { return queues[0] }
+        return jobConsumers[delivery.consumerTag] ?? delivery.routingKey
     }
 
     /// Moves the prefetch limit from the job consumers to the jobs channel for the rest of the connection, before
@@ -280,7 +281,8 @@ final class WorkerSession {
     private func handle(_ message: WorkerMessage) throws {
         switch message {
         case .finished(let finished):
-            try containingMessageErrors(inFlight[finished.jobID]?.delivery.deliveryTag) { try finish(finished) }
+            guard let job = inFlight[finished.jobID] else { return }
+            try containingMessageErrors(job.delivery.deliveryTag) { try finish(job, finished) }
         case .progress(let jobID, let fraction, let message):
             try publishProgress(jobID: jobID, fraction: fraction, message: message)
         case .stop:
@@ -354,18 +356,15 @@ final class WorkerSession {
         guard !confirms.isEmpty else { return try apply(settlement) }
         for confirm in confirms {
             switch confirm {
-            case .publish(let number): unconfirmed[number, default: []].append(settlement)
+            case .publish(let number): unconfirmed.append(settlement, awaiting: number)
             case .storedResults: storedResults.waitFor(settlement)
             }
         }
     }
 
     private func settle(upTo tag: UInt64, multiple: Bool, ack: Bool) throws {
-        let confirmed = multiple ? unconfirmed.keys.filter { $0 <= tag }.sorted() : [tag]
-        for number in confirmed {
-            for settlement in unconfirmed.removeValue(forKey: number) ?? [] {
-                try countConfirm(of: settlement, refused: !ack)
-            }
+        for settlement in unconfirmed.confirmed(upTo: tag, multiple: multiple) {
+            try countConfirm(of: settlement, refused: !ack)
         }
     }
 
