@@ -122,8 +122,15 @@ enum DescriptorReader {
     private static func readDate(_ scanner: inout JSONScanner) throws -> Date {
         let date: Date
         if scanner.isAtString() {
-            var text = try scanner.readString()
-            guard let parsed = text.withUTF8({ ISO8601Date.date(parsing: $0) }) else { throw JSONScanner.Decline() }
+            // Plain ASCII, as Warren writes dates, is parsed where it lies; an escaped one is unescaped first.
+            let parsed: Date?
+            if let plain = try scanner.readPlainASCIIString() {
+                parsed = ISO8601Date.date(parsing: plain)
+            } else {
+                var text = try scanner.readString()
+                parsed = text.withUTF8 { ISO8601Date.date(parsing: $0) }
+            }
+            guard let parsed else { throw JSONScanner.Decline() }
             date = parsed
         } else {
             date = Date(timeIntervalSince1970: try scanner.readDouble())

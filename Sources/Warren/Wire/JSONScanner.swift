@@ -58,7 +58,7 @@ struct JSONScanner {
     /// Consumes `null` (after whitespace) if it comes next.
     mutating func consumeNull() -> Bool {
         skipWhitespace()
-        return consumeLiteral("null")
+        return byte == UInt8(ascii: "n") && consumeLiteral("null")
     }
 
     private mutating func consumeLiteral(_ literal: StaticString) -> Bool {
