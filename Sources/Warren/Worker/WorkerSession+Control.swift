@@ -50,12 +50,22 @@ extension WorkerSession {
         switch message.kind {
         case "cancel", "cancelAll":
             cancellations.record(message)
-            for job in inFlight.values {
-                guard let cancellation = cancellations.cancellation(of: job.descriptor, queue: job.queue) else {
-                    continue
+            let cancelled = inFlight.values.compactMap { job in
+                cancellations.cancellation(of: job.descriptor, queue: job.queue).map { (job, $0) }
+            }
+            // Jobs that have not started go first, and the log lines after: a cancelled executing job frees its
+            // place in its local queue, where a job waiting behind it would start before its own cancellation.
+            var executing: [(InFlightJob, Cancellation)] = []
+            for (job, cancellation) in cancelled {
+                if job.operation.isExecuting {
+                    executing.append((job, cancellation))
+                } else {
+                    job.operation.cancel(cancellation)
                 }
+            }
+            for (job, cancellation) in executing { job.operation.cancel(cancellation) }
+            for (job, cancellation) in cancelled {
                 job.operation.job.logger.info("cancelling job", metadata: ["reason": "\(cancellation.reason)"])
-                job.operation.cancel(cancellation)
             }
         case "pause", "resume":
             guard message.worker == nil || message.worker == configuration.workerID else { return nil }
