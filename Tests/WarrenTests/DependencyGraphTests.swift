@@ -40,6 +40,12 @@ import Testing
         #expect(message([job("a", ["x", "y"])])?.contains("unknown jobs x, y") == true)
         #expect(message([job("a", ["b"]), job("b", ["c"]), job("c", ["a"]), job("d")]) == "dependency cycle among jobs a, b, c")
         #expect(message([job("a"), job("a")]) == "job id a appears twice")
+        #expect(message([job("a"), job("b", ["a"]), job("a")]) == "job id a appears twice")
+    }
+
+    @Test func keepsTheGivenOrderOfJobsWithoutDependencies() throws {
+        #expect(try DependencyGraph.ordered([job("c"), job("a"), job("b")], known: []).map(\.id) == ["c", "a", "b"])
+        #expect(try DependencyGraph.ordered([job("only")], known: []).map(\.id) == ["only"])
     }
 }
 

@@ -266,7 +266,7 @@ struct SequenceStoreTests {
     }
 
     /// The number the sequence file at `path` holds.
-    private static func stored(_ path: String) throws -> UInt64? {
+    static func stored(_ path: String) throws -> UInt64? {
         UInt64(try String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
@@ -280,5 +280,61 @@ struct SequenceStoreTests {
         } else {
             #expect(SequenceStore.defaultPath == NSHomeDirectory() + "/.local/state/warren/sequence")
         }
+    }
+}
+
+@Suite("SequenceFile")
+struct SequenceFileTests {
+    @Test func numbersIncreaseAndInterleaveWithOtherStoresOnThePath() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/sequence"
+        let held = SequenceFile(SequenceStore(path: path))
+        let other = SequenceStore(path: path)
+        var numbers: [UInt64] = []
+        for index in 0..<200 {
+            numbers.append(index.isMultiple(of: 3) ? try other.next() : try held.next())
+        }
+        let range = try held.reserve(50)
+        #expect(range.count == 50)
+        #expect(range.lowerBound > numbers.last!)
+        #expect(zip(numbers, numbers.dropFirst()).allSatisfy { $0 < $1 }, "held and opened reservations interleave")
+        #expect(try SequenceStoreTests.stored(path) == range.upperBound)
+    }
+
+    @Test func aDeletedFileIsCreatedAgainAtThePath() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/sequence"
+        let held = SequenceFile(SequenceStore(path: path))
+        let first = try held.next()
+        try FileManager.default.removeItem(atPath: path)
+        let second = try held.next()
+        #expect(second > first)
+        #expect(try SequenceStoreTests.stored(path) == second, "the number went to a new file, not the deleted one")
+    }
+
+    @Test func aReplacedFileIsReadAfterTheReplacement() throws {
+        // An editor or a restore writes a new file and renames it over the old one: the held description still
+        // refers to the old file, which has no name left.
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/sequence"
+        let held = SequenceFile(SequenceStore(path: path))
+        _ = try held.next()
+        let ahead = UInt64(Date().timeIntervalSince1970 * 1_000_000) + 3_600_000_000
+        try "\(ahead)\n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(try held.next() == ahead + 1)
+        #expect(try SequenceStoreTests.stored(path) == ahead + 1)
+    }
+
+    @Test func anErrorIsAConfigurationErrorAndTheNextReservationOpensThePathAgain() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/sequence"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        let held = SequenceFile(SequenceStore(path: path))
+        let error = try #require(throws: WarrenError.self) { try held.next() }
+        #expect(error.code == .invalidConfiguration)
+        #expect(error.message.contains(path))
+        try FileManager.default.removeItem(atPath: path)
+        #expect(try held.next() > 0)
+        #expect(FileManager.default.fileExists(atPath: path))
     }
 }

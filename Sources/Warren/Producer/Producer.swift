@@ -21,7 +21,7 @@ public final class Producer {
     static let replyChannel: UInt16 = 2
 
     let connection: AMQPConnection
-    let sequences: SequenceStore
+    let sequences: SequenceFile
     let journal: JobJournal
     /// Whether job queues this producer creates are priority queues.
     let priorityQueues: Bool
@@ -41,7 +41,7 @@ public final class Producer {
     ///     ``Worker/Configuration/priorityQueues``). Queues that exist are used as they are. Default: `false`.
     /// - Throws: ``WarrenError`` (`invalidConfiguration` for a bad URL, `broker` when the connection fails).
     public init(url: String, sequences: SequenceStore = SequenceStore(), priorityQueues: Bool = false) throws {
-        self.sequences = sequences
+        self.sequences = SequenceFile(sequences)
         self.priorityQueues = priorityQueues
         journal = JobJournal(path: (sequences.path as NSString).deletingLastPathComponent + "/journal")
         let addresses = try BrokerAddresses(
@@ -82,7 +82,8 @@ public final class Producer {
     @discardableResult
     public func enqueue(_ requests: [JobRequest], watch: Bool = false) throws -> [OperationDescriptor] {
         guard !requests.isEmpty else { return [] }
-        let outside = Set(requests.flatMap(\.dependencies)).subtracting(requests.map(\.id))
+        let dependent = requests.contains { !$0.dependencies.isEmpty }
+        let outside = dependent ? Set(requests.flatMap(\.dependencies)).subtracting(requests.map(\.id)) : []
         let ordered = try DependencyGraph.ordered(requests, known: try journal.known(outside))
         if watch, let request = requests.first(where: { $0.replyTo != nil }) {
             throw WarrenError(
@@ -107,9 +108,10 @@ public final class Producer {
                     "job \(request.id): its deadline is not after its notBefore: it could never start")
             }
             let replyTo = watch ? try declareReplyQueue() : nil
-            // The batch leaves in full TCP segments rather than one per job: sent as soon as it is written (and on
-            // the way out when a publish fails).
-            connection.holdOutput()
+            // A batch leaves in full TCP segments rather than one per job: sent as soon as it is written (and on
+            // the way out when a publish fails). One publish leaves in one segment anyway (librabbitmq sends its
+            // first frames with `MSG_MORE`), without the two system calls of holding and sending.
+            if ordered.count > 1 || ordered[0].supersede { connection.holdOutput() }
             defer { connection.flushOutput() }
             for (request, sequence) in zip(ordered, try sequences.reserve(ordered.count)) {
                 let descriptor = OperationDescriptor(
@@ -135,6 +137,7 @@ public final class Producer {
             return descriptors
         }
         try journal.append(descriptors.map(\.id))
+        guard dependent else { return descriptors }
         let order = Dictionary(uniqueKeysWithValues: requests.enumerated().map { ($1.id, $0) })
         return descriptors.sorted { order[$0.id]! < order[$1.id]! }
     }

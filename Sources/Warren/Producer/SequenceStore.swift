@@ -6,8 +6,8 @@ import Glibc
 /// A reservation of `count` numbers takes `first = max(last + 1, microseconds since 1970)` and the numbers
 /// `first ... first + count - 1`, where `last` is kept in a file under an exclusive `flock`: numbers never repeat
 /// or go backwards on one host, even across restarts, and numbers from hosts with synchronised clocks interleave in
-/// time order. ``Producer`` reserves the numbers of one `enqueue` call at once: one lock and one write per call,
-/// not per job.
+/// time order. ``Producer`` reserves the numbers of one `enqueue` call at once: one lock, one read and one write
+/// per call, not per job, through the file it keeps open.
 ///
 /// The file holds the last number handed out as decimal text, right-aligned in a fixed-width record
 /// (``recordWidth`` bytes, newline included) that each reservation overwrites in place: no truncation, which would
@@ -48,16 +48,27 @@ public struct SequenceStore: Sendable {
     /// - Throws: ``WarrenError`` (`invalidConfiguration`) when the file cannot be created, locked, read or written,
     ///   or holds a number so large that `count` more would not fit in 64 bits.
     public func reserve(_ count: Int) throws -> ClosedRange<UInt64> {
-        precondition(count > 0, "reserve at least one sequence number")
         let descriptor = try openFile()
         defer { close(descriptor) }
+        return try reserve(count, in: descriptor)
+    }
+
+    /// ``reserve(_:)`` through `descriptor`, an open description of the file: under its exclusive lock, released
+    /// before returning.
+    func reserve(_ count: Int, in descriptor: Int32) throws -> ClosedRange<UInt64> {
+        precondition(count > 0, "reserve at least one sequence number")
         guard flock(descriptor, LOCK_EX) == 0 else { throw failure("lock") }
+        defer { flock(descriptor, LOCK_UN) }
         // Two records' worth: a longer file is not one this type or an older Warren wrote, and reads as absent.
-        var buffer = [UInt8](repeating: 0, count: 2 * Self.recordWidth)
-        let length = pread(descriptor, &buffer, buffer.count, 0)
-        guard length >= 0 else { throw failure("read") }
-        let last = Self.number(in: buffer[..<length]) ?? 0
-        let now = UInt64(Date().timeIntervalSince1970 * 1_000_000)
+        let (last, length) = try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 2 * Self.recordWidth) {
+            buffer in
+            let length = pread(descriptor, buffer.baseAddress, buffer.count, 0)
+            guard length >= 0 else { throw failure("read") }
+            return (Self.number(in: UnsafeBufferPointer(rebasing: buffer[..<length])) ?? 0, length)
+        }
+        var clock = timespec()
+        clock_gettime(CLOCK_REALTIME, &clock)
+        let now = UInt64(clock.tv_sec) * 1_000_000 + UInt64(clock.tv_nsec / 1_000)
         guard let numbers = Self.numbers(after: last, now: now, count: count) else {
             throw WarrenError(
                 .invalidConfiguration,
@@ -81,13 +92,22 @@ public struct SequenceStore: Sendable {
 
     /// `number` right-aligned in ``recordWidth`` bytes, newline included.
     static func record(_ number: UInt64) -> [UInt8] {
-        let digits = Array(String(number).utf8)
-        let padding = [UInt8](repeating: UInt8(ascii: " "), count: recordWidth - 1 - digits.count)
-        return padding + digits + [UInt8(ascii: "\n")]
+        [UInt8](unsafeUninitializedCapacity: recordWidth) { buffer, count in
+            var rest = number
+            var index = recordWidth - 1
+            buffer[index] = UInt8(ascii: "\n")
+            repeat {
+                index -= 1
+                buffer[index] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            } while rest > 0
+            for padding in 0..<index { buffer[padding] = UInt8(ascii: " ") }
+            count = recordWidth
+        }
     }
 
     /// The decimal number `bytes` hold, between optional ASCII whitespace; `nil` for anything else.
-    static func number(in bytes: ArraySlice<UInt8>) -> UInt64? {
+    static func number(in bytes: some BidirectionalCollection<UInt8>) -> UInt64? {
         let isSpace = { (byte: UInt8) in byte == 0x20 || (0x09...0x0D).contains(byte) }
         guard let start = bytes.firstIndex(where: { !isSpace($0) }),
             let end = bytes.lastIndex(where: { !isSpace($0) })
@@ -104,7 +124,7 @@ public struct SequenceStore: Sendable {
     }
 
     /// Opens the file, creating it and, only when they are missing, its directories.
-    private func openFile() throws -> Int32 {
+    func openFile() throws -> Int32 {
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         if descriptor >= 0 { return descriptor }
         guard errno == ENOENT || errno == ENOTDIR else { throw failure("open") }
