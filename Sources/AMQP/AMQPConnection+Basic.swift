@@ -10,6 +10,18 @@ extension AMQPConnection {
         corkIfRequested()
         let arena = CArena()
         var props = properties.encoded(in: arena)
+        if outputHold == .buffered {
+            var method = amqp_basic_publish_t(
+                ticket: 0, exchange: arena.bytes(exchange), routing_key: arena.bytes(routingKey),
+                mandatory: mandatory ? 1 : 0, immediate: 0)
+            var status = appendMethod(AMQP_BASIC_PUBLISH_METHOD, &method, channel)
+            if status == AMQP_STATUS_OK.rawValue {
+                status = body.withUnsafeBytes {
+                    frames.appendContent(properties: &props, body: $0, channel: channel, frameMax: frameMax)
+                }
+            }
+            return try check(status: status, "publish to exchange '\(exchange)'")
+        }
         // librabbitmq only reads the body while it writes the frames: no copy of it.
         let status = body.withUnsafeBytes { body in
             amqp_basic_publish(
@@ -44,11 +56,20 @@ extension AMQPConnection {
 
     /// Acknowledges a delivery; with `multiple`, every unacknowledged delivery up to `deliveryTag` too.
     public func ack(_ deliveryTag: UInt64, multiple: Bool = false, channel: UInt16) throws {
+        if outputHold == .buffered {
+            var method = amqp_basic_ack_t(delivery_tag: deliveryTag, multiple: multiple ? 1 : 0)
+            return try check(status: appendMethod(AMQP_BASIC_ACK_METHOD, &method, channel), "acknowledge a delivery")
+        }
         try check(status: amqp_basic_ack(state, channel, deliveryTag, multiple ? 1 : 0), "acknowledge a delivery")
     }
 
     /// Rejects a delivery: back to its queue with `requeue`, otherwise to the queue's dead-letter exchange (or gone).
     public func nack(_ deliveryTag: UInt64, multiple: Bool = false, requeue: Bool, channel: UInt16) throws {
+        if outputHold == .buffered {
+            var method = amqp_basic_nack_t(
+                delivery_tag: deliveryTag, multiple: multiple ? 1 : 0, requeue: requeue ? 1 : 0)
+            return try check(status: appendMethod(AMQP_BASIC_NACK_METHOD, &method, channel), "reject a delivery")
+        }
         try check(
             status: amqp_basic_nack(state, channel, deliveryTag, multiple ? 1 : 0, requeue ? 1 : 0),
             "reject a delivery")
@@ -69,5 +90,17 @@ extension AMQPConnection {
             channel: channel, consumerTag: "", deliveryTag: ok.delivery_tag, redelivered: ok.redelivered != 0,
             exchange: CDecode.string(ok.exchange), routingKey: CDecode.string(ok.routing_key),
             properties: MessageProperties(message.properties), body: CDecode.bytes(message.body))
+    }
+
+    /// The negotiated frame size, which a held frame must fit in.
+    private var frameMax: Int { Int(amqp_get_frame_max(state)) }
+
+    /// Appends a method frame to the held output.
+    private func appendMethod<Arguments>(
+        _ method: amqp_method_number_t, _ arguments: inout Arguments, _ channel: UInt16
+    ) -> Int32 {
+        withUnsafeMutablePointer(to: &arguments) {
+            frames.appendMethod(method, arguments: $0, channel: channel, frameMax: frameMax)
+        }
     }
 }

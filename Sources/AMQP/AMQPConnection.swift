@@ -12,8 +12,10 @@ public final class AMQPConnection {
     public let configuration: AMQPConfiguration
     let state: amqp_connection_state_t
     private var isOpen = true
-    /// Whether written frames are held in the kernel (``holdOutput()``).
+    /// Whether written frames are held (``holdOutput()``).
     var outputHold = OutputHold.off
+    /// Publishes and acks held while ``outputHold`` is `buffered`.
+    let frames = FrameBuffer()
 
     /// Opens a TCP (or TLS) connection, logs in and advertises publisher confirms, consumer cancel notifications
     /// and `connection.blocked`.
@@ -166,6 +168,7 @@ public final class AMQPConnection {
         case AMQP_CONNECTION_CLOSE_METHOD:
             let close = method.decoded.assumingMemoryBound(to: amqp_connection_close_t.self).pointee
             var ok = amqp_connection_close_ok_t(dummy: 0)
+            flushOutput()
             _ = amqp_send_method(state, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok)
             return AMQPError(
                 .connectionClosed, "cannot \(action): the broker closed the connection",
@@ -199,6 +202,8 @@ public final class AMQPConnection {
 
     /// Sends channel.close-ok after the broker closed `channel` asynchronously.
     func acknowledgeChannelClose(_ channel: UInt16) {
+        // After what was written on the channel before the broker closed it, as on the wire.
+        flushOutput()
         var ok = amqp_channel_close_ok_t(dummy: 0)
         _ = amqp_send_method(state, channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok)
     }

@@ -3,9 +3,10 @@ import Foundation
 import Glibc
 import Testing
 
-/// Held output (`TCP_CORK`) never outlives a wait: every request that waits for the broker's reply, and every wait
-/// for activity, sends what was held first; otherwise the broker would see the request only when the kernel gives
-/// up holding (200 ms), or a worker would sleep on results it never sent.
+/// Held output (publishes and acks encoded into one buffer and sent with one `send`) never outlives a wait: every
+/// request that waits for the broker's reply, and every wait for activity, sends what was held first; otherwise
+/// the broker would never see the request, or a worker would sleep on results it never sent. What is held arrives
+/// as librabbitmq would have sent it.
 extension Integration {
     @Suite struct OutputBatching {
         @Test("every request that waits for a reply, and every wait, sends held output first")
@@ -34,12 +35,11 @@ extension Integration {
             ]
             for (name, request) in requests {
                 connection.holdOutput()
-                #expect(!Self.isCorked(connection), "output held before anything was published")
-                // Held from the first publish on. No queue has that name: the broker drops the message.
+                // No queue has that name: the broker drops the message.
                 try connection.publish([], exchange: "", routingKey: "no-such-queue-\(queue)", channel: 1)
-                #expect(Self.isCorked(connection), "holdOutput did not hold the publish before \(name)")
+                #expect(connection.heldByteCount > 0, "holdOutput did not hold the publish before \(name)")
                 try request()
-                #expect(!Self.isCorked(connection), "\(name) left output held")
+                #expect(connection.heldByteCount == 0, "\(name) left output held")
             }
         }
 
@@ -56,8 +56,9 @@ extension Integration {
             for index in 0..<50 {
                 try connection.publish(Array("message \(index)".utf8), exchange: "", routingKey: queue, channel: 1)
             }
+            #expect(connection.heldByteCount > 0)
             connection.flushOutput()
-            #expect(!Self.isCorked(connection))
+            #expect(connection.heldByteCount == 0)
             var confirmed: UInt64 = 0
             let deadline = ContinuousClock.now + .seconds(10)
             while confirmed < 50, ContinuousClock.now < deadline {
@@ -75,12 +76,78 @@ extension Integration {
             #expect(bodies == (0..<50).map { "message \($0)" })
         }
 
-        /// Whether the kernel holds the connection's output (`TCP_CORK` set on its socket).
-        private static func isCorked(_ connection: AMQPConnection) -> Bool {
-            var value: Int32 = 0
-            var length = socklen_t(MemoryLayout<Int32>.size)
-            let status = getsockopt(connection.socketDescriptor, Int32(IPPROTO_TCP), TCP_CORK, &value, &length)
-            return status == 0 && value != 0
+        @Test("held publishes keep their bodies and properties, large bodies span frames, held acks and nacks settle")
+        func heldFramesAreWhatLibrabbitmqWouldSend() throws {
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
+            defer { connection.close() }
+            let queue = TestEnvironment.uniqueName("held-frames")
+            try connection.openChannel(1)
+            try connection.declareQueue(queue, durable: false, autoDelete: false, channel: 1)
+            defer { _ = try? connection.deleteQueue(queue, channel: 1) }
+            // Larger than the negotiated frame size (128 KiB): three body frames.
+            let large = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+            let properties = MessageProperties(
+                contentType: "application/json", headers: ["attempt": .int(2), "origin": .string("held")],
+                persistent: true, priority: 3, correlationID: "c-1", replyTo: "somewhere", messageID: "m-1",
+                timestamp: 1_700_000_000, type: "test.held", appID: "warren-tests")
+            let bodies: [[UInt8]] = [[], Array("small".utf8), large]
+            connection.holdOutput()
+            for body in bodies {
+                try connection.publish(body, exchange: "", routingKey: queue, properties: properties, channel: 1)
+            }
+            #expect(connection.heldByteCount > large.count)
+            connection.flushOutput()
+            try connection.consume(queue, channel: 1)
+            var deliveries: [Delivery] = []
+            let deadline = ContinuousClock.now + .seconds(10)
+            while deliveries.count < bodies.count, ContinuousClock.now < deadline {
+                guard let event = try connection.nextEvent() else {
+                    connection.waitForActivity(wakeUp: nil, timeout: .milliseconds(100))
+                    continue
+                }
+                if case .delivery(let delivery) = event { deliveries.append(delivery) }
+            }
+            #expect(deliveries.map(\.body) == bodies)
+            #expect(deliveries.allSatisfy { $0.properties == properties })
+            guard deliveries.count == 3 else { return }
+            // Held: an ack of the first with `multiple` covers it alone; the third is requeued, the second dropped.
+            connection.holdOutput()
+            try connection.ack(deliveries[0].deliveryTag, multiple: true, channel: 1)
+            try connection.nack(deliveries[1].deliveryTag, requeue: false, channel: 1)
+            try connection.nack(deliveries[2].deliveryTag, requeue: true, channel: 1)
+            connection.flushOutput()
+            var redelivered: Delivery?
+            while redelivered == nil, ContinuousClock.now < deadline {
+                guard let event = try connection.nextEvent() else {
+                    connection.waitForActivity(wakeUp: nil, timeout: .milliseconds(100))
+                    continue
+                }
+                if case .delivery(let delivery) = event { redelivered = delivery }
+            }
+            #expect(redelivered?.redelivered == true)
+            #expect(redelivered?.body == large)
+        }
+
+        @Test("held output the socket refuses ends the connection: the next read reports it lost")
+        func refusedHeldOutputLosesTheConnection() throws {
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
+            defer { connection.close() }
+            try connection.openChannel(1)
+            connection.holdOutput()
+            try connection.publish(Array("lost".utf8), exchange: "", routingKey: "no-such-queue", channel: 1)
+            // The socket can no longer send: the write fails with EPIPE.
+            shutdown(connection.socketDescriptor, Int32(SHUT_WR))
+            connection.flushOutput()
+            #expect(connection.heldByteCount == 0)
+            let deadline = ContinuousClock.now + .seconds(10)
+            let error = #expect(throws: AMQPError.self) {
+                while ContinuousClock.now < deadline {
+                    if try connection.nextEvent() == nil {
+                        connection.waitForActivity(wakeUp: nil, timeout: .milliseconds(100))
+                    }
+                }
+            }
+            #expect(error?.code == .connectionLost)
         }
     }
 }
