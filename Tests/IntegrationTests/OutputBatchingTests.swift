@@ -19,7 +19,10 @@ extension Integration {
             try connection.openChannel(1)
             let requests: [(String, () throws -> Void)] = [
                 ("declareQueue", { try connection.declareQueue(queue, durable: false, channel: 1) }),
-                ("declareExchange", { try connection.declareExchange(exchange, type: "fanout", durable: false, channel: 1) }),
+                (
+                    "declareExchange",
+                    { try connection.declareExchange(exchange, type: "fanout", durable: false, channel: 1) }
+                ),
                 ("bindQueue", { try connection.bindQueue(queue, to: exchange, channel: 1) }),
                 ("unbindQueue", { try connection.unbindQueue(queue, from: exchange, channel: 1) }),
                 ("qos", { try connection.qos(prefetchCount: 5, channel: 1) }),
@@ -45,87 +48,70 @@ extension Integration {
 
         @Test("messages published while output is held all arrive once it is sent")
         func heldPublishesArrive() throws {
-            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
-            defer { connection.close() }
-            let queue = TestEnvironment.uniqueName("held")
-            try connection.openChannel(1)
-            try connection.declareQueue(queue, durable: false, autoDelete: false, channel: 1)
-            defer { _ = try? connection.deleteQueue(queue, channel: 1) }
-            try connection.enableConfirms(channel: 1)
-            connection.holdOutput()
-            for index in 0..<50 {
-                try connection.publish(Array("message \(index)".utf8), exchange: "", routingKey: queue, channel: 1)
-            }
-            #expect(connection.heldByteCount > 0)
-            connection.flushOutput()
-            #expect(connection.heldByteCount == 0)
-            var confirmed: UInt64 = 0
-            let deadline = ContinuousClock.now + .seconds(10)
-            while confirmed < 50, ContinuousClock.now < deadline {
-                guard let event = try connection.nextEvent() else {
-                    connection.waitForActivity(wakeUp: nil, timeout: .milliseconds(100))
-                    continue
+            try Self.withQueue("held") { connection, queue in
+                try connection.enableConfirms(channel: 1)
+                connection.holdOutput()
+                for index in 0..<50 {
+                    try connection.publish(Array("message \(index)".utf8), exchange: "", routingKey: queue, channel: 1)
                 }
-                if case .confirm(_, let tag, let multiple, true) = event { confirmed = multiple ? tag : max(confirmed, tag) }
+                #expect(connection.heldByteCount > 0)
+                connection.flushOutput()
+                #expect(connection.heldByteCount == 0)
+                var confirmed: UInt64 = 0
+                try Self.readEvents(connection) { event in
+                    if case .confirm(_, let tag, let multiple, true) = event {
+                        confirmed = multiple ? tag : max(confirmed, tag)
+                    }
+                    return confirmed == 50
+                }
+                #expect(confirmed == 50)
+                var bodies: [String] = []
+                while let delivery = try connection.get(queue, noAck: true, channel: 1) {
+                    bodies.append(String(decoding: delivery.body, as: UTF8.self))
+                }
+                #expect(bodies == (0..<50).map { "message \($0)" })
             }
-            #expect(confirmed == 50)
-            var bodies: [String] = []
-            while let delivery = try connection.get(queue, noAck: true, channel: 1) {
-                bodies.append(String(decoding: delivery.body, as: UTF8.self))
-            }
-            #expect(bodies == (0..<50).map { "message \($0)" })
         }
 
         @Test("held publishes keep their bodies and properties, large bodies span frames, held acks and nacks settle")
         func heldFramesAreWhatLibrabbitmqWouldSend() throws {
-            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
-            defer { connection.close() }
-            let queue = TestEnvironment.uniqueName("held-frames")
-            try connection.openChannel(1)
-            try connection.declareQueue(queue, durable: false, autoDelete: false, channel: 1)
-            defer { _ = try? connection.deleteQueue(queue, channel: 1) }
-            // Larger than the negotiated frame size (128 KiB): three body frames.
-            let large = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
-            let properties = MessageProperties(
-                contentType: "application/json", headers: ["attempt": .int(2), "origin": .string("held")],
-                persistent: true, priority: 3, correlationID: "c-1", replyTo: "somewhere", messageID: "m-1",
-                timestamp: 1_700_000_000, type: "test.held", appID: "warren-tests")
-            let bodies: [[UInt8]] = [[], Array("small".utf8), large]
-            connection.holdOutput()
-            for body in bodies {
-                try connection.publish(body, exchange: "", routingKey: queue, properties: properties, channel: 1)
-            }
-            #expect(connection.heldByteCount > large.count)
-            connection.flushOutput()
-            try connection.consume(queue, channel: 1)
-            var deliveries: [Delivery] = []
-            let deadline = ContinuousClock.now + .seconds(10)
-            while deliveries.count < bodies.count, ContinuousClock.now < deadline {
-                guard let event = try connection.nextEvent() else {
-                    connection.waitForActivity(wakeUp: nil, timeout: .milliseconds(100))
-                    continue
+            try Self.withQueue("held-frames") { connection, queue in
+                // Larger than the negotiated frame size (128 KiB): three body frames.
+                let large = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+                let properties = MessageProperties(
+                    contentType: "application/json", headers: ["attempt": .int(2), "origin": .string("held")],
+                    persistent: true, priority: 3, correlationID: "c-1", replyTo: "somewhere", messageID: "m-1",
+                    timestamp: 1_700_000_000, type: "test.held", appID: "warren-tests")
+                let bodies: [[UInt8]] = [[], Array("small".utf8), large]
+                connection.holdOutput()
+                for body in bodies {
+                    try connection.publish(body, exchange: "", routingKey: queue, properties: properties, channel: 1)
                 }
-                if case .delivery(let delivery) = event { deliveries.append(delivery) }
-            }
-            #expect(deliveries.map(\.body) == bodies)
-            #expect(deliveries.allSatisfy { $0.properties == properties })
-            guard deliveries.count == 3 else { return }
-            // Held: an ack of the first with `multiple` covers it alone; the third is requeued, the second dropped.
-            connection.holdOutput()
-            try connection.ack(deliveries[0].deliveryTag, multiple: true, channel: 1)
-            try connection.nack(deliveries[1].deliveryTag, requeue: false, channel: 1)
-            try connection.nack(deliveries[2].deliveryTag, requeue: true, channel: 1)
-            connection.flushOutput()
-            var redelivered: Delivery?
-            while redelivered == nil, ContinuousClock.now < deadline {
-                guard let event = try connection.nextEvent() else {
-                    connection.waitForActivity(wakeUp: nil, timeout: .milliseconds(100))
-                    continue
+                #expect(connection.heldByteCount > large.count)
+                connection.flushOutput()
+                try connection.consume(queue, channel: 1)
+                var deliveries: [Delivery] = []
+                try Self.readEvents(connection) { event in
+                    if case .delivery(let delivery) = event { deliveries.append(delivery) }
+                    return deliveries.count == bodies.count
                 }
-                if case .delivery(let delivery) = event { redelivered = delivery }
+                #expect(deliveries.map(\.body) == bodies)
+                #expect(deliveries.allSatisfy { $0.properties == properties })
+                guard deliveries.count == 3 else { return }
+                // Held: an ack of the first with `multiple` covers it alone; the third is requeued, the second dropped.
+                connection.holdOutput()
+                try connection.ack(deliveries[0].deliveryTag, multiple: true, channel: 1)
+                try connection.nack(deliveries[1].deliveryTag, requeue: false, channel: 1)
+                try connection.nack(deliveries[2].deliveryTag, requeue: true, channel: 1)
+                connection.flushOutput()
+                var redelivered: Delivery?
+                try Self.readEvents(connection) { event in
+                    if case .delivery(let delivery) = event { redelivered = delivery }
+                    return redelivered != nil
+                }
+                #expect(redelivered?.redelivered == true)
+                #expect(redelivered?.body == large)
             }
-            #expect(redelivered?.redelivered == true)
-            #expect(redelivered?.body == large)
         }
 
         @Test("held output the socket refuses ends the connection: the next read reports it lost")
@@ -139,15 +125,31 @@ extension Integration {
             shutdown(connection.socketDescriptor, Int32(SHUT_WR))
             connection.flushOutput()
             #expect(connection.heldByteCount == 0)
-            let deadline = ContinuousClock.now + .seconds(10)
-            let error = #expect(throws: AMQPError.self) {
-                while ContinuousClock.now < deadline {
-                    if try connection.nextEvent() == nil {
-                        connection.waitForActivity(wakeUp: nil, timeout: .milliseconds(100))
-                    }
-                }
-            }
+            let error = #expect(throws: AMQPError.self) { try Self.readEvents(connection) { _ in false } }
             #expect(error?.code == .connectionLost)
+        }
+
+        /// Runs `body` with a connection, channel 1 open, and a queue of its own.
+        private static func withQueue(_ prefix: String, _ body: (AMQPConnection, String) throws -> Void) throws {
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
+            defer { connection.close() }
+            let queue = TestEnvironment.uniqueName(prefix)
+            try connection.openChannel(1)
+            try connection.declareQueue(queue, durable: false, autoDelete: false, channel: 1)
+            defer { _ = try? connection.deleteQueue(queue, channel: 1) }
+            try body(connection, queue)
+        }
+
+        /// Hands the connection's events to `done` until it returns `true`, for 10 seconds at most.
+        private static func readEvents(_ connection: AMQPConnection, until done: (AMQPEvent) -> Bool) throws {
+            let deadline = ContinuousClock.now + .seconds(10)
+            while ContinuousClock.now < deadline {
+                guard let event = try connection.nextEvent() else {
+                    connection.waitForActivity(wakeUp: nil, timeout: .milliseconds(100))
+                    continue
+                }
+                if done(event) { return }
+            }
         }
     }
 }
