@@ -21,8 +21,8 @@ extension AMQPConnection {
     }
 
     /// Holds publishes and acks from now on until ``flushOutput()``, which ``waitForActivity(wakeUp:timeout:)``,
-    /// every request that waits for a reply, every frame librabbitmq sends on its own, and ``close()`` call first:
-    /// nothing waits for held output.
+    /// every request that waits for a reply, the close-ok answering a broker that closes a channel, and ``close()``
+    /// call first: nothing waits for held output. (A heartbeat librabbitmq sends meanwhile may go ahead of it.)
     public func holdOutput() {
         if outputHold == .off { outputHold = configuration.usesTLS ? .requested : .buffered }
     }

@@ -28,8 +28,6 @@ final class FrameBuffer {
         free(storage)
     }
 
-    var isEmpty: Bool { count == 0 }
-
     /// The bytes to send.
     var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: storage, count: count) }
 
