@@ -10,7 +10,7 @@ extension AMQPConnection {
         corkIfRequested()
         let arena = CArena()
         var props = properties.encoded(in: arena)
-        if outputHold == .buffered {
+        if outputHold == .buffered, body.count <= FrameBuffer.largestCopiedBody {
             var method = amqp_basic_publish_t(
                 ticket: 0, exchange: arena.bytes(exchange), routing_key: arena.bytes(routingKey),
                 mandatory: mandatory ? 1 : 0, immediate: 0)
@@ -22,6 +22,8 @@ extension AMQPConnection {
             }
             return try check(status: status, "publish to exchange '\(exchange)'")
         }
+        // A large body is not copied into the held output: what is held leaves first, then the message.
+        if outputHold == .buffered { sendFrames() }
         // librabbitmq only reads the body while it writes the frames: no copy of it.
         let status = body.withUnsafeBytes { body in
             amqp_basic_publish(

@@ -55,7 +55,7 @@ extension AMQPConnection {
 
     /// Writes the frame buffer to the socket, waiting while the socket is full (the broker reads slowly, or blocks
     /// publishers under a resource alarm: librabbitmq would wait the same way).
-    private func sendFrames() {
+    func sendFrames() {
         defer { frames.removeAll() }
         let bytes = frames.bytes
         var sent = 0

@@ -13,14 +13,19 @@ final class FrameBuffer {
     /// The bytes of one frame around its payload: type, channel and size before, the end marker after.
     static let frameOverhead = 8
     private static let frameEnd: UInt8 = 0xCE
+    /// Larger bodies are sent from where they are (``AMQPConnection`` sends what is held first), not copied here.
+    static let largestCopiedBody = 65_536
+    /// What the buffer shrinks back to once sent, when a turn made it larger than ``keptCapacity``.
+    private static let initialCapacity = 16_384
+    private static let keptCapacity = 1 << 20
 
     private var storage: UnsafeMutableRawPointer
     private var capacity: Int
     /// Bytes written and not yet sent.
     private(set) var count = 0
 
-    init(capacity: Int = 16_384) {
-        self.capacity = capacity
+    init() {
+        capacity = Self.initialCapacity
         storage = malloc(capacity)!
     }
 
@@ -31,9 +36,12 @@ final class FrameBuffer {
     /// The bytes to send.
     var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: storage, count: count) }
 
-    /// Forgets what was written.
+    /// Forgets what was written, and gives back the memory of an exceptionally large turn.
     func removeAll() {
         count = 0
+        guard capacity > Self.keptCapacity else { return }
+        capacity = Self.initialCapacity
+        storage = realloc(storage, capacity)!
     }
 
     /// Appends a method frame.

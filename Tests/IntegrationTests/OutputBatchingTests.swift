@@ -73,21 +73,27 @@ extension Integration {
             }
         }
 
-        @Test("held publishes keep their bodies and properties, large bodies span frames, held acks and nacks settle")
+        @Test("held publishes keep their bodies, properties and order, a large body too; held acks and nacks settle")
         func heldFramesAreWhatLibrabbitmqWouldSend() throws {
             try Self.withQueue("held-frames") { connection, queue in
-                // Larger than the negotiated frame size (128 KiB): three body frames.
+                // The largest body copied into the held output, then one librabbitmq sends itself after what is
+                // held (three body frames: larger than the negotiated frame size, 128 KiB), then a held one again.
+                let largestHeld = (0..<65_536).map { UInt8(truncatingIfNeeded: $0 &* 7) }
                 let large = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
                 let properties = MessageProperties(
                     contentType: "application/json", headers: ["attempt": .int(2), "origin": .string("held")],
                     persistent: true, priority: 3, correlationID: "c-1", replyTo: "somewhere", messageID: "m-1",
                     timestamp: 1_700_000_000, type: "test.held", appID: "warren-tests")
-                let bodies: [[UInt8]] = [[], Array("small".utf8), large]
+                let bodies: [[UInt8]] = [[], Array("small".utf8), largestHeld, large, Array("after".utf8)]
                 connection.holdOutput()
-                for body in bodies {
+                for body in bodies.prefix(3) {
                     try connection.publish(body, exchange: "", routingKey: queue, properties: properties, channel: 1)
                 }
-                #expect(connection.heldByteCount > large.count)
+                #expect(connection.heldByteCount > largestHeld.count)
+                try connection.publish(bodies[3], exchange: "", routingKey: queue, properties: properties, channel: 1)
+                #expect(connection.heldByteCount == 0, "what was held left before the large body")
+                try connection.publish(bodies[4], exchange: "", routingKey: queue, properties: properties, channel: 1)
+                #expect(connection.heldByteCount > 0, "output is still held after the large body")
                 connection.flushOutput()
                 try connection.consume(queue, channel: 1)
                 var deliveries: [Delivery] = []
@@ -97,12 +103,14 @@ extension Integration {
                 }
                 #expect(deliveries.map(\.body) == bodies)
                 #expect(deliveries.allSatisfy { $0.properties == properties })
-                guard deliveries.count == 3 else { return }
-                // Held: an ack of the first with `multiple` covers it alone; the third is requeued, the second dropped.
+                guard deliveries.count == bodies.count else { return }
+                // Held: an ack of the second with `multiple` covers the first two; the fourth is requeued, the
+                // third and fifth dropped.
                 connection.holdOutput()
-                try connection.ack(deliveries[0].deliveryTag, multiple: true, channel: 1)
-                try connection.nack(deliveries[1].deliveryTag, requeue: false, channel: 1)
-                try connection.nack(deliveries[2].deliveryTag, requeue: true, channel: 1)
+                try connection.ack(deliveries[1].deliveryTag, multiple: true, channel: 1)
+                try connection.nack(deliveries[2].deliveryTag, requeue: false, channel: 1)
+                try connection.nack(deliveries[3].deliveryTag, requeue: true, channel: 1)
+                try connection.nack(deliveries[4].deliveryTag, requeue: false, channel: 1)
                 connection.flushOutput()
                 var redelivered: Delivery?
                 try Self.readEvents(connection) { event in
