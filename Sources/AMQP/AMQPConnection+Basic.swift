@@ -14,11 +14,8 @@ extension AMQPConnection {
             var method = amqp_basic_publish_t(
                 ticket: 0, exchange: arena.bytes(exchange), routing_key: arena.bytes(routingKey),
                 mandatory: mandatory ? 1 : 0, immediate: 0)
-            var status = appendMethod(AMQP_BASIC_PUBLISH_METHOD, &method, channel)
-            if status == AMQP_STATUS_OK.rawValue {
-                status = body.withUnsafeBytes {
-                    frames.appendContent(properties: &props, body: $0, channel: channel, frameMax: frameMax)
-                }
+            let status = body.withUnsafeBytes {
+                frames.appendPublish(&method, properties: &props, body: $0, channel: channel, frameMax: frameMax)
             }
             return try check(status: status, "publish to exchange '\(exchange)'")
         }

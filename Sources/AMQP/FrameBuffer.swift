@@ -60,9 +60,26 @@ final class FrameBuffer {
         }
     }
 
+    /// Appends a `basic.publish` and its content, or nothing: a publish whose properties do not fit in a frame
+    /// leaves no method frame behind for the broker to wait for content after.
+    /// - Returns: librabbitmq's status: `AMQP_STATUS_OK`, or the encoder's error for names or properties too large.
+    func appendPublish(
+        _ method: inout amqp_basic_publish_t, properties: inout amqp_basic_properties_t, body: UnsafeRawBufferPointer,
+        channel: UInt16, frameMax: Int
+    ) -> Int32 {
+        let start = count
+        var status = appendMethod(
+            amqp_method_number_t(AMQP_BASIC_PUBLISH_METHOD), arguments: &method, channel: channel, frameMax: frameMax)
+        if status == AMQP_STATUS_OK.rawValue {
+            status = appendContent(properties: &properties, body: body, channel: channel, frameMax: frameMax)
+        }
+        if status != AMQP_STATUS_OK.rawValue { count = start }
+        return status
+    }
+
     /// Appends a message's content: its header frame, then its body in as many body frames as `frameMax` needs.
     /// - Returns: librabbitmq's status: `AMQP_STATUS_OK`, or the encoder's error for properties too large.
-    func appendContent(
+    private func appendContent(
         properties: UnsafeMutablePointer<amqp_basic_properties_t>, body: UnsafeRawBufferPointer, channel: UInt16,
         frameMax: Int
     ) -> Int32 {

@@ -33,15 +33,10 @@ struct FrameBufferTests {
         let arena = CArena()
         var method = amqp_basic_publish_t(
             ticket: 0, exchange: arena.bytes("ex"), routing_key: arena.bytes("key"), mandatory: 0, immediate: 0)
-        let frameMax = 4096
-        #expect(
-            buffer.appendMethod(
-                amqp_method_number_t(AMQP_BASIC_PUBLISH_METHOD), arguments: &method, channel: 3, frameMax: frameMax)
-                == AMQP_STATUS_OK.rawValue)
         var properties = MessageProperties(contentType: "application/json", persistent: true).encoded(in: arena)
         let body = (0..<10_000).map { UInt8(truncatingIfNeeded: $0) }
         let status = body.withUnsafeBytes {
-            buffer.appendContent(properties: &properties, body: $0, channel: 3, frameMax: frameMax)
+            buffer.appendPublish(&method, properties: &properties, body: $0, channel: 3, frameMax: 4096)
         }
         #expect(status == AMQP_STATUS_OK.rawValue)
 
@@ -55,6 +50,23 @@ struct FrameBufferTests {
         #expect(written[2...].map(\.payload.count) == [4088, 4088, 1824])
         #expect(Array(written[2...].map(\.payload).joined()) == body)
         #expect(buffer.count == written.reduce(0) { $0 + $1.payload.count + FrameBuffer.frameOverhead })
+    }
+
+    @Test func aPublishWhosePropertiesDoNotFitLeavesNothingBehind() {
+        let buffer = FrameBuffer()
+        let arena = CArena()
+        var ack = amqp_basic_ack_t(delivery_tag: 1, multiple: 0)
+        _ = buffer.appendMethod(amqp_method_number_t(AMQP_BASIC_ACK_METHOD), arguments: &ack, channel: 1, frameMax: 4096)
+        let before = Array(buffer.bytes)
+        var method = amqp_basic_publish_t(
+            ticket: 0, exchange: arena.bytes(""), routing_key: arena.bytes("key"), mandatory: 0, immediate: 0)
+        let huge = MessageProperties(headers: ["big": .string(String(repeating: "x", count: 5_000))])
+        var properties = huge.encoded(in: arena)
+        let status = [UInt8]("body".utf8).withUnsafeBytes {
+            buffer.appendPublish(&method, properties: &properties, body: $0, channel: 1, frameMax: 4096)
+        }
+        #expect(status != AMQP_STATUS_OK.rawValue)
+        #expect(Array(buffer.bytes) == before, "the ack written before is all the buffer holds")
     }
 
     @Test func anAckIsOneMethodFrameAndRemoveAllForgetsWhatWasWritten() {
