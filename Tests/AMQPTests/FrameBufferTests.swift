@@ -56,7 +56,8 @@ struct FrameBufferTests {
         let buffer = FrameBuffer()
         let arena = CArena()
         var ack = amqp_basic_ack_t(delivery_tag: 1, multiple: 0)
-        _ = buffer.appendMethod(amqp_method_number_t(AMQP_BASIC_ACK_METHOD), arguments: &ack, channel: 1, frameMax: 4096)
+        _ = buffer.appendMethod(
+            amqp_method_number_t(AMQP_BASIC_ACK_METHOD), arguments: &ack, channel: 1, frameMax: 4096)
         let before = Array(buffer.bytes)
         var method = amqp_basic_publish_t(
             ticket: 0, exchange: arena.bytes(""), routing_key: arena.bytes("key"), mandatory: 0, immediate: 0)
