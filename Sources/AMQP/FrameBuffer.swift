@@ -53,9 +53,11 @@ final class FrameBuffer {
     func appendMethod(
         _ method: amqp_method_number_t, arguments: UnsafeMutableRawPointer, channel: UInt16, frameMax: Int
     ) -> Int32 {
-        appendFrame(type: UInt8(AMQP_FRAME_METHOD), channel: channel, room: frameMax - Self.frameOverhead) { payload in
+        let room = frameMax - Self.frameOverhead
+        return appendFrame(type: UInt8(AMQP_FRAME_METHOD), channel: channel, room: room) { payload in
+            // The method's number, then its arguments.
             Self.store32(method, at: payload)
-            let encoded = amqp_encode_method(method, arguments, amqp_bytes_t(len: frameMax - 12, bytes: payload + 4))
+            let encoded = amqp_encode_method(method, arguments, amqp_bytes_t(len: room - 4, bytes: payload + 4))
             return encoded < 0 ? encoded : encoded + 4
         }
     }
@@ -89,14 +91,13 @@ final class FrameBuffer {
             Self.store16(0, at: payload + 2)  // weight
             Self.store64(UInt64(body.count), at: payload + 4)
             let encoded = amqp_encode_properties(
-                UInt16(AMQP_BASIC_CLASS), properties, amqp_bytes_t(len: frameMax - 20, bytes: payload + 12))
+                UInt16(AMQP_BASIC_CLASS), properties, amqp_bytes_t(len: room - 12, bytes: payload + 12))
             return encoded < 0 ? encoded : encoded + 12
         }
         guard header == AMQP_STATUS_OK.rawValue else { return header }
-        let fragmentSize = frameMax - Self.frameOverhead
         var offset = 0
         while offset < body.count {
-            let length = min(fragmentSize, body.count - offset)
+            let length = min(room, body.count - offset)
             _ = appendFrame(type: UInt8(AMQP_FRAME_BODY), channel: channel, room: length) { payload in
                 payload.copyMemory(from: body.baseAddress! + offset, byteCount: length)
                 return Int32(length)
