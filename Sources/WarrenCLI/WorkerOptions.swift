@@ -83,7 +83,14 @@ public struct WorkerOptions: ParsableArguments {
     /// Checks the options that depend on each other.
     public func validate() throws {
         if metricsHost != nil && metricsPort == nil { throw ValidationError("--metrics-host needs --metrics-port") }
+        // NaN is in no range.
+        if !(0...Self.maxGrace).contains(grace) {
+            throw ValidationError("--grace \(grace): expected seconds from 0 to \(Int(Self.maxGrace)) (a year)")
+        }
     }
+
+    /// The longest `--grace`, in seconds.
+    static let maxGrace: Double = 31_536_000
 
     /// Builds the worker's configuration from the options.
     /// - Throws: `ValidationError` for malformed `name=value` options.

@@ -39,7 +39,9 @@ public final class Worker: Sendable {
         public var maxNestingDepth: Int = 64
         /// Job messages with more dependencies are dead-lettered. Default: 100.
         public var maxDependencies: Int = 100
-        /// How long a stopping worker lets executing operations finish before it cancels them. Default: 30 s.
+        /// How long a stopping worker lets executing operations finish before it cancels them, and then how long it
+        /// waits for them to end before it leaves the ones that ignore their cancellation to the broker, which
+        /// requeues them. Default: 30 s.
         public var shutdownGracePeriod: Duration = .seconds(30)
         /// Most jobs held waiting for their dependencies; more are parked through the broker. Default: 1,000.
         public var maxParkedJobs = 1_000
@@ -120,7 +122,9 @@ public final class Worker: Sendable {
     }
 
     /// Stops gracefully: no new jobs; executing ones get ``Configuration/shutdownGracePeriod`` to finish, then are
-    /// cancelled and requeued; jobs that never started are requeued. A second call stops waiting at once.
+    /// cancelled and requeued; jobs that never started are requeued. Jobs that still run a grace period after their
+    /// cancellation are left to the broker, which requeues them when the connection closes, and ``run()`` returns
+    /// while their operations may still run. A second call cancels at once and stops waiting.
     /// Safe from any thread, a signal handler's queue included.
     public func stop() {
         mailbox.post(.stop)

@@ -73,6 +73,10 @@ final class WorkerSession {
     var totals: [String: Int] = [:]
     let startedAt = Date()
     var stopDeadline: ContinuousClock.Instant?
+    /// When a stopping worker stops waiting for executing jobs that ignore their cancellation: a grace period after
+    /// ``stopDeadline``, or at once on a second stop request. It leaves them to the broker, which requeues their
+    /// deliveries when the connection closes.
+    var abandonDeadline: ContinuousClock.Instant?
 
     var configuration: Worker.Configuration { worker.configuration }
 
@@ -151,15 +155,27 @@ final class WorkerSession {
     }
 
     var isDone: Bool {
-        stopDeadline != nil && inFlight.isEmpty && unconfirmed.isEmpty && storedResults.isEmpty && acks.isEmpty
-            && sentBatches.isEmpty
+        stopDeadline != nil && (inFlight.isEmpty || abandonsJobs) && unconfirmed.isEmpty && storedResults.isEmpty
+            && acks.isEmpty && sentBatches.isEmpty
+    }
+
+    /// Whether the worker stops waiting for the jobs in flight: its abandon deadline passed and every job that
+    /// ended is settled (the ones left never ended, cancelled or not).
+    var abandonsJobs: Bool {
+        guard let abandonDeadline, ContinuousClock.now >= abandonDeadline else { return false }
+        guard inFlight.values.allSatisfy({ !$0.operation.isFinished }) else { return false }
+        logger.warning(
+            "leaving jobs that did not end to the broker, which requeues them",
+            metadata: ["jobs": "\(inFlight.keys.sorted())"])
+        return true
     }
 
     private var pollTimeout: Duration {
         // Half the heartbeat interval, so that heartbeats go out in time.
         var timeout = Duration.milliseconds(max(connection.configuration.heartbeat, 2) * 500)
         let now = ContinuousClock.now
-        if let stopDeadline { timeout = min(timeout, stopDeadline - now) }
+        if let stopDeadline, stopDeadline > now { timeout = min(timeout, stopDeadline - now) }
+        if let abandonDeadline, abandonDeadline > now { timeout = min(timeout, abandonDeadline - now) }
         if let due = acks.dueAt { timeout = min(timeout, due - now) }
         if let due = storedResults.dueAt { timeout = min(timeout, due - now) }
         if let due = sentBatches.resendAt { timeout = min(timeout, due - now) }
@@ -315,12 +331,15 @@ final class WorkerSession {
     /// First call: no new jobs, waiting ones are requeued, executing ones get the grace period. Second call: now.
     func beginStop() {
         guard stopDeadline == nil else {
-            logger.info("stopping now: cancelling executing jobs")
+            logger.info("stopping now: cancelling executing jobs and leaving those that do not end to the broker")
             stopDeadline = .now
+            abandonDeadline = .now
             return
         }
-        logger.info("stopping: no new jobs; executing ones get \(configuration.shutdownGracePeriod) to finish")
-        stopDeadline = .now + configuration.shutdownGracePeriod
+        let grace = configuration.shutdownGracePeriod
+        logger.info("stopping: no new jobs; executing ones get \(grace) to finish, and \(grace) more once cancelled")
+        stopDeadline = .now + grace
+        abandonDeadline = .now + grace + grace
         jobConsumers = [:]
         for job in inFlight.values where !job.operation.isExecuting {
             job.operation.cancel(Cancellation(reason: "shutdown", message: "the worker is stopping"))

@@ -1,0 +1,73 @@
+import AMQP
+import Dispatch
+import Foundation
+import Testing
+import Warren
+
+extension Integration {
+    /// A worker stopping while its job ignores cancellation: it leaves the job to the broker instead of waiting for
+    /// good. The worker runs in this process, so that its operation type can be one that never checks
+    /// `isCancelled` (no built-in type behaves so badly).
+    @Suite struct Stopping {
+        /// Blocks its thread, ignoring cancellation, until `release` is signalled; signals `started` first.
+        static func registry(started: DispatchSemaphore, release: DispatchSemaphore) -> OperationRegistry {
+            var registry = OperationRegistry()
+            registry.register("stubborn", blocking: { (_: JSONValue, _: JobContext) -> String in
+                started.signal()
+                release.wait()
+                return "released"
+            })
+            return registry
+        }
+
+        /// Starts a worker with `grace` on a thread, runs one `stubborn` job, stops the worker `stops` times, and
+        /// returns whether the worker's run ended; the job is released (and its thread freed) before returning.
+        static func stopWithStubbornJob(grace: Duration, stops: Int, queue: String) throws -> Bool {
+            let (started, release, ended) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+            defer { release.signal() }
+            var configuration = Worker.Configuration(url: try TestEnvironment.brokerURL)
+            configuration.queues = [queue]
+            configuration.shutdownGracePeriod = grace
+            let worker = try Worker(configuration: configuration, registry: registry(started: started, release: release))
+            let thread = Thread {
+                do { try worker.runOnCurrentThread() } catch { Issue.record("the worker failed: \(error)") }
+                ended.signal()
+            }
+            thread.start()
+            try Producer.forTests().enqueue(JobRequest(type: "stubborn", queue: queue))
+            guard started.wait(timeout: .now() + 60) == .success else {
+                Issue.record("the job did not start")
+                worker.stop()
+                worker.stop()
+                return false
+            }
+            for _ in 0..<stops { worker.stop() }
+            return ended.wait(timeout: .now() + 60) == .success
+        }
+
+        /// Waits up to 30 s for the job to be back in `queue`.
+        static func expectRequeued(_ queue: String) throws {
+            let deadline = ContinuousClock.now + .seconds(30)
+            while try BrokerProbe.depth(of: queue) != 1, ContinuousClock.now < deadline {
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+            #expect(try BrokerProbe.depth(of: queue) == 1, "the job is back in its queue")
+        }
+
+        @Test("a job that ignores its cancellation is left to the broker a grace period after it, and requeued")
+        func abandonedAfterSecondGrace() throws {
+            let queue = TestEnvironment.uniqueName("stubborn")
+            defer { BrokerProbe.delete(queue) }
+            #expect(try Self.stopWithStubbornJob(grace: .milliseconds(300), stops: 1, queue: queue), "the worker stopped")
+            try Self.expectRequeued(queue)
+        }
+
+        @Test("a second stop request stops waiting at once, however long the grace period")
+        func secondStop() throws {
+            let queue = TestEnvironment.uniqueName("stubborn-twice")
+            defer { BrokerProbe.delete(queue) }
+            #expect(try Self.stopWithStubbornJob(grace: .seconds(3600), stops: 2, queue: queue), "the worker stopped")
+            try Self.expectRequeued(queue)
+        }
+    }
+}
