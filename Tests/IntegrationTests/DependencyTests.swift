@@ -147,6 +147,8 @@ extension Integration {
                 }
             }
             #expect(dead.messages.filter { $0.properties.headers?[Topology.deadReasonHeader]?.stringValue == "dependencyCycle" }.count >= 2)
+            try tap.settle()
+            #expect(!worker.logsStart(of: a) && !worker.logsStart(of: b), "no member of the cycle runs")
         }
     }
 }

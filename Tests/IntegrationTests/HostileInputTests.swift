@@ -121,6 +121,22 @@ extension Integration {
                     name: "an id with a routing wildcard", body: job(#""version":1,"id":"\#(id(28)).#","type":"echo""#),
                     code: "invalidDescriptor", detail: "job id must be"),
                 Hostile(
+                    name: "numbers whose sum leaves 64 bits",
+                    body: job(#""version":1,"id":"\#(id(30))","type":"sum","input":{"numbers":[9223372036854775807,1]}"#),
+                    code: "invalidInput", detail: "input.numbers[1]: the sum leaves the 64-bit integer range"),
+                Hostile(
+                    name: "a sleep of 1e19 seconds",
+                    body: job(#""version":1,"id":"\#(id(31))","type":"sleep","input":{"seconds":1e19}"#),
+                    code: "invalidInput", detail: "is outside 0...1000000000"),
+                Hostile(
+                    name: "a sleep of 1e300 seconds",
+                    body: job(#""version":1,"id":"\#(id(32))","type":"sleep","input":{"seconds":1e300}"#),
+                    code: "invalidInput", detail: "is outside 0...1000000000"),
+                Hostile(
+                    name: "a negative sleep",
+                    body: job(#""version":1,"id":"\#(id(33))","type":"sleep","input":{"seconds":-1}"#),
+                    code: "invalidInput", detail: "input.seconds: -1.0 is outside"),
+                Hostile(
                     name: "a handler failure with a 500 KB message",
                     body: job(#""version":1,"id":"\#(id(29))","type":"fail","input":{"message":"\#(huge)"}"#),
                     code: "requestedFailure", detail: "xxx"),

@@ -21,7 +21,10 @@ public struct SumOutput: Codable, Sendable {
 
 /// Input of the built-in `sleep` operation.
 public struct SleepInput: Codable, Sendable {
+    /// From 0 to ``maxSeconds``.
     public var seconds: Double
+    /// The longest sleep: 1,000,000,000 s (about 32 years).
+    public static let maxSeconds: Double = 1_000_000_000
 
     public init(seconds: Double) { self.seconds = seconds }
 }
@@ -54,6 +57,11 @@ extension OperationRegistry {
         var registry = OperationRegistry()
         registry.register("sum", blocking: sum)
         registry.register("sleep", asynchronous: { (input: SleepInput, _: JobContext) in
+            guard (0...SleepInput.maxSeconds).contains(input.seconds) else {
+                throw JobError(
+                    code: "invalidInput",
+                    message: "input.seconds: \(input.seconds) is outside 0...\(Int(SleepInput.maxSeconds))")
+            }
             try await Task.sleep(for: .seconds(input.seconds))
             return ["slept": input.seconds]
         })
@@ -71,12 +79,26 @@ extension OperationRegistry {
         var total = 0
         for (index, number) in input.numbers.enumerated() {
             job.reportProgress(Double(index) / Double(input.numbers.count), message: "adding \(number)")
-            if let delay = input.delayMs, delay > 0 {
-                Thread.sleep(forTimeInterval: Double(delay) / 1000)
-            }
+            try sleep(milliseconds: input.delayMs ?? 0, job: job)
             try job.checkCancellation()
-            total += number
+            let (sum, overflows) = total.addingReportingOverflow(number)
+            guard !overflows else {
+                throw JobError(
+                    code: "invalidInput", message: "input.numbers[\(index)]: the sum leaves the 64-bit integer range")
+            }
+            total = sum
         }
         return SumOutput(sum: total, formattedSum: total.formatted())
+    }
+
+    /// Sleeps `milliseconds` on the operation's thread, checking for cancellation at least every 10 ms.
+    private static func sleep(milliseconds: Int, job: JobContext) throws {
+        var left = Double(milliseconds) / 1000
+        while left > 0 {
+            try job.checkCancellation()
+            let slice = min(left, 0.01)
+            Thread.sleep(forTimeInterval: slice)
+            left -= slice
+        }
     }
 }

@@ -121,10 +121,14 @@ extension WorkerSession {
     }
 
     /// Dead-letters every job of a dependency cycle, each with a `failed` result that names the cycle.
+    /// All of them leave the parked jobs first: the result of one releases the jobs that waited for it, and a member
+    /// still parked would be queued and run after its own rejection.
     private func rejectCycle(_ jobs: [InFlightJob], detail: String) throws {
         for job in jobs {
             parked[job.descriptor.id] = nil
             inFlight[job.descriptor.id] = nil
+        }
+        for job in jobs {
             let error = JobError(code: "dependencyCycle", message: detail)
             try reject(job.delivery, error: error, receivedAt: job.receivedAt, descriptor: job.descriptor)
         }

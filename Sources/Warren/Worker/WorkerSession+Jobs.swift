@@ -119,7 +119,7 @@ extension WorkerSession {
             "dead-lettering a job message",
             metadata: ["reason": "\(error.code)", "detail": "\(error.message)", "messageId": "\(delivery.properties.messageID ?? "-")"])
         var confirms: [Settlement.Confirm] = [.publish(try deadLetter(delivery, error: error))]
-        let candidates = [descriptor?.id, Self.salvageID(from: delivery.body), delivery.properties.messageID]
+        let candidates = [descriptor?.id, salvageID(from: delivery.body), delivery.properties.messageID]
         if reply, let id = candidates.compactMap({ $0 }).first(where: { OperationDescriptor.problem(withID: $0) == nil }) {
             let result = JobResult(
                 jobID: id, type: descriptor?.type ?? delivery.properties.type, sequence: descriptor?.sequence ?? 0,
@@ -145,20 +145,25 @@ extension WorkerSession {
         return confirm
     }
 
-    /// The `id` of a message that is JSON but not a valid descriptor, so its producer still gets an answer.
-    private static func salvageID(from body: [UInt8]) -> String? {
+    /// The `id` of a message that is JSON but not a valid descriptor, so its producer still gets an answer. An
+    /// oversized body is not parsed.
+    private func salvageID(from body: [UInt8]) -> String? {
+        guard body.count <= configuration.maxMessageBytes else { return nil }
         let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
         return object?["id"] as? String
     }
 
+    /// The attempt this delivery is: the one its message carries, one more if the broker redelivered it.
     static func attempt(of delivery: Delivery) -> Int {
-        sentAttempt(of: delivery) + (delivery.redelivered ? 1 : 0)
+        let sent = sentAttempt(of: delivery)
+        return delivery.redelivered && sent < Int.max ? sent + 1 : sent
     }
 
     /// The attempt number the message itself carries (its `x-warren-attempt` header, else 1), not counting a
-    /// redelivery.
+    /// redelivery. A number below 1 is no attempt number, and counts as none.
     static func sentAttempt(of delivery: Delivery) -> Int {
-        delivery.properties.headers?[Topology.attemptHeader]?.intValue.map(Int.init) ?? 1
+        guard let sent = delivery.properties.headers?[Topology.attemptHeader]?.intValue, sent >= 1 else { return 1 }
+        return Int(sent)
     }
 
     // MARK: - Results

@@ -9,7 +9,7 @@ import Foundation
 extension WorkerSession {
     /// The wait before attempt `attempt + 1`: 1 s, 2 s, 4 s … at most 5 minutes, ±25 %.
     static func retryDelay(after attempt: Int) -> Duration {
-        let base = min(Double(1 << min(attempt - 1, 20)), 300)
+        let base = min(Double(1 << min(max(attempt, 1) - 1, 20)), 300)
         return .milliseconds(Int(base * 1000 * Double.random(in: 0.75...1.25)))
     }
 
