@@ -89,5 +89,34 @@ extension Integration {
             let result = try reply.waitForResult(id)
             #expect(result.status == .succeeded && result.output == "hello")
         }
+
+        @Test("a reply queue that refuses every result: the job runs once and is dead-lettered with resultRefused")
+        func refusedResult() throws {
+            let queue = TestEnvironment.uniqueName("reply-refused")
+            let full = TestEnvironment.uniqueName("reply-full")
+            defer { BrokerProbe.delete(queue) }
+            defer { BrokerProbe.delete(full) }
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
+            defer { connection.close() }
+            try connection.openChannel(1)
+            _ = try connection.declareQueue(
+                full, durable: false, arguments: ["x-max-length": .int(0), "x-overflow": "reject-publish"], channel: 1)
+            let dead = try MessageTap.deadLetters()
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            let job = try Producer.forTests().enqueue(
+                JobRequest(type: "echo", input: "refused", queue: queue, replyTo: full))
+            try dead.read(timeout: .seconds(30)) { $0.contains { $0.properties.messageID == job.id } }
+            let letter = try #require(dead.messages.first { $0.properties.messageID == job.id })
+            #expect(letter.properties.headers?[Topology.deadReasonHeader]?.stringValue == "resultRefused")
+            let message = letter.properties.headers?[Topology.deadMessageHeader]?.stringValue ?? ""
+            #expect(message.contains("reply queue '\(full)'"), "\(message)")
+            try dead.settle()
+            #expect(dead.messages.filter { $0.properties.messageID == job.id }.count == 1)
+            let starts = worker.stderr.split(separator: "\n").filter { $0.contains("job=\(job.id)") && $0.hasSuffix("job started") }
+            #expect(starts.count == 1, "the job ran once, not again and again")
+            #expect(try BrokerProbe.depth(of: queue) == 0)
+            #expect(worker.process.isRunning)
+        }
     }
 }

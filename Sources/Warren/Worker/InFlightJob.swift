@@ -45,6 +45,8 @@ final class Settlement {
     enum Confirm {
         /// The broker's confirm of the publish with this number on the confirm channel.
         case publish(UInt64)
+        /// The same, for the publish of the job's result to its reply queue or the results exchange.
+        case reply(UInt64)
         /// The stream message that will store the result (``StoredResults``): counted once it is published, or
         /// once it is confirmed while many earlier ones wait for their confirms (``SentBatches``).
         case storedResults
@@ -53,14 +55,22 @@ final class Settlement {
     let deliveryTag: UInt64
     let action: Action
     var unconfirmed: Int
+    /// Whether the broker refused a publish other than the result's: the job is requeued.
     var refused = false
+    /// The confirm number of the result's publish, and whether the broker refused that one.
+    var replyNumber: UInt64?
+    var replyRefused = false
     /// The succeeded or cancelled result being confirmed, if any.
     let result: JobResult?
+    /// The job's delivery, dead-lettered if the broker refuses its result; `nil` when the settlement dead-letters
+    /// the job already.
+    let delivery: Delivery?
 
-    init(deliveryTag: UInt64, action: Action, unconfirmed: Int, result: JobResult? = nil) {
+    init(deliveryTag: UInt64, action: Action, unconfirmed: Int, result: JobResult? = nil, delivery: Delivery? = nil) {
         self.deliveryTag = deliveryTag
         self.action = action
         self.unconfirmed = unconfirmed
         self.result = result
+        self.delivery = delivery
     }
 }

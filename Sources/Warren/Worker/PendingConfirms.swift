@@ -19,16 +19,16 @@ struct PendingConfirms {
     }
 
     /// Takes the settlements that the broker's confirm of `tag` (and, with `multiple`, of every number below it)
-    /// answers, in the order of their numbers.
-    mutating func confirmed(upTo tag: UInt64, multiple: Bool) -> [Settlement] {
+    /// answers, in the order of their numbers, each with the number answered.
+    mutating func confirmed(upTo tag: UInt64, multiple: Bool) -> [(number: UInt64, settlement: Settlement)] {
         guard multiple else {
-            let answered = entries.filter { $0.number == tag }.map(\.settlement)
+            let answered = entries.filter { $0.number == tag }
             if !answered.isEmpty { entries.removeAll { $0.number == tag } }
             return answered
         }
         let count = entries.prefix { $0.number <= tag }.count
         defer { entries.removeFirst(count) }
-        return entries[..<count].map(\.settlement)
+        return Array(entries[..<count])
     }
 
     /// Takes every settlement still waiting: the connection, and the channel's confirms with it, is gone.

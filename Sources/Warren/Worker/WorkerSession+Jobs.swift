@@ -105,7 +105,7 @@ extension WorkerSession {
             orphanResults.keep(result)
             throw error
         }
-        try settle(delivery.deliveryTag, action: .ack, after: confirms, result: result)
+        try settle(delivery.deliveryTag, action: .ack, after: confirms, result: result, delivery: delivery)
     }
 
     // MARK: - Bad input
@@ -132,7 +132,7 @@ extension WorkerSession {
     }
 
     /// Republishes the message, untouched, to the dead-letter exchange with the reason in its headers.
-    private func deadLetter(_ delivery: Delivery, error: JobError) throws -> UInt64 {
+    func deadLetter(_ delivery: Delivery, error: JobError) throws -> UInt64 {
         var properties = delivery.properties
         var headers = properties.headers ?? [:]
         headers[Topology.deadReasonHeader] = .string(error.code)
@@ -210,7 +210,7 @@ extension WorkerSession {
             properties: properties)
         storedResults.append(body)
         metrics.jobFinished(result)
-        return [.publish(confirm), .storedResults]
+        return [.reply(confirm), .storedResults]
     }
 
     /// Appends the results published since the last call to the `warren.results` stream, as one message, if they

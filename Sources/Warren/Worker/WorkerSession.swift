@@ -365,25 +365,36 @@ final class WorkerSession {
     }
 
     /// Settles `deliveryTag` (ack or requeue) once every one of `confirms` has come.
-    /// - Parameter result: The result those publishes carry, kept in case the connection dies before the confirm.
+    /// - Parameters:
+    ///   - result: The result those publishes carry, kept in case the connection dies before the confirm.
+    ///   - delivery: The job's delivery, to dead-letter if the broker refuses its result; `nil` when these publishes
+    ///     dead-letter it already.
     func settle(
         _ deliveryTag: UInt64, action: Settlement.Action, after confirms: [Settlement.Confirm],
-        result: JobResult? = nil
+        result: JobResult? = nil, delivery: Delivery? = nil
     ) throws {
         let settlement = Settlement(
-            deliveryTag: deliveryTag, action: action, unconfirmed: confirms.count, result: result)
+            deliveryTag: deliveryTag, action: action, unconfirmed: confirms.count, result: result, delivery: delivery)
         guard !confirms.isEmpty else { return try apply(settlement) }
         for confirm in confirms {
             switch confirm {
             case .publish(let number): unconfirmed.append(settlement, awaiting: number)
+            case .reply(let number):
+                settlement.replyNumber = number
+                unconfirmed.append(settlement, awaiting: number)
             case .storedResults: storedResults.waitFor(settlement)
             }
         }
     }
 
     private func settle(upTo tag: UInt64, multiple: Bool, ack: Bool) throws {
-        for settlement in unconfirmed.confirmed(upTo: tag, multiple: multiple) {
-            try countConfirm(of: settlement, refused: !ack)
+        for (number, settlement) in unconfirmed.confirmed(upTo: tag, multiple: multiple) {
+            if !ack && number == settlement.replyNumber {
+                settlement.replyRefused = true
+                try countConfirm(of: settlement)
+            } else {
+                try countConfirm(of: settlement, refused: !ack)
+            }
         }
     }
 
@@ -408,13 +419,33 @@ final class WorkerSession {
 
     private func apply(_ settlement: Settlement) throws {
         if settlement.refused {
-            logger.error("the broker refused a result; requeueing the job so it runs again")
+            logger.error("the broker refused a message published for a job; requeueing the job so it runs again")
+        } else if settlement.replyRefused {
+            return try resultRefused(settlement)
         }
         if settlement.action == .ack && !settlement.refused {
             acks.acknowledge(settlement.deliveryTag)
         } else {
             try nackJob(settlement.deliveryTag, requeue: true)
         }
+    }
+
+    /// The broker refused a job's result (its reply queue full with `x-overflow` `reject-publish`, say), and
+    /// would refuse it again: running the job again would loop. The job is dead-lettered with reason
+    /// `resultRefused` (or is already, for a failed job), and acked once that is confirmed.
+    private func resultRefused(_ settlement: Settlement) throws {
+        guard let delivery = settlement.delivery else {
+            logger.error("the broker refused the failed result of a dead-lettered job; acknowledging it")
+            return acks.acknowledge(settlement.deliveryTag)
+        }
+        let error = JobError(
+            code: "resultRefused",
+            message: "the broker refused the job's result (basic.nack) for "
+                + (delivery.replyQueue.map { "reply queue '\($0)'" } ?? "the results exchange")
+                + "; a queue at its length limit with x-overflow reject-publish does this")
+        logger.error("dead-lettering a job whose result the broker refused", metadata: ["error": "\(error)"])
+        let dead = try deadLetter(delivery, error: error)
+        try settle(settlement.deliveryTag, action: .ack, after: [.publish(dead)])
     }
 
     /// Nacks a job delivery now: back to its queue, or (`requeue: false`) to the queue's dead-letter exchange.
