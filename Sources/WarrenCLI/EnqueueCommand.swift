@@ -106,7 +106,11 @@ struct EnqueueCommand: ParsableCommand {
         var requests: [JobRequest]
         var names: [String: String] = [:]
         if let graph {
-            (requests, names) = try GraphFile.load(graph).requests(defaultQueue: queue)
+            do {
+                (requests, names) = try GraphFile.load(graph).requests(defaultQueue: queue)
+            } catch let error as GraphFileError {
+                throw ValidationError(error.description)
+            }
         } else {
             requests = [
                 JobRequest(

@@ -31,17 +31,32 @@ struct GraphFile: Decodable {
 
     var jobs: [Job]
 
+    /// The members a job may have: any other is a mistake (`depends_on` for `dependsOn`) that would drop what it
+    /// meant silently.
+    static let jobMembers: Set<String> = [
+        "name", "type", "input", "priority", "key", "queue", "dependsOn", "requireSuccess", "maxAttempts", "deadline",
+        "delay",
+    ]
+
     /// Reads and checks the file.
     static func load(_ path: String) throws -> GraphFile {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw GraphFileError("cannot read the graph file '\(path)'")
         }
+        let shape = "{\"jobs\": [{\"name\", \"type\", …}]}"
         let graph: GraphFile
         do {
+            try checkMembers(of: try JSONDecoder().decode(JSONValue.self, from: data))
             graph = try JSONDecoder().decode(GraphFile.self, from: data)
-        } catch {
-            throw GraphFileError("the graph file '\(path)' is not {\"jobs\": [{\"name\", \"type\", …}]}: \(error)")
+        } catch let error as DecodingError {
+            if case .dataCorrupted(let context) = error, context.codingPath.isEmpty {
+                throw GraphFileError("the graph file '\(path)' is not JSON")
+            }
+            throw GraphFileError("the graph file '\(path)' is not \(shape): \(error.summary(root: ""))")
+        } catch let error as GraphFileError {
+            throw GraphFileError("the graph file '\(path)' is not \(shape): \(error.description)")
         }
+        guard !graph.jobs.isEmpty else { throw GraphFileError("the graph file '\(path)' lists no jobs") }
         var names: Set<String> = []
         for job in graph.jobs where !names.insert(job.name).inserted {
             throw GraphFileError("the graph file names job '\(job.name)' twice")
@@ -52,6 +67,22 @@ struct GraphFile: Decodable {
             }
         }
         return graph
+    }
+
+    /// Refuses members the file format does not have, at the top and in each job.
+    private static func checkMembers(of document: JSONValue) throws {
+        guard case .object(let top) = document else { return }
+        if let unknown = top.keys.sorted().first(where: { $0 != "jobs" }) {
+            throw GraphFileError("unknown member '\(unknown)'")
+        }
+        guard case .array(let jobs)? = top["jobs"] else { return }
+        for (index, job) in jobs.enumerated() {
+            guard case .object(let members) = job else { continue }
+            if let unknown = members.keys.sorted().first(where: { !jobMembers.contains($0) }) {
+                throw GraphFileError(
+                    "jobs[\(index)]: unknown member '\(unknown)' (a job has \(jobMembers.sorted().joined(separator: ", ")))")
+            }
+        }
     }
 
     /// The requests, with names turned into fresh ids, and the name of each id.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Warren
 
 /// Which workers and queues `pause` and `resume` apply to.
 struct ScopeOptions: ParsableArguments {
@@ -7,6 +8,10 @@ struct ScopeOptions: ParsableArguments {
 
     @Option(name: .long, help: "Only this broker queue; default: every queue.")
     var queue: String?
+
+    func validate() throws {
+        if let queue, let problem = Topology.problem(withJobQueue: queue) { throw ValidationError("--queue: \(problem)") }
+    }
 
     var description: String {
         "\(worker.map { "worker \($0)" } ?? "every worker"), \(queue.map { "queue \($0)" } ?? "every queue")"

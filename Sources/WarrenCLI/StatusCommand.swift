@@ -27,6 +27,13 @@ struct StatusCommand: ParsableCommand {
     @Flag(name: .long, help: "Print one JSON object per line: each worker, each queue, then the dead letters.")
     var json = false
 
+    func validate() throws {
+        if !(0...3600).contains(timeout) { throw ValidationError("--timeout \(timeout): expected seconds from 0 to 3600") }
+        if let problem = queue.lazy.compactMap(Topology.problem(withJobQueue:)).first {
+            throw ValidationError("--queue: \(problem)")
+        }
+    }
+
     func run() throws {
         let producer = try Producer(url: broker.brokerURL)
         defer { producer.close() }

@@ -148,8 +148,13 @@ public struct WorkerOptions: ParsableArguments {
         defer { signals.forEach { $0.cancel() } }
         var logger = worker.configuration.logger
         logger[metadataKey: "worker"] = "\(worker.configuration.workerID)"
-        let metrics = try metricsPort.map {
-            try MetricsServer.start(host: metricsHost ?? "127.0.0.1", port: $0, logger: logger)
+        let metrics: MetricsServer?
+        do {
+            metrics = try metricsPort.map {
+                try MetricsServer.start(host: metricsHost ?? "127.0.0.1", port: $0, logger: logger)
+            }
+        } catch let error as WarrenError where error.code == .invalidConfiguration {
+            throw ValidationError(error.message)
         }
         defer { metrics?.stop() }
         try worker.runOnCurrentThread()

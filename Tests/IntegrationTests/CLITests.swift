@@ -52,6 +52,16 @@ extension Integration {
                 ["cancel"],
                 ["worker", "--local-queue", "cpu"],
                 ["worker", "--width", "0"],
+                ["worker", "--queue", ""],
+                ["worker", "--queue", "warren.dead"],
+                ["worker", "--grace", "1e300"],
+                ["enqueue", "echo", "--queue", ""],
+                ["enqueue", "echo", "--queue", "warren.results"],
+                ["pause", "--queue", ""],
+                ["cancel", "--all", "--queue", ""],
+                ["status", "--queue", "amq.gen-x"],
+                ["worker", "--metrics-host", "::1", "--metrics-port", "0"],
+                ["enqueue", "--graph", "/no/such/graph.json"],
             ] {
                 let output = try CLI.run(arguments + ["--url", url])
                 #expect(output.status == 64, "\(arguments): \(output.stderr)")

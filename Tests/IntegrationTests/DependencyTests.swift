@@ -104,6 +104,13 @@ extension Integration {
                 (#"{"jobs":[{"name":"a","type":"echo","dependsOn":["b"]},{"name":"b","type":"echo","dependsOn":["a"]}]}"#, "dependency cycle"),
                 (#"{"jobs":[{"name":"a","type":"echo","dependsOn":["a"]}]}"#, "depends on itself"),
                 (#"{"jobs":[{"name":"a","type":"echo","dependsOn":["no-such-job"]}]}"#, "unknown job no-such-job"),
+                (#"{"jobs":[{"name":"a","type":"echo"},{"name":"b","type":"echo","depends_on":["a"]}]}"#,
+                 "jobs[1]: unknown member 'depends_on'"),
+                (#"{"jobs":[{"name":"a","type":"echo"}],"job":[]}"#, "unknown member 'job'"),
+                (#"{"jobs":[{"name":"a","type":"echo"},{"name":"a","type":"echo"}]}"#, "names job 'a' twice"),
+                (#"{"jobs":[{"name":"a","type":7}]}"#, "jobs[0].type: expected String"),
+                (#"{"jobs":[]}"#, "lists no jobs"),
+                (#"{"jobs":"#, "is not JSON"),
             ]
             for (index, (graph, message)) in graphs.enumerated() {
                 let file = directory.appendingPathComponent("graph\(index).json")

@@ -56,6 +56,22 @@ struct WorkerConfigurationTests {
         #expect(rejection(configuration)?.message == "a worker needs at least one queue to consume")
     }
 
+    @Test(arguments: ["", "warren.dead", "warren.results", "warren.control", "warren.delay.jobs.8s", "amq.gen-1"])
+    func aQueueThatCannotHoldJobsIsRejected(name: String) {
+        var configuration = Worker.Configuration(url: url)
+        configuration.queues = ["jobs", name]
+        #expect(rejection(configuration)?.message == Topology.problem(withJobQueue: name))
+        #expect(Topology.problem(withJobQueue: name) != nil)
+    }
+
+    @Test func aJobQueueNameLeavesRoomForItsDelayQueues() {
+        let longest = String(repeating: "q", count: Topology.maxJobQueueNameLength)
+        #expect(Topology.problem(withJobQueue: longest) == nil)
+        #expect(Topology.delayQueue(for: longest, seconds: Topology.delayQueueSeconds.last!).utf8.count == 255)
+        #expect(Topology.problem(withJobQueue: longest + "q")?.contains("at most 235") == true)
+        #expect(Topology.problem(withJobQueue: "warren.default") == nil)
+    }
+
     @Test func aWidthBelowOneIsRejected() {
         var configuration = Worker.Configuration(url: url)
         configuration.localQueues = ["default": 0]

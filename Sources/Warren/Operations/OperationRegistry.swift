@@ -104,8 +104,12 @@ struct RegisteredOperation: Sendable {
 
 extension DecodingError {
     /// One line that says where in the input the problem is and what was expected.
-    var summary: String {
-        func path(_ context: Context) -> String { Self.inputPath(context.codingPath) }
+    var summary: String { summary(root: "input") }
+
+    /// One line that says where in the document the problem is and what was expected, the document being called
+    /// `root` (`jobs[1].name: expected String`).
+    public func summary(root: String) -> String {
+        func path(_ context: Context) -> String { Self.inputPath(context.codingPath, root: root) }
         switch self {
         case .typeMismatch(let type, let context):
             return "\(path(context)): expected \(type)"
@@ -121,7 +125,8 @@ extension DecodingError {
     }
 
     /// A coding path as the input's path: `input.numbers[1]`.
-    static func inputPath(_ codingPath: [any CodingKey]) -> String {
-        "input" + codingPath.map { key in key.intValue.map { "[\($0)]" } ?? ".\(key.stringValue)" }.joined()
+    static func inputPath(_ codingPath: [any CodingKey], root: String = "input") -> String {
+        let path = codingPath.map { key in key.intValue.map { "[\($0)]" } ?? ".\(key.stringValue)" }.joined()
+        return root.isEmpty && path.hasPrefix(".") ? String(path.dropFirst()) : root + path
     }
 }

@@ -75,7 +75,8 @@ public final class Producer {
     /// sequence numbers are consecutive, in the order they are published, reserved from ``SequenceStore`` at once.
     /// - Parameter watch: Also start collecting their results, for ``waitForResult(of:timeout:)``: the jobs name
     ///   this producer's reply queue in their `reply_to`, so their results and progress reports come straight to it.
-    /// - Throws: ``WarrenError`` (`invalidConfiguration`) for an invalid id, a job that depends on itself, an
+    /// - Throws: ``WarrenError`` (`invalidConfiguration`) for an invalid id or job queue name
+    ///   (``Topology/problem(withJobQueue:)``), a job that depends on itself, an
     ///   unknown dependency or a cycle, a ``JobRequest/replyTo`` that is empty, longer than 255 bytes or given
     ///   with `watch`, a deadline that is not after the job's ``JobRequest/notBefore``, or a sequence file that
     ///   cannot be used; (`broker`) when the broker refuses or the connection fails.
@@ -93,6 +94,9 @@ public final class Producer {
         let descriptors: [OperationDescriptor] = try brokerCall {
             var descriptors: [OperationDescriptor] = []
             if let problem = ordered.lazy.compactMap({ OperationDescriptor.problem(withID: $0.id) }).first {
+                throw WarrenError(.invalidConfiguration, problem)
+            }
+            if let problem = Set(ordered.map(\.queue)).sorted().lazy.compactMap(Topology.problem(withJobQueue:)).first {
                 throw WarrenError(.invalidConfiguration, problem)
             }
             if let request = ordered.first(where: { $0.replyTo.map { !(1...255).contains($0.utf8.count) } ?? false }) {

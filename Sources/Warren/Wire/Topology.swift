@@ -55,6 +55,27 @@ public enum Topology {
         "warren.delay.\(queue).\(seconds)s"
     }
 
+    /// The longest job queue name, in bytes: its delay queues' names (``delayQueue(for:seconds:)``) must fit in
+    /// AMQP's 255.
+    public static let maxJobQueueNameLength = 255 - delayQueue(for: "", seconds: delayQueueSeconds.last!).utf8.count
+
+    /// Why `name` cannot be a job queue, or `nil` when it can: it must be 1 to ``maxJobQueueNameLength`` bytes,
+    /// not start with `amq.` (the broker's) and not be one of Warren's own queues. An empty name would be the most
+    /// dangerous: AMQP takes it for the last queue declared on the channel, which for a worker is `warren.dead`.
+    public static func problem(withJobQueue name: String) -> String? {
+        if name.isEmpty {
+            return "a job queue name cannot be empty (the broker would take it for the last queue declared)"
+        }
+        if name.utf8.count > maxJobQueueNameLength {
+            return "job queue name '\(name.prefix(40))…' is \(name.utf8.count) bytes; at most \(maxJobQueueNameLength)"
+        }
+        if name.hasPrefix("amq.") { return "job queue name '\(name)' starts with amq., which the broker reserves" }
+        if [deadQueue, resultsStream, controlStream].contains(name) || name.hasPrefix("warren.delay.") {
+            return "'\(name)' is one of Warren's own queues, not a job queue"
+        }
+        return nil
+    }
+
     /// Declares the delay queue ``delayQueue(for:seconds:)``; it deletes itself after an hour unused.
     public static func declareDelayQueue(
         for queue: String, seconds: Int, on connection: AMQPConnection, channel: UInt16

@@ -67,7 +67,8 @@ public final class Worker: Sendable {
     let mailbox = Mailbox<WorkerMessage>()
 
     /// Checks the configuration against the registry.
-    /// - Throws: ``WarrenError`` (`invalidConfiguration`) for a bad URL, an empty queue list, a width below 1, a prefetch
+    /// - Throws: ``WarrenError`` (`invalidConfiguration`) for a bad URL, an empty queue list or a queue name that
+    ///   cannot be a job queue's (``Topology/problem(withJobQueue:)``), a width below 1, a prefetch
     ///   outside 1...65535, or an operation type registered on a local queue the configuration lacks.
     public init(configuration: Configuration, registry: OperationRegistry) throws {
         self.configuration = configuration
@@ -75,6 +76,9 @@ public final class Worker: Sendable {
         brokers = try BrokerAddresses(configuration.url, connectionName: "warren worker \(configuration.workerID)")
         guard !configuration.queues.isEmpty else {
             throw WarrenError(.invalidConfiguration, "a worker needs at least one queue to consume")
+        }
+        if let problem = configuration.queues.lazy.compactMap(Topology.problem(withJobQueue:)).first {
+            throw WarrenError(.invalidConfiguration, problem)
         }
         for (name, width) in configuration.localQueues where width < 1 {
             throw WarrenError(.invalidConfiguration, "local queue '\(name)' has width \(width); it must be at least 1")
