@@ -118,6 +118,10 @@ extension Integration {
                     body: job(#""version":1,"id":"\#(id(27))","type":"echo","deadline":1e15"#),
                     code: "invalidDescriptor", detail: "date out of range"),
                 Hostile(
+                    name: "a deadline on February 30",
+                    body: job(#""version":1,"id":"\#(id(34))","type":"echo","deadline":"2030-02-30T00:00:00Z""#),
+                    code: "invalidDescriptor", detail: "no such day or time"),
+                Hostile(
                     name: "an id with a routing wildcard", body: job(#""version":1,"id":"\#(id(28)).#","type":"echo""#),
                     code: "invalidDescriptor", detail: "job id must be"),
                 Hostile(

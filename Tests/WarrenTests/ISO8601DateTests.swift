@@ -46,6 +46,23 @@ struct ISO8601DateTests {
         #expect(Self.parse(text) == nil)
     }
 
+    /// Foundation's parser rolls these over into a later day; the wire format refuses them.
+    @Test(arguments: [
+        "2030-02-30T00:00:00Z", "2029-02-29T00:00:00Z", "2030-04-31T00:00:00Z", "2030-01-01T24:00:00Z",
+        "2030-01-01T23:59:60Z", "2030-01-01T23:60:00Z", "2030-13-01T00:00:00Z", "1500-02-30T00:00:00Z",
+    ])
+    func refusesFieldsOutOfRange(_ text: String) {
+        struct Stamp: Decodable { let at: Date }
+        #expect(!ISO8601Date.hasFieldsInRange(text))
+        let decoded = try? WireCoding.decoder.decode(Stamp.self, from: Data(#"{"at":"\#(text)"}"#.utf8))
+        #expect(decoded == nil, "\(text) read as \(decoded.map { "\($0.at)" } ?? "")")
+    }
+
+    @Test(arguments: ["2028-02-29T00:00:00Z", "1500-02-29T12:00:00Z", "2030-12-31T23:59:59.999+05:00", "2030-01-01"])
+    func acceptsFieldsInRange(_ text: String) {
+        #expect(ISO8601Date.hasFieldsInRange(text))
+    }
+
     @Test func writesAsFoundationFormats() {
         var generator = SeededGenerator(seed: 10)
         for _ in 0..<3000 {

@@ -90,6 +90,25 @@ enum ISO8601Date {
     /// A written date, quotes included, before its digits are filled in.
     private static let template = Array(#""0000-00-00T00:00:00.000Z""#.utf8)
 
+    /// Whether text that starts `YYYY-MM-DDTHH:MM:SS` names fields that exist: a day its month has (a leap day
+    /// in Julian leap years before 1583, as Foundation's calendar counts them), hours below 24, minutes and seconds
+    /// below 60. Foundation's parser rolls such text over into the next day or month instead of refusing it. Text
+    /// of another shape is left to Foundation: `true`.
+    static func hasFieldsInRange(_ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { bytes in
+            var reader = DigitReader(text: bytes)
+            guard let year = reader.number(digits: 4), reader.skip("-"), let month = reader.number(digits: 2),
+                reader.skip("-"), let day = reader.number(digits: 2), reader.skip("T"),
+                let hour = reader.number(digits: 2), reader.skip(":"), let minute = reader.number(digits: 2),
+                reader.skip(":"), let second = reader.number(digits: 2)
+            else { return true }
+            guard (1...12).contains(month) else { return false }
+            let days = month == 2 && year < 1583 && year % 4 == 0 ? 29 : daysIn(month: month, year: year)
+            return (1...days).contains(day) && hour < 24 && minute < 60 && second < 60
+        }
+    }
+
     private static func isLeapYear(_ year: Int) -> Bool {
         year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
     }

@@ -28,6 +28,10 @@ enum WireCoding {
                         in: container,
                         debugDescription: "expected an ISO 8601 date or Unix seconds, got '\(text.prefix(100))'")
                 }
+                guard ISO8601Date.hasFieldsInRange(text) else {
+                    throw DecodingError.dataCorruptedError(
+                        in: container, debugDescription: "no such day or time: '\(text.prefix(100))'")
+                }
                 date = parsed
             }
             // Outside these years the ISO 8601 formatter writes what it cannot read back (negative years), so a
