@@ -8,6 +8,8 @@ public enum AMQPFieldValue: Sendable, Hashable {
     case bytes([UInt8])
     /// Seconds since 1970, AMQP's `T` type.
     case timestamp(UInt64)
+    /// AMQP's `D` type, `value` / 10^`decimals`, kept as it came (so that a header passes through unchanged).
+    case decimal(decimals: UInt8, value: UInt32)
     case table(AMQPTable)
     case array([AMQPFieldValue])
     case void

@@ -64,6 +64,9 @@ final class CArena {
         case .timestamp(let t):
             field.kind = UInt8(AMQP_FIELD_KIND_TIMESTAMP.rawValue)
             field.value.u64 = t
+        case .decimal(let decimals, let value):
+            field.kind = UInt8(AMQP_FIELD_KIND_DECIMAL.rawValue)
+            field.value.decimal = amqp_decimal_t(decimals: decimals, value: value)
         case .table(let t):
             field.kind = UInt8(AMQP_FIELD_KIND_TABLE.rawValue)
             field.value.table = table(t)
@@ -138,6 +141,8 @@ enum CDecode {
         case AMQP_FIELD_KIND_UTF8.rawValue: return .string(string(field.value.bytes))
         case AMQP_FIELD_KIND_BYTES.rawValue: return .bytes(bytes(field.value.bytes))
         case AMQP_FIELD_KIND_TIMESTAMP.rawValue: return .timestamp(field.value.u64)
+        case AMQP_FIELD_KIND_DECIMAL.rawValue:
+            return .decimal(decimals: field.value.decimal.decimals, value: field.value.decimal.value)
         case AMQP_FIELD_KIND_TABLE.rawValue: return .table(table(field.value.table))
         case AMQP_FIELD_KIND_ARRAY.rawValue:
             let array = field.value.array

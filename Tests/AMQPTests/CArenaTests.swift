@@ -25,6 +25,7 @@ struct CArenaTests {
             "empty": .string(""),
             "bytes": .bytes([0, 1, 255]),
             "timestamp": .timestamp(1_700_000_000),
+            "decimal": .decimal(decimals: 2, value: 12_345),
             "table": .table(["nested": .int(1), "deeper": .table(["x": "y"])]),
             "array": .array([.int(1), .string("two"), .array([])]),
             "emptyArray": .array([]),

@@ -43,9 +43,17 @@ extension Integration {
             let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
             defer { connection.close() }
             try connection.openChannel(1)
+            // The producer's own headers, of every AMQP type, pass through to the dead letter unchanged.
+            let headers: AMQPTable = [
+                "x-trace": "t-1", "x-count": .int(-7), "x-ratio": .double(0.25), "x-price": .decimal(decimals: 2, value: 1999),
+                "x-at": .timestamp(1_700_000_000), "x-flag": .bool(true), "x-raw": .bytes([0, 255]),
+                "x-nested": .table(["deeper": .array([.int(1), .decimal(decimals: 1, value: 5)])]),
+            ]
             try connection.publish(
                 body, exchange: "", routingKey: queue,
-                properties: MessageProperties(contentType: badCase.contentType, persistent: true, messageID: id), channel: 1)
+                properties: MessageProperties(
+                    contentType: badCase.contentType, headers: headers, persistent: true, messageID: id),
+                channel: 1)
 
             let result = try results.waitForResult(id)
             #expect(result.status == .failed)
@@ -57,6 +65,9 @@ extension Integration {
             #expect(letter.properties.headers?[Topology.deadReasonHeader]?.stringValue == badCase.code)
             #expect(letter.properties.headers?[Topology.deadQueueHeader]?.stringValue == queue)
             #expect(letter.body == body, "the dead letter keeps the original body")
+            for (name, value) in headers {
+                #expect(letter.properties.headers?[name] == value, "\(name)")
+            }
 
             let good = try Producer.forTests().enqueue(JobRequest(type: "echo", input: "still here", queue: queue))
             #expect(try results.waitForResult(good.id).status == .succeeded)
