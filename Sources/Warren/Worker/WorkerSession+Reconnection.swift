@@ -73,22 +73,22 @@ extension WorkerSession {
     /// A job whose delivery died ended (`job`, no longer in flight): keep its result for the redelivery (see the
     /// type's documentation).
     func finishOrphan(_ job: InFlightJob, _ finished: FinishedJob) {
-        job.operation.job.logger.info("job ended after its delivery was lost; keeping its result for the redelivery")
         let timings = JobTimings(
             enqueuedAt: job.descriptor.createdAt, receivedAt: job.receivedAt, startedAt: finished.startedAt,
             finishedAt: finished.finishedAt)
+        let kept: JobResult?
         switch finished.outcome {
         case .succeeded(let output):
-            orphanResults.keep(
-                makeResult(job.descriptor, delivery: job.delivery, status: .succeeded, timings: timings, output: output))
+            kept = makeResult(job.descriptor, delivery: job.delivery, status: .succeeded, timings: timings, output: output)
         case .cancelled(let cancellation) where !Cancellation.requeueReasons.contains(cancellation.reason):
-            orphanResults.keep(
-                makeResult(
-                    job.descriptor, delivery: job.delivery, status: .cancelled, cancellation: cancellation,
-                    timings: timings))
+            kept = makeResult(
+                job.descriptor, delivery: job.delivery, status: .cancelled, cancellation: cancellation, timings: timings)
         case .cancelled, .failed:
-            break
+            kept = nil  // requeued or failed: the redelivery runs the job again
         }
+        let then = kept == nil ? "its redelivery runs it again" : "keeping its result for the redelivery"
+        job.operation.job.logger.info("job ended after its delivery was lost; \(then)")
+        if let kept { orphanResults.keep(kept) }
     }
 }
 
