@@ -7,7 +7,7 @@ import Prometheus
 import Warren
 
 /// The worker's Prometheus endpoint (`--metrics-port`): `GET /metrics` answers with the exposition text of the
-/// registry behind swift-metrics in this process; anything else is 404.
+/// registry behind swift-metrics in this process (`HEAD` its headers); anything else is 404.
 ///
 /// SwiftNIO serves it, on one event loop thread the server owns: unlike an HTTP stack built on Foundation's
 /// networking, NIO does not bring libcurl and its TLS and Kerberos libraries into every process.
@@ -123,7 +123,7 @@ private final class MetricsHandler: ChannelInboundHandler {
         var headers = HTTPHeaders()
         let status: HTTPResponseStatus
         var body = context.channel.allocator.buffer(capacity: 0)
-        if head.method == .GET && path == "/metrics" {
+        if head.method == .GET || head.method == .HEAD, path == "/metrics" {
             WorkerMetrics.sampleLocalQueues()
             var text: [UInt8] = []
             registry.emit(into: &text)
@@ -134,6 +134,7 @@ private final class MetricsHandler: ChannelInboundHandler {
             status = .notFound
         }
         headers.add(name: "Content-Length", value: "\(body.readableBytes)")
+        if head.method == .HEAD { body.clear() }
         let keepAlive = head.isKeepAlive
         headers.add(name: "Connection", value: keepAlive ? "keep-alive" : "close")
         let response = HTTPResponseHead(version: head.version, status: status, headers: headers)

@@ -98,11 +98,13 @@ public struct WorkerOptions: ParsableArguments {
         var configuration = Worker.Configuration(url: broker.brokerURL)
         if !queue.isEmpty { configuration.queues = queue }
         if let width { configuration.localQueues[OperationRegistry.defaultLocalQueue] = width }
+        var named: Set<String> = []
         for entry in localQueues {
             let (name, value) = try Self.split(entry, option: "--local-queue", form: "name=width")
             guard let width = Int(value) else {
                 throw ValidationError("--local-queue \(entry): width '\(value)' is not a number")
             }
+            guard named.insert(name).inserted else { throw ValidationError("--local-queue \(name) is given twice") }
             configuration.localQueues[name] = width
         }
         configuration.prefetch = prefetch

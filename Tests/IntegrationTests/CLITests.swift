@@ -62,6 +62,8 @@ extension Integration {
                 ["status", "--queue", "amq.gen-x"],
                 ["worker", "--metrics-host", "::1", "--metrics-port", "0"],
                 ["enqueue", "--graph", "/no/such/graph.json"],
+                ["worker", "--max-message-bytes", "0"],
+                ["worker", "--local-queue", "io=2", "--local-queue", "io=3"],
             ] {
                 let output = try CLI.run(arguments + ["--url", url])
                 #expect(output.status == 64, "\(arguments): \(output.stderr)")

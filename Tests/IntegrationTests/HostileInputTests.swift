@@ -118,6 +118,10 @@ extension Integration {
                     body: job(#""version":1,"id":"\#(id(27))","type":"echo","deadline":1e15"#),
                     code: "invalidDescriptor", detail: "date out of range"),
                 Hostile(
+                    name: "a dependency that cannot be a job id",
+                    body: job(#""version":1,"id":"\#(id(35))","type":"echo","dependencies":["a b"]"#),
+                    code: "invalidDescriptor", detail: "dependencies: job id must be"),
+                Hostile(
                     name: "a deadline on February 30",
                     body: job(#""version":1,"id":"\#(id(34))","type":"echo","deadline":"2030-02-30T00:00:00Z""#),
                     code: "invalidDescriptor", detail: "no such day or time"),

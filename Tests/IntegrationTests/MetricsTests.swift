@@ -79,7 +79,7 @@ extension Integration {
             try producer.cancel(jobIDs: [running.id])
         }
 
-        @Test("anything but GET /metrics is 404; a port in use or a host that is not IPv4 stops the worker")
+        @Test("anything but GET or HEAD /metrics is 404; a port in use or a host that is not IPv4 stops the worker")
         func otherRequestsAndAddresses() async throws {
             let queue = TestEnvironment.uniqueName("metrics-other")
             defer { BrokerProbe.delete(queue) }
@@ -93,6 +93,12 @@ extension Integration {
                 let (_, response) = try await URLSession.shared.data(for: request)
                 #expect((response as? HTTPURLResponse)?.statusCode == 404, "\(method) \(path)")
             }
+            var head = URLRequest(url: url)
+            head.httpMethod = "HEAD"
+            let (empty, headResponse) = try await URLSession.shared.data(for: head)
+            #expect((headResponse as? HTTPURLResponse)?.statusCode == 200)
+            #expect(empty.isEmpty)
+            #expect((headResponse as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Type")?.hasPrefix("text/plain") == true)
 
             let brokerURL = try TestEnvironment.brokerURL
             let port = try #require(url.port)

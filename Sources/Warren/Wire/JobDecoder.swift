@@ -57,6 +57,10 @@ public struct JobDecoder: Sendable {
                 code: "invalidDescriptor",
                 message: "the job has \(dependencies.count) dependencies; the limit is \(maxDependencies)")
         }
+        // A dependency that cannot be a job id would never end, and the job would wait for good.
+        if let problem = descriptor.dependencies?.lazy.compactMap(OperationDescriptor.problem(withID:)).first {
+            throw JobError(code: "invalidDescriptor", message: "dependencies: \(problem)")
+        }
         return descriptor
     }
 

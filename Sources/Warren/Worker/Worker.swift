@@ -83,11 +83,12 @@ public final class Worker: Sendable {
         for (name, width) in configuration.localQueues where width < 1 {
             throw WarrenError(.invalidConfiguration, "local queue '\(name)' has width \(width); it must be at least 1")
         }
-        guard configuration.maxNestingDepth >= 2, configuration.maxDependencies >= 0, configuration.maxParkedJobs >= 0
+        guard configuration.maxMessageBytes >= 1024, configuration.maxNestingDepth >= 2,
+            configuration.maxDependencies >= 0, configuration.maxParkedJobs >= 0
         else {
             throw WarrenError(
                 .invalidConfiguration,
-                "limits must be at least: nesting depth 2, dependencies 0, parked jobs 0")
+                "limits must be at least: message bytes 1024, nesting depth 2, dependencies 0, parked jobs 0")
         }
         guard (1...65_535).contains(configuration.effectivePrefetch) else {
             throw WarrenError(
