@@ -159,7 +159,13 @@ public struct WorkerOptions: ParsableArguments {
             throw ValidationError(error.message)
         }
         defer { metrics?.stop() }
-        try worker.runOnCurrentThread()
+        do {
+            try worker.runOnCurrentThread()
+        } catch let error as WarrenError where logFormat == .json {
+            // A JSON log stays JSON to its last line: the reason goes through the logger, not as a plain "Error:".
+            logger.critical("\(error.message)", metadata: ["error": "\(error.code)"])
+            throw ExitCode.failure
+        }
     }
 
     static func split(_ entry: String, option: String, form: String) throws -> (String, String) {

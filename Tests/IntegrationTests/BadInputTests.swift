@@ -103,6 +103,21 @@ extension Integration {
             #expect(output.stderr.split(separator: "\n").count == 1, "\(output.stderr)")
         }
 
+        @Test("a worker logging JSON that cannot connect says so in JSON, every line of it")
+        func brokerDownInJSON() throws {
+            let output = try CLI.run([
+                "worker", "--url", "amqp://guest:guest@127.0.0.1:1/%2F", "--log-format", "json",
+            ])
+            #expect(output.status == 1)
+            let lines = output.stderr.split(separator: "\n")
+            #expect(!lines.isEmpty)
+            for line in lines {
+                let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+                #expect(object != nil, "not JSON: \(line)")
+            }
+            #expect(output.stderr.contains("cannot connect to 127.0.0.1:1"), "\(output.stderr)")
+        }
+
         @Test("refused credentials: a clear line that names the user and hides the password")
         func wrongPassword() throws {
             let url = try TestEnvironment.brokerURL.replacingOccurrences(of: "guest:guest@", with: "guest:s3cret-pw@")

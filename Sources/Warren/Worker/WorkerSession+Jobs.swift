@@ -115,12 +115,16 @@ extension WorkerSession {
         _ delivery: Delivery, error: JobError, receivedAt: Date, descriptor: OperationDescriptor? = nil,
         reply: Bool = true
     ) throws {
+        let candidates = [descriptor?.id, salvageID(from: delivery.body), delivery.properties.messageID]
+        let id = candidates.compactMap { $0 }.first { OperationDescriptor.problem(withID: $0) == nil }
         logger.warning(
             "dead-lettering a job message",
-            metadata: ["reason": "\(error.code)", "detail": "\(error.message)", "messageId": "\(delivery.properties.messageID ?? "-")"])
+            metadata: [
+                "reason": "\(error.code)", "detail": "\(error.message)", "job": "\(id ?? "-")",
+                "messageId": "\(delivery.properties.messageID ?? "-")",
+            ])
         var confirms: [Settlement.Confirm] = [.publish(try deadLetter(delivery, error: error))]
-        let candidates = [descriptor?.id, salvageID(from: delivery.body), delivery.properties.messageID]
-        if reply, let id = candidates.compactMap({ $0 }).first(where: { OperationDescriptor.problem(withID: $0) == nil }) {
+        if reply, let id {
             let result = JobResult(
                 jobID: id, type: descriptor?.type ?? delivery.properties.type, sequence: descriptor?.sequence ?? 0,
                 key: descriptor?.key, status: .failed, error: error, attempt: Self.attempt(of: delivery),
