@@ -6,9 +6,20 @@ import Warren
 extension Integration {
     /// `x-warren-attempt` as other clients may set it: any AMQP integer, including the extremes.
     @Suite struct AttemptHeader {
-        /// Publishes an `echo` job carrying `attempt` in its header.
-        static func publish(id: String, attempt: Int64, to queue: String, on connection: AMQPConnection) throws {
-            let body = #"{"version":1,"id":"\#(id)","type":"echo","input":"\#(id)"}"#
+        /// A connection with channel 1 open, on which `queue` is declared as a worker declares it.
+        static func connection(declaring queue: String) throws -> AMQPConnection {
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
+            try connection.openChannel(1)
+            try Topology.declareJobQueue(queue, priorities: false, on: connection, channel: 1)
+            return connection
+        }
+
+        /// Publishes a job (an `echo` of its id unless `body` says otherwise) carrying `attempt` in its header.
+        static func publish(
+            id: String, attempt: Int64, to queue: String, on connection: AMQPConnection,
+            body: String? = nil
+        ) throws {
+            let body = body ?? #"{"version":1,"id":"\#(id)","type":"echo","input":"\#(id)"}"#
             try connection.publish(
                 Array(body.utf8), exchange: "", routingKey: queue,
                 properties: MessageProperties(
@@ -22,10 +33,8 @@ extension Integration {
             let queue = TestEnvironment.uniqueName("attempts")
             defer { BrokerProbe.delete(queue) }
             let tap = try MessageTap.results()
-            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
+            let connection = try Self.connection(declaring: queue)
             defer { connection.close() }
-            try connection.openChannel(1)
-            try Topology.declareJobQueue(queue, priorities: false, on: connection, channel: 1)
             let (largest, lowest, zero) = (
                 TestEnvironment.uniqueName("largest"), TestEnvironment.uniqueName("lowest"),
                 TestEnvironment.uniqueName("zero")
@@ -55,17 +64,12 @@ extension Integration {
             let queue = TestEnvironment.uniqueName("attempts-neg")
             defer { BrokerProbe.delete(queue) }
             let tap = try MessageTap.results()
-            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
+            let connection = try Self.connection(declaring: queue)
             defer { connection.close() }
-            try connection.openChannel(1)
-            try Topology.declareJobQueue(queue, priorities: false, on: connection, channel: 1)
             let id = TestEnvironment.uniqueName("neg")
-            let body = #"{"version":1,"id":"\#(id)","type":"fail","maxAttempts":2,"input":{"retryable":true}}"#
-            try connection.publish(
-                Array(body.utf8), exchange: "", routingKey: queue,
-                properties: MessageProperties(
-                    contentType: "application/json", headers: [Topology.attemptHeader: .int(.min)], persistent: true),
-                channel: 1)
+            try Self.publish(
+                id: id, attempt: .min, to: queue, on: connection,
+                body: #"{"version":1,"id":"\#(id)","type":"fail","maxAttempts":2,"input":{"retryable":true}}"#)
             let worker = try CLI.startWorker(queue: queue)
             defer { worker.terminate() }
             let result = try tap.waitForResult(id)
