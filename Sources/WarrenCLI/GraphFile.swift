@@ -11,7 +11,7 @@ import Warren
 /// ```
 ///
 /// Names are local to the file: each job gets a fresh id. A `dependsOn` entry that is no name in the file is the
-/// id of a job enqueued earlier from this host.
+/// id of a job enqueued earlier with the same state directory (`$WARREN_STATE_DIR`).
 struct GraphFile: Decodable {
     struct Job: Decodable {
         var name: String

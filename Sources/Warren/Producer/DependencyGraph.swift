@@ -32,7 +32,7 @@ enum DependencyGraph {
                 throw WarrenError(
                     .invalidConfiguration,
                     "job \(request.id) depends on unknown job\(unknown.count == 1 ? "" : "s") \(unknown.joined(separator: ", ")) "
-                        + "(neither in this submission nor enqueued earlier from this host)")
+                        + "(neither in this submission nor enqueued earlier with this state directory, WARREN_STATE_DIR)")
             }
         }
         // Kahn's algorithm over the edges inside the submission: linear in jobs and edges.

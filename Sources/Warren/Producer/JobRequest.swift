@@ -17,8 +17,8 @@ public struct JobRequest: Sendable {
     /// The job does not start before this instant; it waits in the broker's delay queues until then. Default: none
     /// (at once).
     public var notBefore: Date?
-    /// Jobs (by id) that must end before this one starts: jobs enqueued earlier from this host, or jobs of the
-    /// same ``Producer/enqueue(_:watch:)`` call. Default: none.
+    /// Jobs (by id) that must end before this one starts: jobs enqueued earlier with this state directory (its job
+    /// journal, next to the sequence file), or jobs of the same ``Producer/enqueue(_:watch:)`` call. Default: none.
     public var dependencies: [String]
     /// With ``dependencies``: end `cancelled` instead of running when one of them did not succeed. Default: `false`.
     public var requireSuccess: Bool

@@ -70,8 +70,8 @@ public final class Producer {
 
     /// Publishes jobs and returns their descriptors once the broker confirmed all of them.
     ///
-    /// Jobs may depend on each other and on jobs enqueued earlier from this host; they are published so that a
-    /// job comes after those it depends on, and a bad graph is refused before anything is published. Their
+    /// Jobs may depend on each other and on jobs enqueued earlier with this state directory; they are published so
+    /// that a job comes after those it depends on, and a bad graph is refused before anything is published. Their
     /// sequence numbers are consecutive, in the order they are published, reserved from ``SequenceStore`` at once.
     /// - Parameter watch: Also start collecting their results, for ``waitForResult(of:timeout:)``: the jobs name
     ///   this producer's reply queue in their `reply_to`, so their results and progress reports come straight to it.
