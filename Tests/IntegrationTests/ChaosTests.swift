@@ -178,6 +178,34 @@ extension Integration.Chaos {
         return lines.joined(separator: "\n")
     }
 
+    @Test("jobs a worker had not started when it lost its connection never start there; their redelivery runs them")
+    func unstartedJobsAfterALostConnection() throws {
+        let queue = TestEnvironment.uniqueName("lost-waiting")
+        defer { BrokerProbe.delete(queue) }
+        let tap = try MessageTap.results()
+        let firstID = TestEnvironment.uniqueName("lost-first")
+        let first = try CLI.startWorker(queue: queue, id: firstID, arguments: ["--width", "1", "--prefetch", "3"])
+        defer { first.terminate() }
+        let producer = try Producer.forTests()
+        let running = try producer.enqueue(JobRequest(type: "sleep", input: ["seconds": 2], queue: queue))
+        let waiting = try (0..<2).map { _ in try producer.enqueue(JobRequest(type: "echo", input: "w", queue: queue)) }
+        try first.waitForStart(of: running.id)
+        // The second worker is consuming before the first loses its connection, so it takes the requeued jobs.
+        let second = try CLI.startWorker(queue: queue, arguments: ["--width", "4", "--prefetch", "10"])
+        defer { second.terminate() }
+        try Self.closeConnections(named: "warren worker \(firstID)", reason: "test: the worker loses the broker")
+        let results = try tap.waitForResults(([running] + waiting).map(\.id))
+        #expect(results.allSatisfy { $0.status == .succeeded })
+        // The first worker's sleep goes on and ends; before the fix, the waiting jobs started after it.
+        try first.waitForStderr(containing: "job ended after its delivery was lost")
+        try tap.settle()
+        for job in waiting {
+            #expect(!first.logsStart(of: job.id), "job \(job.id) started on the worker whose delivery was gone")
+            #expect(tap.results(for: job.id).count == 1)
+        }
+        #expect(first.process.isRunning && second.process.isRunning)
+    }
+
     @Test("a result batch the stream has not confirmed when the connection drops is appended again after reconnecting")
     func unconfirmedBatchIsAppendedAgain() throws {
         let queue = TestEnvironment.uniqueName("resend")

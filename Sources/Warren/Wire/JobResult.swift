@@ -63,8 +63,8 @@ public struct Cancellation: Sendable, Hashable, Codable {
     public static let requested = Cancellation(reason: "requested", message: "cancelled by request")
 
     /// Reasons a worker stops a job without ending it: its delivery goes back to the broker, and no result is
-    /// published (the worker is stopping, or paused on the job's queue).
-    static let requeueReasons: Set<String> = ["shutdown", "paused"]
+    /// published (the worker is stopping, paused on the job's queue, or lost the connection the job came on).
+    static let requeueReasons: Set<String> = ["shutdown", "paused", "connectionLost"]
 }
 
 /// When a job passed each step, as seen by the worker.

@@ -11,6 +11,9 @@ import Foundation
 ///   which is then acked without running the job again;
 /// - if the redelivery goes to another worker, the job runs there too: at least once, and consumers de-duplicate
 ///   by job id. Failed jobs are not kept: their redelivery runs again, so that it is dead-lettered again.
+///
+/// Jobs that had not started (waiting in a local queue, or parked) are cancelled with reason `connectionLost`:
+/// they never start here, and their redelivery, wherever it goes, runs them once.
 extension WorkerSession {
     func connectionLost(_ error: AMQPError) {
         logger.warning(
@@ -22,6 +25,10 @@ extension WorkerSession {
             if let result = settlement.result { orphanResults.keep(result) }
         }
         jobConsumers = [:]
+        let lost = Cancellation(reason: "connectionLost", message: "the worker lost the connection the job came on")
+        for job in inFlight.values where !job.operation.isExecuting && !job.operation.isFinished {
+            job.operation.cancel(lost)
+        }
     }
 
     /// Reconnects with exponential backoff and jitter, trying each broker address in turn; meanwhile handles
