@@ -63,17 +63,38 @@ struct ISO8601DateTests {
         #expect(ISO8601Date.hasFieldsInRange(text))
     }
 
-    @Test func writesAsFoundationFormats() {
+    /// The same text as Foundation writes for the date rounded to the millisecond (and moved 0.4 ms later, since
+    /// Foundation cuts the fraction), which is what the wire format writes where this does not.
+    @Test func writesAsFoundationFormatsTheRoundedDate() {
         var generator = SeededGenerator(seed: 10)
         for _ in 0..<3000 {
-            let date = Date(
-                timeIntervalSinceReferenceDate: Double.random(
-                    in: -13_190_860_800...252_423_993_599.999, using: &generator))
+            let interval = Double.random(in: -13_190_860_800...252_423_993_599.499, using: &generator)
+            var bytes: [UInt8] = []
+            #expect(ISO8601Date.append(Date(timeIntervalSinceReferenceDate: interval), to: &bytes))
+            let rounded = Date(timeIntervalSinceReferenceDate: (interval * 1000).rounded() / 1000 + 0.000_4)
+            #expect(
+                String(decoding: bytes, as: UTF8.self) == "\"\(rounded.formatted(WireCoding.iso8601))\"",
+                "\(interval)")
+        }
+    }
+
+    /// Milliseconds read from text are written back as they were, by both writers: `.813` is `.81299…` as a
+    /// `Double`, which a writer that cut the fraction wrote as `.812`.
+    @Test func millisecondsSurviveReadingAndWriting() throws {
+        struct Stamp: Codable { let at: Date }
+        var generator = SeededGenerator(seed: 11)
+        for _ in 0..<2000 {
+            let seconds = Int.random(in: -13_190_860_800...252_423_993_599, using: &generator)
+            let whole = String(Date(timeIntervalSinceReferenceDate: Double(seconds)).formatted(.iso8601).dropLast())
+            let text = whole + "." + String(format: "%03d", Int.random(in: 0...999, using: &generator)) + "Z"
+            let date = try WireCoding.decoder.decode(Stamp.self, from: Data(#"{"at":"\#(text)"}"#.utf8)).at
             var bytes: [UInt8] = []
             #expect(ISO8601Date.append(date, to: &bytes))
-            #expect(
-                String(decoding: bytes, as: UTF8.self) == "\"\(date.formatted(WireCoding.iso8601))\"",
-                "\(date.timeIntervalSinceReferenceDate)")
+            #expect(String(decoding: bytes, as: UTF8.self) == "\"\(text)\"")
+            #expect(WireCoding.text(of: date) == text)
         }
+        // Before 1583 Foundation writes the date, and keeps the milliseconds too.
+        let julian = try WireCoding.decoder.decode(Stamp.self, from: Data(#"{"at":"1500-03-01T10:20:30.813Z"}"#.utf8))
+        #expect(WireCoding.text(of: julian.at) == "1500-03-01T10:20:30.813Z")
     }
 }

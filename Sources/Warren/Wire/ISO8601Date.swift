@@ -50,17 +50,16 @@ enum ISO8601Date {
         return Date(timeIntervalSinceReferenceDate: Double(seconds) + Double(fraction) / Double(fractionScale))
     }
 
-    /// Appends `date` as ``WireCoding/iso8601`` formats it (`2026-11-22T02:21:43.711Z`, the milliseconds cut,
-    /// not rounded), and returns `true`; returns `false` and appends nothing outside years 1583 … 9999.
+    /// Appends `date` as the wire format writes it (`2026-11-22T02:21:43.711Z`), rounded to the nearest
+    /// millisecond, so that a date read from text with milliseconds (`.813`, which a `Double` holds as
+    /// `.81299…`) is written back as it was; returns `true`, or `false` and appends nothing outside years
+    /// 1583 … 9999.
     static func append(_ date: Date, to bytes: inout [UInt8]) -> Bool {
-        let interval = date.timeIntervalSinceReferenceDate
-        let wholeSeconds = interval.rounded(.down)
-        guard wholeSeconds.magnitude < 1e12 else { return false }
-        // As Foundation extracts them: nanoseconds of the fraction, then cut to milliseconds.
-        let milliseconds = Int((interval - wholeSeconds) * 1e9) / 1_000_000
-        // Within a second of the reference date the fraction can round up to a whole second: leave that to Foundation.
-        guard milliseconds < 1000 else { return false }
-        let seconds = Int(wholeSeconds) + referenceDateSince1970
+        let totalMilliseconds = (date.timeIntervalSinceReferenceDate * 1000).rounded()
+        guard totalMilliseconds.magnitude < 1e15 else { return false }
+        let whole = Int(totalMilliseconds).floorDividing(by: 1000)
+        let milliseconds = Int(totalMilliseconds) - whole * 1000
+        let seconds = whole + referenceDateSince1970
         let days = seconds.floorDividing(by: 86400)
         let (year, month, day) = civilDate(daysSince1970: days)
         guard years.contains(year) else { return false }

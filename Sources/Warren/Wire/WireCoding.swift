@@ -9,7 +9,7 @@ enum WireCoding {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
-            try container.encode(date.formatted(iso8601))
+            try container.encode(text(of: date))
         }
         return encoder
     }()
@@ -46,6 +46,16 @@ enum WireCoding {
     }()
 
     static let iso8601 = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+
+    /// A date as the wire format writes it, rounded to the nearest millisecond (``ISO8601Date/append(_:to:)``).
+    /// Before 1583, where Foundation's calendar turns Julian, Foundation writes it: it cuts the fraction to the
+    /// millisecond, so the date is first rounded and then moved 0.4 ms later, which the cut drops.
+    static func text(of date: Date) -> String {
+        var bytes: [UInt8] = []
+        if ISO8601Date.append(date, to: &bytes) { return String(decoding: bytes.dropFirst().dropLast(), as: UTF8.self) }
+        let rounded = (date.timeIntervalSinceReferenceDate * 1000).rounded() / 1000
+        return Date(timeIntervalSinceReferenceDate: rounded + 0.000_4).formatted(iso8601)
+    }
 
     /// Seconds since 1970 of the dates the wire format accepts: 0001-01-01T00:00:00Z ... 9999-12-31T23:59:59.999Z,
     /// as Foundation's ISO 8601 style reads them (in the Julian calendar before 1582).
