@@ -153,6 +153,7 @@ extension Integration {
             #expect(results.map { $0.cancellation?.reason } == ["deadline", "deadline"])
             #expect(results[0].timings.startedAt == nil)
             #expect(results[1].timings.startedAt != nil)
+            #expect(results.map { $0.cancellation?.message } == ["deadline passed before the job started", "the job's deadline passed"])
         }
     }
 }

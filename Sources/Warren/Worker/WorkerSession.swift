@@ -194,7 +194,8 @@ final class WorkerSession {
             guard let deadline = job.descriptor.deadline else { continue }
             mayHoldDeadlines = true
             guard deadline <= now, !job.operation.job.isCancelled else { continue }
-            job.operation.cancel(Cancellation(reason: "deadline", message: "the job's deadline passed"))
+            let message = job.operation.isExecuting ? "the job's deadline passed" : "deadline passed before the job started"
+            job.operation.cancel(Cancellation(reason: "deadline", message: message))
         }
     }
 
