@@ -11,7 +11,7 @@ struct ResultsCommand: ParsableCommand {
             Reads the warren.results stream, which keeps every result for 7 days; reading removes nothing. \
             Without --follow, prints the stored results (all of them, or those since --since) and exits once \
             --idle seconds pass without one; with --follow, starts now (or at --since) and keeps printing until \
-            interrupted or --idle seconds pass without a result.
+            interrupted or --idle seconds pass without a result, reconnecting if it loses the broker.
             Line format: STATUS JOB-ID type=T seq=N [key=K] worker=W attempt=A [output=JSON|error=CODE: MESSAGE]
             A stale result (an older sequence of a key whose newer result was seen) prints as `stale …`.
             With --follow, progress reports of running jobs print as: progress JOB-ID 42% worker=W MESSAGE
@@ -54,16 +54,28 @@ struct ResultsCommand: ParsableCommand {
 
     func run() throws {
         let start: ResultReader.Start = offset.map { .offset($0) } ?? (since ?? (follow ? .now : .all)).start
-        let reader = try ResultReader(url: broker.brokerURL, from: start, progress: follow)
+        // A reconnection resumes after the last stream message read, or where this began: following from now, at
+        // the second it began.
+        let origin: ResultReader.Start = start == .next ? .since(Date()) : start
+        var reader = try ResultReader(url: broker.brokerURL, from: start, progress: follow)
         defer { reader.close() }
         let quiet = idle ?? (follow ? nil : 1)
         var filter = StaleResultFilter()
+        var lastOffset: UInt64?
         while true {
-            guard let event = try reader.next(waitingUpTo: quiet.map { .milliseconds(Int($0 * 1000)) } ?? .seconds(3600))
-            else {
+            let event: ResultReader.Event?
+            do {
+                event = try reader.next(waitingUpTo: quiet.map { .milliseconds(Int($0 * 1000)) } ?? .seconds(3600))
+            } catch let error as WarrenError where follow && error.code == .broker {
+                reader.close()
+                reader = reconnect(after: error, from: lastOffset.map { .offset($0 + 1) } ?? origin)
+                continue
+            }
+            guard let event else {
                 if quiet != nil { return }
                 continue
             }
+            if case .result(_, let offset?) = event { lastOffset = offset }
             switch event {
             case .result(.success(let result), let offset):
                 guard job.isEmpty || job.contains(result.jobID), key.isEmpty || result.key.map(key.contains) == true
@@ -81,6 +93,21 @@ struct ResultsCommand: ParsableCommand {
                 print(json ? try ResultPrinter.json(report) : ResultPrinter.line(report))
             }
             fflush(nil)
+        }
+    }
+
+    /// Connects again, waiting 100 ms doubling to 5 s between attempts, for as long as it takes (until
+    /// interrupted), and reads on `from` there.
+    private func reconnect(after error: WarrenError, from start: ResultReader.Start) -> ResultReader {
+        FileHandle.standardError.write(Data("warren: lost the broker (\(error.message)); reconnecting\n".utf8))
+        var delay = Duration.milliseconds(100)
+        while true {
+            Thread.sleep(forTimeInterval: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
+            if let reader = try? ResultReader(url: broker.brokerURL, from: start, progress: true) {
+                FileHandle.standardError.write(Data("warren: reconnected\n".utf8))
+                return reader
+            }
+            delay = min(delay * 2, .seconds(5))
         }
     }
 }

@@ -178,6 +178,38 @@ extension Integration.Chaos {
         return lines.joined(separator: "\n")
     }
 
+    @Test("results --follow survives a broker restart: it reconnects and goes on after the last result it printed")
+    func followThroughARestart() throws {
+        let queue = TestEnvironment.uniqueName("follow-restart")
+        defer { BrokerProbe.delete(queue) }
+        let worker = try CLI.startWorker(queue: queue)
+        defer { worker.terminate() }
+        let follower = try ChildProcess(
+            TestEnvironment.warrenBinary, ["results", "--follow", "--json", "--url", try TestEnvironment.brokerURL],
+            name: "results --follow")
+        defer { follower.terminate() }
+        func printed(_ id: String) -> Int { follower.stdout.components(separatedBy: #""jobId":"\#(id)""#).count - 1 }
+        func waitUntilPrinted(_ id: String) {
+            let deadline = ContinuousClock.now + .seconds(60)
+            while printed(id) == 0 && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        }
+        // The follower reads from when it started; give it a moment to subscribe.
+        Thread.sleep(forTimeInterval: 0.5)
+        let before = try Producer.forTests().enqueue(JobRequest(type: "echo", input: "before", queue: queue))
+        waitUntilPrinted(before.id)
+        #expect(printed(before.id) == 1, "stdout:\n\(follower.stdout)\nstderr:\n\(follower.stderr)")
+
+        try Self.brokerCtl(["stop_app"])
+        try Self.brokerCtl(["start_app"])
+        try follower.waitForStderr(containing: "reconnected", timeout: .seconds(60))
+        try worker.waitForStderr(containing: "reconnected", timeout: .seconds(60))
+        let after = try Producer.forTests().enqueue(JobRequest(type: "echo", input: "after", queue: queue))
+        waitUntilPrinted(after.id)
+        #expect(printed(after.id) == 1, "stdout:\n\(follower.stdout)\nstderr:\n\(follower.stderr)")
+        #expect(printed(before.id) == 1, "nothing printed twice after the reconnection")
+        #expect(follower.process.isRunning)
+    }
+
     @Test("jobs a worker had not started when it lost its connection never start there; their redelivery runs them")
     func unstartedJobsAfterALostConnection() throws {
         let queue = TestEnvironment.uniqueName("lost-waiting")
