@@ -62,5 +62,38 @@ extension Integration {
             #expect(missing.status == 1)
             #expect(missing.stderr.contains("no dead letter for job no-such-job"))
         }
+
+        @Test("dead requeue of a job the broker expired: back in its queue without the broker's dead-letter headers")
+        func requeuedAfterExpiry() throws {
+            let queue = TestEnvironment.uniqueName("expired")
+            defer { BrokerProbe.delete(queue) }
+            let url = try TestEnvironment.brokerURL
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: url))
+            defer { connection.close() }
+            try connection.openChannel(1)
+            try Topology.declareJobQueue(queue, priorities: false, on: connection, channel: 1)
+            let dead = try MessageTap.deadLetters()
+            let id = TestEnvironment.uniqueName("expires")
+            try connection.publish(
+                Array(#"{"version":1,"id":"\#(id)","type":"echo"}"#.utf8), exchange: "", routingKey: queue,
+                properties: MessageProperties(
+                    contentType: "application/json", headers: ["x-trace": "kept"], persistent: true, expiration: "1",
+                    messageID: id),
+                channel: 1)
+            try dead.read(timeout: .seconds(30)) { $0.contains { $0.properties.messageID == id } }
+            let letter = try #require(dead.messages.first { $0.properties.messageID == id })
+            #expect(letter.properties.headers?["x-first-death-reason"]?.stringValue == "expired")
+
+            let requeue = try CLI.run(["dead", "requeue", id, "--url", url])
+            #expect(requeue.status == 0, "\(requeue.stderr)")
+            let back = try #require(try connection.get(queue, noAck: true, channel: 1))
+            let headers = back.properties.headers ?? [:]
+            for name in ["x-death", "x-first-death-exchange", "x-first-death-queue", "x-first-death-reason"] {
+                #expect(headers[name] == nil, "\(name)")
+            }
+            #expect(headers["x-trace"]?.stringValue == "kept")
+            #expect(headers[Topology.attemptHeader]?.intValue == 1)
+            #expect(back.properties.expiration == nil)
+        }
     }
 }

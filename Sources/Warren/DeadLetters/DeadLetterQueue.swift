@@ -65,7 +65,11 @@ public final class DeadLetterQueue {
                 }
                 var properties = delivery.properties
                 var headers = properties.headers ?? [:]
-                for name in [Topology.deadReasonHeader, Topology.deadMessageHeader, Topology.deadQueueHeader, "x-death"] {
+                for name in [Topology.deadReasonHeader, Topology.deadMessageHeader, Topology.deadQueueHeader] {
+                    headers[name] = nil
+                }
+                // The broker's own record of earlier dead-letterings: the replay starts afresh.
+                for name in ["x-death", "x-first-death-exchange", "x-first-death-queue", "x-first-death-reason"] {
                     headers[name] = nil
                 }
                 headers[Topology.attemptHeader] = 1
