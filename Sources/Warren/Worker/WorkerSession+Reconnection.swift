@@ -71,7 +71,10 @@ extension WorkerSession {
                 }
             }
             if let stopDeadline, ContinuousClock.now >= stopDeadline { cancelAll(reason: "shutdown") }
-            if stopDeadline != nil && (inFlight.isEmpty || abandonsJobs) { return false }
+            if stopDeadline != nil && (inFlight.isEmpty || abandonsJobs) {
+                logJobsLeft()
+                return false
+            }
             worker.mailbox.sleep { worker.mailbox.wakeUp.wait(timeout: until - ContinuousClock.now) }
         }
         return true

@@ -146,7 +146,7 @@ final class WorkerSession {
             if let stopDeadline, ContinuousClock.now >= stopDeadline { cancelAll(reason: "shutdown") }
             enforceDeadlines()
             connection.flushOutput()
-            if isDone { return }
+            if isDone { return logJobsLeft() }
             brokerSentSomething = true
             worker.mailbox.sleep {
                 brokerSentSomething = connection.waitForActivity(wakeUp: worker.mailbox.wakeUp, timeout: pollTimeout)
@@ -155,19 +155,23 @@ final class WorkerSession {
     }
 
     var isDone: Bool {
-        stopDeadline != nil && (inFlight.isEmpty || abandonsJobs) && unconfirmed.isEmpty && storedResults.isEmpty
-            && acks.isEmpty && sentBatches.isEmpty
+        stopDeadline != nil && unconfirmed.isEmpty && storedResults.isEmpty && acks.isEmpty && sentBatches.isEmpty
+            && (inFlight.isEmpty || abandonsJobs)
     }
 
     /// Whether the worker stops waiting for the jobs in flight: its abandon deadline passed and every job that
     /// ended is settled (the ones left never ended, cancelled or not).
     var abandonsJobs: Bool {
         guard let abandonDeadline, ContinuousClock.now >= abandonDeadline else { return false }
-        guard inFlight.values.allSatisfy({ !$0.operation.isFinished }) else { return false }
+        return inFlight.values.allSatisfy { !$0.operation.isFinished }
+    }
+
+    /// Says which jobs a worker that is done leaves to the broker, if any.
+    func logJobsLeft() {
+        guard !inFlight.isEmpty else { return }
         logger.warning(
             "leaving jobs that did not end to the broker, which requeues them",
             metadata: ["jobs": "\(inFlight.keys.sorted())"])
-        return true
     }
 
     private var pollTimeout: Duration {
