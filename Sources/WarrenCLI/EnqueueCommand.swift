@@ -31,6 +31,11 @@ struct EnqueueCommand: ParsableCommand {
     @Flag(name: .customLong("require-success"), help: "With --depends-on: end cancelled unless they all succeeded.")
     var requireSuccess = false
 
+    @Flag(
+        name: .customLong("unchecked-dependencies"),
+        help: "With --depends-on or --graph: accept ids of jobs this producer did not enqueue (another host or client).")
+    var uncheckedDependencies = false
+
     @Option(name: .long, help: ArgumentHelp("The input: JSON text, or @FILE to read it from a file.", valueName: "json|@file"))
     var input: String = "null"
 
@@ -96,6 +101,9 @@ struct EnqueueCommand: ParsableCommand {
         }
         if delay != nil && at != nil { throw ValidationError("give --delay or --at, not both") }
         if requireSuccess && dependsOn.isEmpty { throw ValidationError("--require-success needs --depends-on") }
+        if uncheckedDependencies && dependsOn.isEmpty && graph == nil {
+            throw ValidationError("--unchecked-dependencies needs --depends-on or --graph")
+        }
         if supersede && key == nil { throw ValidationError("--supersede needs --key") }
         if timeout <= 0 { throw ValidationError("--timeout must be positive") }
         if wait && replyTo != nil { throw ValidationError("--wait reads the results itself; leave out --reply-to") }
@@ -120,7 +128,10 @@ struct EnqueueCommand: ParsableCommand {
                     maxAttempts: maxAttempts, dependencies: dependsOn, requireSuccess: requireSuccess)
             ]
         }
-        for index in requests.indices { requests[index].replyTo = replyTo }
+        for index in requests.indices {
+            requests[index].replyTo = replyTo
+            requests[index].checksDependencies = !uncheckedDependencies
+        }
         let producer = try Producer(url: broker.brokerURL, priorityQueues: priorityQueues)
         defer { producer.close() }
         let descriptors: [OperationDescriptor]

@@ -126,6 +126,40 @@ extension Integration {
             #expect(((try? BrokerProbe.depth(of: queue)) ?? 0) == 0, "nothing was published")
         }
 
+        @Test("a job enqueued with another state directory is unknown here, unless dependencies go unchecked")
+        func uncheckedDependencies() throws {
+            let url = try TestEnvironment.brokerURL
+            let queue = TestEnvironment.uniqueName("deps-unchecked")
+            defer { BrokerProbe.delete(queue) }
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            let (elsewhere, here) = (try TestEnvironment.temporaryDirectory(), try TestEnvironment.temporaryDirectory())
+            let first = try CLI.run(
+                ["enqueue", "sleep", "--input", #"{"seconds":0.5}"#, "--queue", queue, "--url", url],
+                environment: ["WARREN_STATE_DIR": elsewhere.path])
+            #expect(first.status == 0, "\(first.stderr)")
+            let id = first.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+
+            let refused = try CLI.run(
+                ["enqueue", "echo", "--depends-on", id, "--queue", queue, "--url", url],
+                environment: ["WARREN_STATE_DIR": here.path])
+            #expect(refused.status == 64)
+            #expect(refused.stderr.contains("unknown job \(id)"), "\(refused.stderr)")
+            let typo = try CLI.run(
+                ["enqueue", "echo", "--depends-on", "no such id", "--unchecked-dependencies", "--url", url],
+                environment: ["WARREN_STATE_DIR": here.path])
+            #expect(typo.status == 64, "an id that cannot be a job's is refused even unchecked: \(typo.stderr)")
+
+            let after = try CLI.run(
+                [
+                    "enqueue", "echo", "--input", #""after""#, "--depends-on", id, "--unchecked-dependencies",
+                    "--queue", queue, "--wait", "--json", "--url", url,
+                ],
+                environment: ["WARREN_STATE_DIR": here.path])
+            #expect(after.status == 0, "\(after.stderr)")
+            #expect(after.stdout.contains(#""output":"after""#), "\(after.stdout)")
+        }
+
         @Test("a worker that receives a cyclic graph from a foreign producer dead-letters it with the reason")
         func foreignCycle() throws {
             let queue = TestEnvironment.uniqueName("deps-cycle")

@@ -25,6 +25,14 @@ import Testing
         #expect(try DependencyGraph.ordered([job("b", ["earlier"])], known: ["earlier"]).map(\.id) == ["b"])
     }
 
+    @Test func anUncheckedRequestMayNameAnyValidIdButStillNotAnInvalidOne() throws {
+        var elsewhere = job("b", ["enqueued-elsewhere"])
+        elsewhere.checksDependencies = false
+        #expect(try DependencyGraph.ordered([elsewhere], known: []).map(\.id) == ["b"])
+        elsewhere.dependencies = ["no spaces"]
+        #expect(throws: WarrenError.self) { try DependencyGraph.ordered([elsewhere], known: []) }
+    }
+
     @Test func refusesSelfDependenciesUnknownIdsCyclesAndDuplicates() {
         func message(_ requests: [JobRequest]) -> String? {
             do {

@@ -3,7 +3,8 @@
 /// Thread safety: a value type, used on one thread.
 enum DependencyGraph {
     /// The requests in an order where every job comes after the jobs of the same submission it depends on.
-    /// - Parameter known: The dependency ids, outside the submission, that name jobs enqueued earlier.
+    /// - Parameter known: The dependency ids, outside the submission, that name jobs enqueued earlier; a request
+    ///   that does not check its dependencies (``JobRequest/checksDependencies``) may name others.
     /// - Throws: ``WarrenError`` (`invalidConfiguration`) for a duplicate id, a job that depends on itself, an
     ///   unknown id or a cycle, naming the jobs involved.
     static func ordered(_ requests: [JobRequest], known: Set<String>) throws -> [JobRequest] {
@@ -27,6 +28,10 @@ enum DependencyGraph {
             if request.dependencies.contains(request.id) {
                 throw WarrenError(.invalidConfiguration, "job \(request.id) depends on itself")
             }
+            if let problem = request.dependencies.lazy.compactMap(OperationDescriptor.problem(withID:)).first {
+                throw WarrenError(.invalidConfiguration, "job \(request.id) has a dependency that is no job id: \(problem)")
+            }
+            guard request.checksDependencies else { continue }
             let unknown = request.dependencies.filter { byID[$0] == nil && !known.contains($0) }
             if !unknown.isEmpty {
                 throw WarrenError(

@@ -22,6 +22,11 @@ public struct JobRequest: Sendable {
     public var dependencies: [String]
     /// With ``dependencies``: end `cancelled` instead of running when one of them did not succeed. Default: `false`.
     public var requireSuccess: Bool
+    /// Whether the producer refuses a dependency it cannot vouch for: an id neither in the same call nor in this
+    /// state directory's journal. `false` lets the job depend on a job enqueued elsewhere (another host, another
+    /// client); a mistyped id then waits until the job is cancelled. Ids must be valid job ids either way.
+    /// Default: `true`.
+    public var checksDependencies = true
     /// How many times the job runs when its handler fails with a retryable error. Default: `nil`, the
     /// descriptor's default (3).
     public var maxAttempts: Int?

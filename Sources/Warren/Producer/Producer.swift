@@ -84,7 +84,8 @@ public final class Producer {
     public func enqueue(_ requests: [JobRequest], watch: Bool = false) throws -> [OperationDescriptor] {
         guard !requests.isEmpty else { return [] }
         let dependent = requests.contains { !$0.dependencies.isEmpty }
-        let outside = dependent ? Set(requests.flatMap(\.dependencies)).subtracting(requests.map(\.id)) : []
+        let checked = requests.filter { $0.checksDependencies && !$0.dependencies.isEmpty }
+        let outside = checked.isEmpty ? [] : Set(checked.flatMap(\.dependencies)).subtracting(requests.map(\.id))
         let ordered = try DependencyGraph.ordered(requests, known: try journal.known(outside))
         if watch, let request = requests.first(where: { $0.replyTo != nil }) {
             throw WarrenError(
