@@ -35,7 +35,7 @@ struct CancelCommand: ParsableCommand {
     func validate() throws {
         if ids.isEmpty && key == nil && !all { throw ValidationError("name job ids, or --key with --before, or --all") }
         if queue != nil && !all { throw ValidationError("--queue goes with --all") }
-        if let queue, let problem = Topology.problem(withJobQueue: queue) { throw ValidationError("--queue: \(problem)") }
+        try QueueArgument.validate(queue.map { [$0] } ?? [])
         if (key == nil) != (before == nil) { throw ValidationError("--key and --before go together") }
     }
 

@@ -100,14 +100,14 @@ struct ResultsCommand: ParsableCommand {
     /// interrupted), and reads on `from` there.
     private func reconnect(after error: WarrenError, from start: ResultReader.Start) -> ResultReader {
         FileHandle.standardError.write(Data("warren: lost the broker (\(error.message)); reconnecting\n".utf8))
-        var delay = Duration.milliseconds(100)
+        var delay = 0.1
         while true {
-            Thread.sleep(forTimeInterval: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
+            Thread.sleep(forTimeInterval: delay)
             if let reader = try? ResultReader(url: broker.brokerURL, from: start, progress: true) {
                 FileHandle.standardError.write(Data("warren: reconnected\n".utf8))
                 return reader
             }
-            delay = min(delay * 2, .seconds(5))
+            delay = min(delay * 2, 5)
         }
     }
 }

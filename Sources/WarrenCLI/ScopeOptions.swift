@@ -1,5 +1,4 @@
 import ArgumentParser
-import Warren
 
 /// Which workers and queues `pause` and `resume` apply to.
 struct ScopeOptions: ParsableArguments {
@@ -10,7 +9,7 @@ struct ScopeOptions: ParsableArguments {
     var queue: String?
 
     func validate() throws {
-        if let queue, let problem = Topology.problem(withJobQueue: queue) { throw ValidationError("--queue: \(problem)") }
+        try QueueArgument.validate(queue.map { [$0] } ?? [])
     }
 
     var description: String {

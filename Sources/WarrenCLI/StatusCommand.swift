@@ -29,9 +29,7 @@ struct StatusCommand: ParsableCommand {
 
     func validate() throws {
         if !(0...3600).contains(timeout) { throw ValidationError("--timeout \(timeout): expected seconds from 0 to 3600") }
-        if let problem = queue.lazy.compactMap(Topology.problem(withJobQueue:)).first {
-            throw ValidationError("--queue: \(problem)")
-        }
+        try QueueArgument.validate(queue)
     }
 
     func run() throws {

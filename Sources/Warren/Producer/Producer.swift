@@ -97,7 +97,7 @@ public final class Producer {
             if let problem = ordered.lazy.compactMap({ OperationDescriptor.problem(withID: $0.id) }).first {
                 throw WarrenError(.invalidConfiguration, problem)
             }
-            if let problem = Set(ordered.map(\.queue)).sorted().lazy.compactMap(Topology.problem(withJobQueue:)).first {
+            if let problem = ordered.lazy.compactMap({ Topology.problem(withJobQueue: $0.queue) }).first {
                 throw WarrenError(.invalidConfiguration, problem)
             }
             if let request = ordered.first(where: { $0.replyTo.map { !(1...255).contains($0.utf8.count) } ?? false }) {
