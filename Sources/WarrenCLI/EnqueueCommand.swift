@@ -56,6 +56,11 @@ struct EnqueueCommand: ParsableCommand {
         help: "Create a missing broker queue as a priority queue, which delivers waiting jobs highest priority first.")
     var priorityQueues = false
 
+    @Flag(
+        name: .customLong("quorum-queues"),
+        help: "Create a missing broker queue as a quorum queue, replicated on the nodes of a cluster (no priorities).")
+    var quorumQueues = false
+
     @Option(name: .long, help: "Do not start the job after this many seconds from now.")
     var deadline: Double?
 
@@ -108,6 +113,9 @@ struct EnqueueCommand: ParsableCommand {
         if timeout <= 0 { throw ValidationError("--timeout must be positive") }
         if wait && replyTo != nil { throw ValidationError("--wait reads the results itself; leave out --reply-to") }
         if let maxAttempts, maxAttempts < 1 { throw ValidationError("--max-attempts must be at least 1") }
+        if let problem = Topology.problem(creatingPriorityQueues: priorityQueues, quorumQueues: quorumQueues) {
+            throw ValidationError("--priority-queues and --quorum-queues: \(problem)")
+        }
     }
 
     func run() throws {
@@ -132,7 +140,7 @@ struct EnqueueCommand: ParsableCommand {
             requests[index].replyTo = replyTo
             requests[index].checksDependencies = !uncheckedDependencies
         }
-        let producer = try Producer(url: broker.brokerURL, priorityQueues: priorityQueues)
+        let producer = try Producer(url: broker.brokerURL, priorityQueues: priorityQueues, quorumQueues: quorumQueues)
         defer { producer.close() }
         let descriptors: [OperationDescriptor]
         do {

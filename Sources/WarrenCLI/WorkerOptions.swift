@@ -44,6 +44,11 @@ public struct WorkerOptions: ParsableArguments {
         help: "Create missing broker queues as priority queues, which deliver waiting jobs highest priority first.")
     var priorityQueues = false
 
+    @Flag(
+        name: .customLong("quorum-queues"),
+        help: "Create missing broker queues as quorum queues, replicated on the nodes of a cluster (no priorities).")
+    var quorumQueues = false
+
     @Option(name: .customLong("worker-id"), help: "Name in results and logs (default: host-pid).")
     var workerID: String?
 
@@ -83,6 +88,9 @@ public struct WorkerOptions: ParsableArguments {
     /// Checks the options that depend on each other.
     public func validate() throws {
         if metricsHost != nil && metricsPort == nil { throw ValidationError("--metrics-host needs --metrics-port") }
+        if let problem = Topology.problem(creatingPriorityQueues: priorityQueues, quorumQueues: quorumQueues) {
+            throw ValidationError("--priority-queues and --quorum-queues: \(problem)")
+        }
         // NaN is in no range.
         if !(0...Self.maxGrace).contains(grace) {
             throw ValidationError("--grace \(grace): expected seconds from 0 to \(Int(Self.maxGrace)) (a year)")
@@ -109,6 +117,7 @@ public struct WorkerOptions: ParsableArguments {
         }
         configuration.prefetch = prefetch
         configuration.priorityQueues = priorityQueues
+        configuration.quorumQueues = quorumQueues
         if let workerID { configuration.workerID = workerID }
         configuration.shutdownGracePeriod = .milliseconds(Int(grace * 1000))
         configuration.maxMessageBytes = maxMessageBytes

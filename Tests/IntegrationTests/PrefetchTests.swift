@@ -16,28 +16,14 @@ extension Integration {
             let jobs = try producer.enqueue(
                 (1...6).map { _ in JobRequest(type: "sleep", input: ["seconds": 60], queue: queue) })
             try worker.waitForStart(of: jobs[0].id)
-            try expectReady(in: queue, 4, "one job executes and one waits in the worker")
+            try BrokerProbe.expectReady(in: queue, 4, "one job executes and one waits in the worker")
             try producer.pause(worker: id)
-            try expectReady(in: queue, 5, "the waiting job went back; the executing one goes on")
+            try BrokerProbe.expectReady(in: queue, 5, "the waiting job went back; the executing one goes on")
             try producer.resume(worker: id)
-            try expectReady(in: queue, 4, "the executing job still counts against the prefetch")
+            try BrokerProbe.expectReady(in: queue, 4, "the executing job still counts against the prefetch")
             try producer.cancelAll(queue: queue)
             let results = try tap.waitForResults(jobs.map(\.id))
             #expect(results.allSatisfy { $0.status == .cancelled })
-        }
-
-        /// Waits until `queue` holds `count` ready messages, then checks that it stays there for a while: a worker
-        /// taking one job too many does so within milliseconds.
-        private func expectReady(
-            in queue: String, _ count: UInt32, _ comment: Comment, sourceLocation: SourceLocation = #_sourceLocation
-        ) throws {
-            let deadline = ContinuousClock.now + .seconds(10)
-            while try BrokerProbe.depth(of: queue) != count, ContinuousClock.now < deadline {
-                Thread.sleep(forTimeInterval: 0.05)
-            }
-            Thread.sleep(forTimeInterval: 0.5)
-            let depth = try BrokerProbe.depth(of: queue)
-            #expect(depth == count, "\(comment): \(depth) ready", sourceLocation: sourceLocation)
         }
     }
 }

@@ -25,6 +25,8 @@ public final class Producer {
     let journal: JobJournal
     /// Whether job queues this producer creates are priority queues.
     let priorityQueues: Bool
+    /// Whether job queues this producer creates are quorum queues.
+    let quorumQueues: Bool
     private var publishCount: UInt64 = 0
     private var declaredQueues: Set<String> = []
     private var controlDeclared = false
@@ -39,10 +41,19 @@ public final class Producer {
     ///   - sequences: Where sequence numbers come from. Default: the host-wide ``SequenceStore``.
     ///   - priorityQueues: Whether job queues this producer has to create are priority queues (see
     ///     ``Worker/Configuration/priorityQueues``). Queues that exist are used as they are. Default: `false`.
-    /// - Throws: ``WarrenError`` (`invalidConfiguration` for a bad URL, `broker` when the connection fails).
-    public init(url: String, sequences: SequenceStore = SequenceStore(), priorityQueues: Bool = false) throws {
+    ///   - quorumQueues: Whether job queues this producer has to create are quorum queues, replicated on the nodes
+    ///     of a cluster (see ``Worker/Configuration/quorumQueues``); not with `priorityQueues`. Default: `false`.
+    /// - Throws: ``WarrenError`` (`invalidConfiguration` for a bad URL or both kinds of queue, `broker` when the
+    ///   connection fails).
+    public init(
+        url: String, sequences: SequenceStore = SequenceStore(), priorityQueues: Bool = false, quorumQueues: Bool = false
+    ) throws {
+        if let problem = Topology.problem(creatingPriorityQueues: priorityQueues, quorumQueues: quorumQueues) {
+            throw WarrenError(.invalidConfiguration, problem)
+        }
         self.sequences = SequenceFile(sequences)
         self.priorityQueues = priorityQueues
+        self.quorumQueues = quorumQueues
         journal = JobJournal(path: (sequences.path as NSString).deletingLastPathComponent + "/journal")
         let addresses = try BrokerAddresses(
             url, connectionName: "warren producer \(ProcessInfo.processInfo.processIdentifier)")
@@ -275,7 +286,8 @@ public final class Producer {
 
     private func declareJobQueue(_ queue: String) throws {
         guard !declaredQueues.contains(queue) else { return }
-        try Topology.declareJobQueue(queue, priorities: priorityQueues, on: connection, channel: Self.publishChannel)
+        try Topology.declareJobQueue(
+            queue, priorities: priorityQueues, quorum: quorumQueues, on: connection, channel: Self.publishChannel)
         declaredQueues.insert(queue)
     }
 

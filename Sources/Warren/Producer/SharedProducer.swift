@@ -29,10 +29,19 @@ public final class SharedProducer: Sendable {
     ///   - url: `amqp://user:password@host:port/vhost`; several, separated by commas, are tried in turn.
     ///   - sequences: Where sequence numbers come from. Default: the host-wide ``SequenceStore``.
     ///   - priorityQueues: Whether job queues this producer has to create are priority queues.
-    /// - Throws: ``WarrenError`` (`invalidConfiguration`) for a malformed URL.
-    public init(url: String, sequences: SequenceStore = SequenceStore(), priorityQueues: Bool = false) throws {
+    ///   - quorumQueues: Whether job queues this producer has to create are quorum queues; not with
+    ///     `priorityQueues`.
+    /// - Throws: ``WarrenError`` (`invalidConfiguration`) for a malformed URL, or both kinds of queue.
+    public init(
+        url: String, sequences: SequenceStore = SequenceStore(), priorityQueues: Bool = false, quorumQueues: Bool = false
+    ) throws {
         _ = try BrokerAddresses(url, connectionName: "")
-        line = CallLine { try Producer(url: url, sequences: sequences, priorityQueues: priorityQueues) }
+        if let problem = Topology.problem(creatingPriorityQueues: priorityQueues, quorumQueues: quorumQueues) {
+            throw WarrenError(.invalidConfiguration, problem)
+        }
+        line = CallLine {
+            try Producer(url: url, sequences: sequences, priorityQueues: priorityQueues, quorumQueues: quorumQueues)
+        }
         let thread = Thread { [line] in line.serve() }
         thread.name = "warren shared producer"
         thread.start()

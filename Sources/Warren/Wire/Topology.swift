@@ -76,6 +76,12 @@ public enum Topology {
         return nil
     }
 
+    /// Why job queues cannot be created both as priority queues and as quorum queues, or `nil`: RabbitMQ 3's quorum
+    /// queues have no priorities.
+    public static func problem(creatingPriorityQueues priorities: Bool, quorumQueues quorum: Bool) -> String? {
+        priorities && quorum ? "quorum queues have no priorities: ask for priority queues or quorum queues" : nil
+    }
+
     /// Declares the delay queue ``delayQueue(for:seconds:)``; it deletes itself after an hour unused.
     public static func declareDelayQueue(
         for queue: String, seconds: Int, on connection: AMQPConnection, channel: UInt16
@@ -90,42 +96,49 @@ public enum Topology {
     }
 
     /// The channel opened and closed for declarations the broker may refuse by closing it: a job queue
-    /// (``declareJobQueue(_:priorities:on:channel:)``), the control stream while it starts. A connection that
+    /// (``declareJobQueue(_:priorities:quorum:on:channel:)``), the control stream while it starts. A connection that
     /// declares so uses it for nothing else.
     public static let declarationChannel: UInt16 = 100
 
     /// Declares job queue `name`, with its dead-letter exchange, unless it exists: an existing queue is used as it
-    /// was declared (as a priority queue or not, by whichever client came first), so workers and producers that
-    /// disagree on `priorities` never fail on a queue the other made.
+    /// was declared (as a priority queue, a quorum queue or neither, by whichever client came first), so workers and
+    /// producers that disagree on `priorities` or `quorum` never fail on a queue the other made.
     /// - Parameter priorities: Whether a queue this declares is a priority queue (`x-max-priority` ``maxPriority``),
     ///   whose broker delivers waiting jobs highest priority first, for about a third more broker work per job.
+    /// - Parameter quorum: Whether a queue this declares is a quorum queue (`x-queue-type: quorum`): replicated
+    ///   on the nodes of a cluster, first in, first out. Not with `priorities`: RabbitMQ 3's quorum queues have no
+    ///   priorities.
     /// - Parameter channel: The channel for the dead-letter exchange and queue.
+    /// - Returns: Whether this call created the queue, with exactly the arguments asked for; `false` when it existed.
     /// - Throws: `AMQPError` when the broker refuses a declaration otherwise, or the connection fails.
+    @discardableResult
     public static func declareJobQueue(
-        _ name: String, priorities: Bool, on connection: AMQPConnection, channel: UInt16
-    ) throws {
+        _ name: String, priorities: Bool, quorum: Bool = false, on connection: AMQPConnection, channel: UInt16
+    ) throws -> Bool {
+        precondition(!(priorities && quorum), "quorum queues have no priorities")
         try declareDeadLetters(on: connection, channel: channel)
-        let arguments = jobQueueArguments(priorities: priorities)
+        let arguments = jobQueueArguments(priorities: priorities, quorum: quorum)
         // Look for the queue, declare it if it is missing, and look again if another client declared it otherwise
         // meanwhile.
-        guard try lookUp(name, on: connection) == nil, try !declare(name, arguments: arguments, on: connection),
-            try lookUp(name, on: connection) == nil
-        else { return }
+        guard try lookUp(name, on: connection) == nil else { return false }
+        if try declare(name, arguments: arguments, on: connection) { return true }
+        guard try lookUp(name, on: connection) == nil else { return false }
         // As the broker's own refusal would be: a worker reconnects and declares it again.
         throw AMQPError(
             .channelClosed, "job queue '\(name)' was deleted while it was being declared", replyCode: 404,
             channel: declarationChannel)
     }
 
-    /// The arguments of a job queue Warren creates: its dead-letter exchange, and with `priorities`, its
-    /// `x-max-priority`.
-    static func jobQueueArguments(priorities: Bool) -> AMQPTable {
+    /// The arguments of a job queue Warren creates: its dead-letter exchange; with `priorities`, its
+    /// `x-max-priority`; with `quorum`, its `x-queue-type`.
+    static func jobQueueArguments(priorities: Bool, quorum: Bool = false) -> AMQPTable {
         var arguments: AMQPTable = ["x-dead-letter-exchange": .string(deadExchange)]
         if priorities { arguments["x-max-priority"] = .int(maxPriority) }
+        if quorum { arguments["x-queue-type"] = "quorum" }
         return arguments
     }
 
-    /// Whether job queue `name` is a priority queue as Warren creates one (``declareJobQueue(_:priorities:on:channel:)``
+    /// Whether job queue `name` is a priority queue as Warren creates one (``declareJobQueue(_:priorities:quorum:on:channel:)``
     /// with `priorities`), so that the broker delivers its jobs highest priority first; `false` also when there is
     /// no such queue. The broker accepts a declaration that repeats a queue's arguments and refuses one that differs
     /// (406, which closes ``declarationChannel``), so a queue declared otherwise is left as it is.
@@ -134,6 +147,16 @@ public enum Topology {
         // Looked for first: the declaration would create a missing queue.
         guard try lookUp(name, on: connection) != nil else { return false }
         return try declare(name, arguments: jobQueueArguments(priorities: true), on: connection)
+    }
+
+    /// Whether job queue `name`, which exists, is known to take a channel-wide prefetch limit (`basic.qos` with
+    /// global=true): whether it is a classic queue as Warren creates them, first in, first out or with priorities
+    /// (found as ``isPriorityQueue(_:on:)`` finds them). A quorum queue refuses a consumer on a channel with such a
+    /// limit (540 NOT_IMPLEMENTED, which closes the connection); a queue declared with other arguments may be one.
+    /// - Throws: `AMQPError` when the broker refuses otherwise, or the connection fails.
+    public static func takesChannelWidePrefetch(_ name: String, on connection: AMQPConnection) throws -> Bool {
+        try declare(name, arguments: jobQueueArguments(priorities: false), on: connection)
+            || declare(name, arguments: jobQueueArguments(priorities: true), on: connection)
     }
 
     /// What the broker holds in queue `name` (messages ready for a consumer, consumers), or `nil` if there is no

@@ -28,6 +28,10 @@ public final class Worker: Sendable {
         /// highest priority first, for about a third more broker work per job. Queues that exist are used as they
         /// are. Default: `false`, first in, first out (priorities still order the jobs a worker holds).
         public var priorityQueues = false
+        /// Whether broker queues this worker has to create are quorum queues: replicated on the nodes of a
+        /// cluster, so that jobs outlive the loss of a node; first in, first out, and not with ``priorityQueues``.
+        /// Queues that exist are used as they are. Default: `false`.
+        public var quorumQueues = false
         /// Most deliveries held unacknowledged at once. Default: `nil`, the sum of the local queue widths.
         public var prefetch: Int?
         /// Name in results and logs. Default: `host-pid`.
@@ -78,6 +82,11 @@ public final class Worker: Sendable {
             throw WarrenError(.invalidConfiguration, "a worker needs at least one queue to consume")
         }
         if let problem = configuration.queues.lazy.compactMap(Topology.problem(withJobQueue:)).first {
+            throw WarrenError(.invalidConfiguration, problem)
+        }
+        if let problem = Topology.problem(
+            creatingPriorityQueues: configuration.priorityQueues, quorumQueues: configuration.quorumQueues)
+        {
             throw WarrenError(.invalidConfiguration, problem)
         }
         for (name, width) in configuration.localQueues where width < 1 {

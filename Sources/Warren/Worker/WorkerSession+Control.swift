@@ -94,10 +94,8 @@ extension WorkerSession {
         if paused {
             pausedQueues.insert(queue)
             logger.info("paused", metadata: ["queue": "\(queue)"])
-            for (tag, consumed) in jobConsumers where consumed == queue {
-                try connection.cancelConsumer(tag, channel: Self.jobsChannel)
-                jobConsumers[tag] = nil
-            }
+            try cancelConsumers(of: queue)
+            consumerLimits[queue] = nil
             for job in inFlight.values where job.queue == queue && !job.operation.isExecuting {
                 job.operation.cancel(Cancellation(reason: "paused", message: "the worker was paused on \(queue)"))
             }
@@ -105,6 +103,7 @@ extension WorkerSession {
             pausedQueues.remove(queue)
             logger.info("resumed", metadata: ["queue": "\(queue)"])
             guard isConsuming else { return }
+            if renewsConsumers { return consumerLimitsMayFallShort() }
             try useChannelWidePrefetch()
             try consumeJobs(from: queue)
         }

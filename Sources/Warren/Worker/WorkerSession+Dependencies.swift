@@ -4,8 +4,9 @@ import Foundation
 /// Jobs that wait for other jobs.
 ///
 /// A job whose dependencies have not all ended is *parked*: held by the worker, not yet in a local queue. Each
-/// parked job raises the channel's prefetch by one, so waiting jobs never starve the worker of the jobs they wait
-/// for (the Celery fix for ETA tasks); past ``Worker/Configuration/maxParkedJobs`` a job is parked through the
+/// parked job raises the channel's prefetch by one (on quorum queues, it stops counting against its queue's
+/// consumer: ``renewConsumersIfDue()``), so waiting jobs never starve the worker of the jobs they wait for (the
+/// Celery fix for ETA tasks); past ``Worker/Configuration/maxParkedJobs`` a job is parked through the
 /// broker instead (a delay queue sends it back a few seconds later). Which jobs ended, wherever they ran, the
 /// worker learns from the `warren.results` stream, which it starts reading (a day back) when it first parks a job;
 /// from then on it also remembers the jobs it ends itself. A cancelled or failed dependency counts as ended, unless
@@ -100,6 +101,10 @@ extension WorkerSession {
     func updatePrefetch() throws {
         let prefetch = UInt16(min(configuration.effectivePrefetch + parked.count, 65_535))
         guard prefetch != currentPrefetch, isConsuming else { return }
+        if renewsConsumers {
+            currentPrefetch = prefetch
+            return consumerLimitsMayFallShort()
+        }
         try useChannelWidePrefetch()
         try connection.qos(prefetchCount: prefetch, global: true, channel: Self.jobsChannel)
         currentPrefetch = prefetch

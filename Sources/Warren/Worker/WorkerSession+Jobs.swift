@@ -20,7 +20,7 @@ extension WorkerSession {
             // Redelivered after a reconnect while the job still runs here: it ends once, on this delivery.
             running.delivery = delivery
             running.generation = generation
-            return
+            return consumerLimitsMayFallShort()
         }
         if let result = orphanResults.take(descriptor.id) {
             return try end(delivery, with: result)
@@ -68,6 +68,7 @@ extension WorkerSession {
     func finish(_ job: InFlightJob, _ finished: FinishedJob) throws {
         inFlight[finished.jobID] = nil
         if job.generation != generation { return finishOrphan(job, finished) }
+        left(job)
         if !parked.isEmpty, parked.removeValue(forKey: finished.jobID) != nil { try updatePrefetch() }
         let timings = JobTimings(
             enqueuedAt: job.descriptor.createdAt, receivedAt: job.receivedAt, startedAt: finished.startedAt,

@@ -43,6 +43,8 @@ final class WorkerSession {
     var orphanResults = OrphanResults()
     /// Job queue consumed, by consumer tag.
     var jobConsumers: [String: String] = [:]
+    /// Job queue of each consumer cancelled on this connection, by consumer tag: its deliveries may still be held.
+    var retiredConsumers: [String: String] = [:]
     /// Whether the jobs channel is set up, so consumers can start (false during the control replay).
     var isConsuming = false
     /// Broker queues this worker does not take jobs from (`warren pause`).
@@ -59,6 +61,14 @@ final class WorkerSession {
     /// connection starts so when it consumes exactly one queue with no job parked, where both limits mean the
     /// same; it goes channel-wide for good at the first change (``useChannelWidePrefetch()``).
     var prefetchPerConsumer = false
+    /// Whether a job queue of this connection may refuse a channel-wide prefetch (a quorum queue): then each job
+    /// queue's consumer keeps a limit of its own, which changes by starting the consumer again
+    /// (``renewConsumersIfDue()``).
+    var renewsConsumers = false
+    /// The prefetch limit of each job queue's consumer, while ``renewsConsumers``; none for a queue without one.
+    var consumerLimits: [String: Int] = [:]
+    /// Whether a consumer's limit may fall short of what its queue's budget allows: checked when the turn ends.
+    var consumerLimitsStale = false
     /// The prefetch in force on the jobs channel.
     var currentPrefetch: UInt16 = 0 {
         didSet {
@@ -143,6 +153,7 @@ final class WorkerSession {
             try receive(readingEvents: reads)
             try storeResults(force: inFlight.isEmpty)
             try sendAcks()
+            try renewConsumersIfDue()
             if let stopDeadline, ContinuousClock.now >= stopDeadline { cancelAll(reason: "shutdown") }
             enforceDeadlines()
             connection.flushOutput()
@@ -220,13 +231,31 @@ final class WorkerSession {
         if !parked.isEmpty { try readResultsStream() }
         try connection.openChannel(Self.jobsChannel)
         guard stopDeadline == nil else { return }
+        var channelWide = true
+        for queue in configuration.queues {
+            let created = try Topology.declareJobQueue(
+                queue, priorities: configuration.priorityQueues, quorum: configuration.quorumQueues, on: connection,
+                channel: Self.jobsChannel)
+            if channelWide {
+                channelWide =
+                    created ? !configuration.quorumQueues : try Topology.takesChannelWidePrefetch(queue, on: connection)
+            }
+        }
+        renewsConsumers = !channelWide
+        retiredConsumers = [:]
         currentPrefetch = UInt16(min(configuration.effectivePrefetch + parked.count, 65_535))
         prefetchPerConsumer =
-            parked.isEmpty && configuration.queues.count == 1 && pausedQueues.isDisjoint(with: configuration.queues)
-        try connection.qos(prefetchCount: currentPrefetch, global: !prefetchPerConsumer, channel: Self.jobsChannel)
-        for queue in configuration.queues {
-            try Topology.declareJobQueue(
-                queue, priorities: configuration.priorityQueues, on: connection, channel: Self.jobsChannel)
+            renewsConsumers
+            || parked.isEmpty && configuration.queues.count == 1 && pausedQueues.isDisjoint(with: configuration.queues)
+        if renewsConsumers {
+            consumerLimits = [:]
+            for queue in configuration.queues where !pausedQueues.contains(queue) {
+                consumerLimits[queue] = configuration.effectivePrefetch
+            }
+            try connection.qos(
+                prefetchCount: UInt16(configuration.effectivePrefetch), global: false, channel: Self.jobsChannel)
+        } else {
+            try connection.qos(prefetchCount: currentPrefetch, global: !prefetchPerConsumer, channel: Self.jobsChannel)
         }
         isConsuming = true
         for queue in configuration.queues where !pausedQueues.contains(queue) {
@@ -244,21 +273,29 @@ final class WorkerSession {
     func queue(of delivery: Delivery) -> String {
         let queues = configuration.queues
         if queues.count == 1 { return queues[0] }
-        return jobConsumers[delivery.consumerTag] ?? delivery.routingKey
+        return jobConsumers[delivery.consumerTag] ?? retiredConsumers[delivery.consumerTag] ?? delivery.routingKey
+    }
+
+    /// Cancels the consumers of `queue`; the deliveries they brought stay with the worker, unacknowledged.
+    func cancelConsumers(of queue: String) throws {
+        for (tag, consumed) in jobConsumers where consumed == queue {
+            try connection.cancelConsumer(tag, channel: Self.jobsChannel)
+            jobConsumers[tag] = nil
+            retiredConsumers[tag] = queue
+        }
     }
 
     /// Moves the prefetch limit from the job consumers to the jobs channel for the rest of the connection, before
     /// a consumer starts again or the limit changes: the channel's limit changes live and counts every
     /// unacknowledged delivery, whichever consumer brought it, so restarting a consumer cannot exceed it.
     func useChannelWidePrefetch() throws {
-        guard prefetchPerConsumer else { return }
+        guard prefetchPerConsumer, !renewsConsumers else { return }
         prefetchPerConsumer = false
         // In this order: RabbitMQ lifts the channel's limit whenever it sets consumers' own.
         try connection.qos(prefetchCount: 0, global: false, channel: Self.jobsChannel)
         try connection.qos(prefetchCount: currentPrefetch, global: true, channel: Self.jobsChannel)
-        for (tag, queue) in jobConsumers {
-            try connection.cancelConsumer(tag, channel: Self.jobsChannel)
-            jobConsumers[tag] = nil
+        for queue in Set(jobConsumers.values) {
+            try cancelConsumers(of: queue)
             try consumeJobs(from: queue)
         }
     }

@@ -100,6 +100,20 @@ enum BrokerProbe {
         return try connection.declareQueue(queue, passive: true, channel: 1).messageCount
     }
 
+    /// Waits until `queue` holds `count` ready messages, then checks that it stays there for a while: a worker
+    /// taking one job too many does so within milliseconds.
+    static func expectReady(
+        in queue: String, _ count: UInt32, _ comment: Comment, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try depth(of: queue) != count, ContinuousClock.now < deadline {
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        Thread.sleep(forTimeInterval: 0.5)
+        let depth = try depth(of: queue)
+        #expect(depth == count, "\(comment): \(depth) ready", sourceLocation: sourceLocation)
+    }
+
     /// Consumers of `queue`.
     static func consumers(of queue: String) throws -> UInt32 {
         let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))

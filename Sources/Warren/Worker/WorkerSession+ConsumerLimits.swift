@@ -1,0 +1,51 @@
+import AMQP
+
+/// Prefetch on job queues that refuse a channel-wide limit: quorum queues, and queues of unknown type.
+///
+/// A quorum queue takes only a limit per consumer (`basic.qos` with global=false), fixed when the consumer starts,
+/// so the worker changes it by starting the queue's consumer again: the deliveries of the consumer it cancels stay
+/// with the worker, unacknowledged, and count against no limit any more, so the new consumer's limit is what the
+/// queue's budget leaves. Each job queue's budget is the whole prefetch: jobs held from it and not parked. A consumer
+/// starts again when its limit falls short of what its budget allows by a quarter of the prefetch (at least one job):
+/// as jobs park, and as the jobs of cancelled consumers end.
+extension WorkerSession {
+    /// Has the consumers' limits checked when the turn ends, if the worker renews consumers.
+    func consumerLimitsMayFallShort() {
+        if renewsConsumers { consumerLimitsStale = true }
+    }
+
+    /// A job of this connection left the worker: a consumer's limit may now fall short, if the job came from a
+    /// consumer since cancelled, or its queue's consumer is not at the whole budget.
+    func left(_ job: InFlightJob) {
+        guard renewsConsumers, !consumerLimitsStale else { return }
+        consumerLimitsStale =
+            jobConsumers[job.delivery.consumerTag] == nil || consumerLimits[job.queue] != configuration.effectivePrefetch
+    }
+
+    /// Starts the consumer of each job queue again whose limit falls short of its budget, with the limit the budget
+    /// allows.
+    func renewConsumersIfDue() throws {
+        guard consumerLimitsStale, isConsuming, stopDeadline == nil else { return }
+        consumerLimitsStale = false
+        let budget = configuration.effectivePrefetch
+        var running: [String: Int] = [:]  // held from the queue and not parked, from any consumer
+        var fromConsumer: [String: Int] = [:]  // held from the queue's consumer, parked or not
+        for job in inFlight.values where job.generation == generation {
+            if parked[job.descriptor.id] == nil { running[job.queue, default: 0] += 1 }
+            if jobConsumers[job.delivery.consumerTag] != nil { fromConsumer[job.queue, default: 0] += 1 }
+        }
+        for queue in configuration.queues where !pausedQueues.contains(queue) {
+            let allowed = budget - running[queue, default: 0]
+            // What the broker may still deliver to the queue's consumer.
+            let deliverable = (consumerLimits[queue] ?? 0) - fromConsumer[queue, default: 0]
+            guard allowed - deliverable >= max(1, budget / 4) else { continue }
+            try cancelConsumers(of: queue)
+            try connection.qos(prefetchCount: UInt16(allowed), global: false, channel: Self.jobsChannel)
+            consumerLimits[queue] = allowed
+            try consumeJobs(from: queue)
+        }
+        retiredConsumers = retiredConsumers.filter { tag, _ in
+            inFlight.values.contains { $0.delivery.consumerTag == tag && $0.generation == generation }
+        }
+    }
+}

@@ -1,0 +1,122 @@
+import AMQP
+import Foundation
+import Testing
+import Warren
+
+extension Integration {
+    /// Quorum queues take no channel-wide prefetch: a worker that set one would lose its connection (540
+    /// NOT_IMPLEMENTED) each time it tried to consume, and never take a job again.
+    @Suite struct QuorumQueues {
+        let quorumArguments: AMQPTable = [
+            "x-dead-letter-exchange": .string(Topology.deadExchange), "x-queue-type": "quorum",
+        ]
+
+        @Test("--quorum-queues creates quorum queues; a worker holds at most its prefetch, paused and resumed")
+        func createdAndBounded() throws {
+            let queue = TestEnvironment.uniqueName("quorum")
+            defer { BrokerProbe.delete(queue) }
+            let id = TestEnvironment.uniqueName("quorum-bounded")
+            let worker = try CLI.startWorker(
+                queue: queue, id: id, arguments: ["--quorum-queues", "--width", "1", "--prefetch", "2"])
+            defer { worker.terminate() }
+            #expect(try BrokerProbe.isDeclared(queue, with: quorumArguments))
+            let producer = try Producer.forTests()
+            let tap = try MessageTap.results()
+            let jobs = try producer.enqueue(
+                (1...6).map { _ in JobRequest(type: "sleep", input: ["seconds": 60], queue: queue) })
+            try worker.waitForStart(of: jobs[0].id)
+            try BrokerProbe.expectReady(in: queue, 4, "one job executes and one waits in the worker")
+            try producer.pause(worker: id)
+            try BrokerProbe.expectReady(in: queue, 5, "the waiting job went back; the executing one goes on")
+            try producer.resume(worker: id)
+            try BrokerProbe.expectReady(in: queue, 4, "the executing job still counts against the prefetch")
+            try producer.cancelAll(queue: queue)
+            let results = try tap.waitForResults(jobs.map(\.id))
+            #expect(results.allSatisfy { $0.status == .cancelled })
+            #expect(!worker.stderr.contains("reconnecting"), "\(worker.stderr)")
+
+            let made = TestEnvironment.uniqueName("quorum-produced")
+            defer { BrokerProbe.delete(made) }
+            try Producer(url: try TestEnvironment.brokerURL, quorumQueues: true)
+                .enqueue(JobRequest(type: "echo", queue: made))
+            #expect(try BrokerProbe.isDeclared(made, with: quorumArguments))
+        }
+
+        @Test("jobs waiting for dependencies on a quorum queue made by another client neither starve nor overfill a worker")
+        func parkedJobs() throws {
+            let queue = TestEnvironment.uniqueName("quorum-deps")
+            defer { BrokerProbe.delete(queue) }
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
+            defer { connection.close() }
+            try connection.openChannel(1)
+            // Not declared as Warren declares queues: the worker cannot tell its type, and must not risk a
+            // channel-wide limit.
+            _ = try connection.declareQueue(
+                queue, arguments: ["x-queue-type": "quorum", "x-max-length": .int(10_000)], channel: 1)
+            let root = UUID().uuidString.lowercased()
+            let waiting = (1...6).map { _ in UUID().uuidString.lowercased() }
+            for id in waiting {
+                let body = #"{"version":1,"id":"\#(id)","type":"echo","dependencies":["\#(root)"]}"#
+                try connection.publish(Array(body.utf8), exchange: "", routingKey: queue, channel: 1)
+            }
+            try connection.publish(
+                Array(#"{"version":1,"id":"\#(root)","type":"echo"}"#.utf8), exchange: "", routingKey: queue, channel: 1)
+            let tap = try MessageTap.results()
+            let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "1", "--prefetch", "1"])
+            defer { worker.terminate() }
+            let results = try tap.waitForResults([root] + waiting)
+            #expect(results.allSatisfy { $0.status == .succeeded })
+
+            // A parked job frees its place for one more job, and no more.
+            let producer = try Producer.forTests()
+            let blocker = JobRequest(type: "sleep", input: ["seconds": 60], queue: queue)
+            var dependent = JobRequest(type: "echo", queue: queue, dependencies: [blocker.id])
+            dependent.checksDependencies = false  // enqueued before its dependency, so that it arrives first
+            let others = (1...3).map { _ in JobRequest(type: "echo", queue: queue) }
+            try producer.enqueue([dependent])
+            try producer.enqueue([blocker] + others)
+            try worker.waitForStart(of: blocker.id)
+            try BrokerProbe.expectReady(in: queue, 3, "one job parked, one executing")
+            try producer.cancel(jobIDs: [blocker.id])
+            let rest = try tap.waitForResults([blocker.id, dependent.id] + others.map(\.id))
+            #expect(rest.map(\.status) == [.cancelled] + Array(repeating: .succeeded, count: 4))
+            #expect(!worker.stderr.contains("reconnecting"), "\(worker.stderr)")
+        }
+
+        @Test("a worker of a classic and a quorum queue takes jobs from both, across dependencies")
+        func mixedQueues() throws {
+            let classic = TestEnvironment.uniqueName("quorum-mixed-classic")
+            let quorum = TestEnvironment.uniqueName("quorum-mixed-quorum")
+            defer { [classic, quorum].forEach(BrokerProbe.delete) }
+            try Producer(url: try TestEnvironment.brokerURL, quorumQueues: true)
+                .enqueue(JobRequest(type: "echo", input: "first", queue: quorum))
+            let tap = try MessageTap.results()
+            let worker = try CLI.startWorker(queue: classic, arguments: ["--queue", quorum, "--width", "2"])
+            defer { worker.terminate() }
+            let producer = try Producer.forTests()
+            let slow = JobRequest(type: "sleep", input: ["seconds": 0.5], queue: quorum)
+            let after = JobRequest(type: "echo", input: "after", queue: classic, dependencies: [slow.id])
+            let jobs = try producer.enqueue([after, slow] + (1...4).map { JobRequest(type: "echo", queue: $0 % 2 == 0 ? classic : quorum) })
+            let results = try tap.waitForResults(jobs.map(\.id))
+            #expect(results.allSatisfy { $0.status == .succeeded })
+            #expect(try #require(results[0].timings.startedAt) >= (try #require(results[1].timings.finishedAt)))
+            #expect(try BrokerProbe.isDeclared(quorum, with: quorumArguments), "the worker used the queue as it is")
+            #expect(!worker.stderr.contains("reconnecting"), "\(worker.stderr)")
+        }
+
+        @Test("quorum queues with priorities are refused: exit 64, or invalidConfiguration")
+        func noPriorities() throws {
+            let url = try TestEnvironment.brokerURL
+            for command in [["worker"], ["enqueue", "echo"]] {
+                let output = try CLI.run(command + ["--url", url, "--priority-queues", "--quorum-queues"])
+                #expect(output.status == 64)
+                #expect(output.stderr.contains("quorum queues have no priorities"), "\(output.stderr)")
+            }
+            #expect(throws: WarrenError.self) { try Producer(url: url, priorityQueues: true, quorumQueues: true) }
+            var configuration = Worker.Configuration(url: url)
+            configuration.priorityQueues = true
+            configuration.quorumQueues = true
+            #expect(throws: WarrenError.self) { try Worker(configuration: configuration, registry: .builtIn) }
+        }
+    }
+}
