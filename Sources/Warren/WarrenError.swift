@@ -10,6 +10,8 @@ public struct WarrenError: Error, Sendable, CustomStringConvertible {
         public static let invalidConfiguration = Code("invalidConfiguration")
         /// The broker refused, closed or lost the connection.
         public static let broker = Code("broker")
+        /// A queue lives on a cluster node that is down or out of reach: it is there again when the node is.
+        public static let queueUnreachable = Code("queueUnreachable")
         /// A message could not be encoded or decoded.
         public static let wireFormat = Code("wireFormat")
         /// Waiting for something (a result, a confirm) took longer than allowed.

@@ -38,26 +38,49 @@ struct StatusCommand: ParsableCommand {
         let statuses = try producer.workerStatuses(timeout: .milliseconds(Int(timeout * 1000)))
         let names = Set(queue + statuses.flatMap(\.queues))
         let queues = try (names.isEmpty ? [Topology.defaultQueue] : names.sorted()).map { name in
-            (name, try producer.jobQueueStatus(name))
+            (name, try Self.reachable { try producer.jobQueueStatus(name) })
         }
-        let deadLetters = try producer.deadLetterCount()
+        let deadLetters = try Self.reachable { try producer.deadLetterCount() }
         if json {
             for status in statuses { print(try ResultPrinter.json(status)) }
-            for case (_, let status?) in queues { print(try ResultPrinter.json(status)) }
-            print(try ResultPrinter.json(["deadLetters": deadLetters]))
+            for (name, status) in queues {
+                switch status {
+                case .success(let status?): print(try ResultPrinter.json(status))
+                case .success(nil): break
+                case .failure(let error): print(try ResultPrinter.json(["queue": name, "unreachable": error.message]))
+                }
+            }
+            switch deadLetters {
+            case .success(let count): print(try ResultPrinter.json(["deadLetters": count]))
+            case .failure(let error): print(try ResultPrinter.json(["deadLettersUnreachable": error.message]))
+            }
             return
         }
         if statuses.isEmpty { print("no live workers answered within \(timeout) s") }
         for status in statuses { Self.printWorker(status) }
         for (name, status) in queues {
-            guard let status else {
-                print("queue \(name): no such queue")
-                continue
+            switch status {
+            case .success(let status?):
+                print(
+                    "queue \(name) waiting=\(status.waiting) delayed=\(status.delayed) consumers=\(status.consumers)")
+            case .success(nil): print("queue \(name): no such queue")
+            case .failure(let error): print("queue \(name): unreachable: \(error.message)")
             }
-            print(
-                "queue \(name) waiting=\(status.waiting) delayed=\(status.delayed) consumers=\(status.consumers)")
         }
-        print("dead letters=\(deadLetters)\(deadLetters > 0 ? " (warren dead list)" : "")")
+        switch deadLetters {
+        case .success(let count): print("dead letters=\(count)\(count > 0 ? " (warren dead list)" : "")")
+        case .failure(let error): print("dead letters: unreachable: \(error.message)")
+        }
+    }
+
+    /// What `body` finds, or why the queue it looks at is out of reach (on a cluster node that is down); any other
+    /// failure goes up.
+    private static func reachable<T>(_ body: () throws -> T) throws -> Result<T, WarrenError> {
+        do {
+            return .success(try body())
+        } catch let error as WarrenError where error.code == .queueUnreachable {
+            return .failure(error)
+        }
     }
 
     private static func printWorker(_ status: WorkerStatus) {

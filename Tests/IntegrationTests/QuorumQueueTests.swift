@@ -37,8 +37,7 @@ extension Integration {
 
             let made = TestEnvironment.uniqueName("quorum-produced")
             defer { BrokerProbe.delete(made) }
-            try Producer(url: try TestEnvironment.brokerURL, quorumQueues: true)
-                .enqueue(JobRequest(type: "echo", queue: made))
+            try Producer.forTests(quorumQueues: true).enqueue(JobRequest(type: "echo", queue: made))
             #expect(try BrokerProbe.isDeclared(made, with: quorumArguments))
         }
 
@@ -88,8 +87,7 @@ extension Integration {
             let classic = TestEnvironment.uniqueName("quorum-mixed-classic")
             let quorum = TestEnvironment.uniqueName("quorum-mixed-quorum")
             defer { [classic, quorum].forEach(BrokerProbe.delete) }
-            try Producer(url: try TestEnvironment.brokerURL, quorumQueues: true)
-                .enqueue(JobRequest(type: "echo", input: "first", queue: quorum))
+            try Producer.forTests(quorumQueues: true).enqueue(JobRequest(type: "echo", input: "first", queue: quorum))
             let tap = try MessageTap.results()
             let worker = try CLI.startWorker(queue: classic, arguments: ["--queue", quorum, "--width", "2"])
             defer { worker.terminate() }

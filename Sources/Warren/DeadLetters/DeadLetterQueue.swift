@@ -13,12 +13,18 @@ public final class DeadLetterQueue {
     let connection: AMQPConnection
 
     /// Connects and declares the dead-letter exchange and queue.
-    /// - Throws: ``WarrenError`` (`invalidConfiguration` for a bad URL, `broker` when the connection fails).
+    /// - Throws: ``WarrenError`` (`invalidConfiguration` for a bad URL, `broker` when the connection fails,
+    ///   `queueUnreachable` when the queue lives on a cluster node that is down).
     public init(url: String) throws {
         connection = try BrokerAddresses(url, connectionName: "warren dead").connect()
         do {
             try connection.openChannel(Self.channel)
-            try Topology.declareDeadLetters(on: connection, channel: Self.channel)
+            guard try Topology.declareDeadLetters(on: connection, channel: Self.channel) else {
+                connection.close()
+                throw WarrenError(
+                    .queueUnreachable,
+                    "the dead-letter queue \(Topology.deadQueue) is on a cluster node that is down or out of reach")
+            }
             try connection.enableConfirms(channel: Self.channel)
         } catch let error as AMQPError {
             throw WarrenError(.broker, error.description)

@@ -223,7 +223,8 @@ public final class Producer {
 
     /// What the broker holds for job queue `queue`: jobs waiting, jobs in its delay queues, consumers; `nil` if
     /// there is no such queue.
-    /// - Throws: ``WarrenError`` (`broker`) when the connection fails.
+    /// - Throws: ``WarrenError``: `queueUnreachable` when the queue, or one of its delay queues, lives on a cluster
+    ///   node that is down; `broker` when the connection fails.
     public func jobQueueStatus(_ queue: String) throws -> JobQueueStatus? {
         try brokerCall {
             guard let info = try Topology.lookUp(queue, on: connection) else { return nil }
@@ -246,7 +247,8 @@ public final class Producer {
     }
 
     /// How many messages the dead-letter queue holds (`warren dead list` shows them).
-    /// - Throws: ``WarrenError`` (`broker`) when the connection fails.
+    /// - Throws: ``WarrenError``: `queueUnreachable` when the queue lives on a cluster node that is down; `broker`
+    ///   when the connection fails.
     public func deadLetterCount() throws -> Int {
         try brokerCall { Int(try Topology.lookUp(Topology.deadQueue, on: connection)?.messageCount ?? 0) }
     }
@@ -280,7 +282,7 @@ public final class Producer {
         do {
             return try body()
         } catch let error as AMQPError {
-            throw WarrenError(.broker, error.description)
+            throw WarrenError(error.isQueueNodeDown ? .queueUnreachable : .broker, error.description)
         }
     }
 

@@ -116,7 +116,7 @@ public enum Topology {
         _ name: String, priorities: Bool, quorum: Bool = false, on connection: AMQPConnection, channel: UInt16
     ) throws -> Bool {
         precondition(!(priorities && quorum), "quorum queues have no priorities")
-        try declareDeadLetters(on: connection, channel: channel)
+        try declareDeadLetters(quorum: quorum, on: connection, channel: channel)
         let arguments = jobQueueArguments(priorities: priorities, quorum: quorum)
         // Look for the queue, declare it if it is missing, and look again if another client declared it otherwise
         // meanwhile.
@@ -161,7 +161,8 @@ public enum Topology {
 
     /// What the broker holds in queue `name` (messages ready for a consumer, consumers), or `nil` if there is no
     /// such queue: a passive declaration, which the broker refuses with 404 when it finds none.
-    /// - Throws: `AMQPError` when the broker refuses otherwise, or the connection fails.
+    /// - Throws: `AMQPError` when the broker refuses otherwise (``AMQPError/isQueueNodeDown`` for a queue on a
+    ///   cluster node that is down), or the connection fails.
     public static func lookUp(_ name: String, on connection: AMQPConnection) throws -> AMQPConnection.QueueInfo? {
         try onDeclarationChannel(connection, refusedWith: 404) {
             try connection.declareQueue(name, passive: true, channel: declarationChannel)
@@ -185,18 +186,37 @@ public enum Topology {
         let result: T
         do {
             result = try declaration()
-        } catch let error as AMQPError where error.channel == declarationChannel && error.replyCode == refusal {
+        } catch let error as AMQPError
+            where error.channel == declarationChannel && error.replyCode == refusal && !error.isQueueNodeDown
+        {
             return nil
         }
         try connection.closeChannel(declarationChannel)
         return result
     }
 
-    /// Declares the dead-letter exchange and queue.
-    public static func declareDeadLetters(on connection: AMQPConnection, channel: UInt16) throws {
+    /// Declares the dead-letter exchange and, unless it exists, the dead-letter queue bound to it: an existing
+    /// queue is used as it was declared, as with job queues.
+    /// - Parameter quorum: Whether a queue this declares is a quorum queue, which outlives the loss of a cluster
+    ///   node.
+    /// - Returns: `false` when the queue lives on a cluster node that is down (``AMQPError/isQueueNodeDown``):
+    ///   dead letters cannot reach it until that node returns.
+    /// - Throws: `AMQPError` when the broker refuses otherwise, or the connection fails.
+    @discardableResult
+    public static func declareDeadLetters(quorum: Bool = false, on connection: AMQPConnection, channel: UInt16) throws
+        -> Bool
+    {
         try connection.declareExchange(deadExchange, type: "fanout", channel: channel)
-        try connection.declareQueue(deadQueue, channel: channel)
+        do {
+            if try lookUp(deadQueue, on: connection) == nil {
+                // Refused (406) only if another client declared it otherwise meanwhile.
+                _ = try declare(deadQueue, arguments: quorum ? ["x-queue-type": "quorum"] : [:], on: connection)
+            }
+        } catch let error as AMQPError where error.isQueueNodeDown {
+            return false
+        }
         try connection.bindQueue(deadQueue, to: deadExchange, channel: channel)
+        return true
     }
 
     /// Declares the results exchange and the stream that keeps results, so that no result is ever published

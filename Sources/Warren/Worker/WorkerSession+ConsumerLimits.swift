@@ -34,7 +34,7 @@ extension WorkerSession {
             if parked[job.descriptor.id] == nil { running[job.queue, default: 0] += 1 }
             if jobConsumers[job.delivery.consumerTag] != nil { fromConsumer[job.queue, default: 0] += 1 }
         }
-        for queue in configuration.queues where !pausedQueues.contains(queue) {
+        for queue in configuration.queues where !pausedQueues.contains(queue) && unreachableQueues[queue] == nil {
             let allowed = budget - running[queue, default: 0]
             // What the broker may still deliver to the queue's consumer.
             let deliverable = (consumerLimits[queue] ?? 0) - fromConsumer[queue, default: 0]

@@ -102,10 +102,7 @@ extension WorkerSession {
         } else {
             pausedQueues.remove(queue)
             logger.info("resumed", metadata: ["queue": "\(queue)"])
-            guard isConsuming else { return }
-            if renewsConsumers { return consumerLimitsMayFallShort() }
-            try useChannelWidePrefetch()
-            try consumeJobs(from: queue)
+            try startConsumer(of: queue)
         }
     }
 

@@ -87,10 +87,12 @@ extension WorkerSession {
             return try retry(job, after: error)
         case .failed(let error):
             job.operation.job.logger.warning("job failed", metadata: ["error": "\(error)"])
-            result = makeResult(job.descriptor, delivery: job.delivery, status: .failed, timings: timings, error: error)
-            let dead = try deadLetter(job.delivery, error: error)
-            let confirms = try publishResult(result, replyTo: job.delivery.replyQueue)
-            return try settle(job.delivery.deliveryTag, action: .ack, after: [.publish(dead)] + confirms)
+            let failed = makeResult(job.descriptor, delivery: job.delivery, status: .failed, timings: timings, error: error)
+            return try whenDeadLettersReachable { [unowned self] in
+                let dead = try deadLetter(job.delivery, error: error)
+                let confirms = try publishResult(failed, replyTo: job.delivery.replyQueue)
+                try settle(job.delivery.deliveryTag, action: .ack, after: [.publish(dead)] + confirms)
+            }
         }
         try end(job.delivery, with: result)
     }
@@ -124,19 +126,22 @@ extension WorkerSession {
                 "reason": "\(error.code)", "detail": "\(error.message)", "job": "\(id ?? "-")",
                 "messageId": "\(delivery.properties.messageID ?? "-")",
             ])
-        var confirms: [Settlement.Confirm] = [.publish(try deadLetter(delivery, error: error))]
-        if reply, let id {
-            let result = JobResult(
+        let result = reply ? id.map { id in
+            JobResult(
                 jobID: id, type: descriptor?.type ?? delivery.properties.type, sequence: descriptor?.sequence ?? 0,
                 key: descriptor?.key, status: .failed, error: error, attempt: Self.attempt(of: delivery),
                 redelivered: delivery.redelivered, workerID: configuration.workerID,
                 timings: JobTimings(enqueuedAt: descriptor?.createdAt, receivedAt: receivedAt, finishedAt: Date()))
-            confirms += try publishResult(result, replyTo: delivery.replyQueue)
+        } : nil
+        try whenDeadLettersReachable { [unowned self] in
+            var confirms: [Settlement.Confirm] = [.publish(try deadLetter(delivery, error: error))]
+            if let result { confirms += try publishResult(result, replyTo: delivery.replyQueue) }
+            try settle(delivery.deliveryTag, action: .ack, after: confirms)
         }
-        try settle(delivery.deliveryTag, action: .ack, after: confirms)
     }
 
-    /// Republishes the message, untouched, to the dead-letter exchange with the reason in its headers.
+    /// Republishes the message, untouched, to the dead-letter exchange with the reason in its headers; only within
+    /// ``whenDeadLettersReachable(_:)``.
     func deadLetter(_ delivery: Delivery, error: JobError) throws -> UInt64 {
         var properties = delivery.properties
         var headers = properties.headers ?? [:]

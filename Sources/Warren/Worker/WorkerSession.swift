@@ -45,6 +45,15 @@ final class WorkerSession {
     var jobConsumers: [String: String] = [:]
     /// Job queue of each consumer cancelled on this connection, by consumer tag: its deliveries may still be held.
     var retiredConsumers: [String: String] = [:]
+    /// Dead-letterings waiting for the dead-letter queue to be reachable, oldest first, and when to look for it
+    /// again (``whenDeadLettersReachable(_:)``).
+    var heldForDeadLetters: [() throws -> Void] = []
+    var deadLettersRetryAt: ContinuousClock.Instant?
+    /// Whether the dead-letter queue was found reachable this turn (`nil`: not looked for yet).
+    var deadLettersReachable: Bool?
+    /// Job queues out of reach (their cluster node is down, or the broker cancelled their consumer), with when to
+    /// look for each again (``retryUnreachableQueues()``).
+    var unreachableQueues: [String: ContinuousClock.Instant] = [:]
     /// Whether the jobs channel is set up, so consumers can start (false during the control replay).
     var isConsuming = false
     /// Broker queues this worker does not take jobs from (`warren pause`).
@@ -154,6 +163,9 @@ final class WorkerSession {
             try storeResults(force: inFlight.isEmpty)
             try sendAcks()
             try renewConsumersIfDue()
+            try retryUnreachableQueues()
+            try retryHeldDeadLetters()
+            deadLettersReachable = nil
             if let stopDeadline, ContinuousClock.now >= stopDeadline { cancelAll(reason: "shutdown") }
             enforceDeadlines()
             connection.flushOutput()
@@ -194,6 +206,8 @@ final class WorkerSession {
         if let due = acks.dueAt { timeout = min(timeout, due - now) }
         if let due = storedResults.dueAt { timeout = min(timeout, due - now) }
         if let due = sentBatches.resendAt { timeout = min(timeout, due - now) }
+        if let due = unreachableQueues.values.min() { timeout = min(timeout, due - now) }
+        if let due = deadLettersRetryAt { timeout = min(timeout, due - now) }
         if mayHoldDeadlines, let deadline = inFlight.values.compactMap({ $0.descriptor.deadline }).min() {
             timeout = min(timeout, .milliseconds(Int(deadline.timeIntervalSinceNow * 1000) + 1))
         }
@@ -222,7 +236,11 @@ final class WorkerSession {
         publishCount = 0  // confirm numbers start at 1 on every new channel
         try connection.openChannel(Self.publishChannel)
         try Topology.declareResults(on: connection, channel: Self.publishChannel)
-        try Topology.declareDeadLetters(on: connection, channel: Self.publishChannel)
+        heldForDeadLetters = []  // their deliveries died with the connection: the broker delivers them again
+        deadLettersRetryAt = nil
+        deadLettersReachable = try Topology.declareDeadLetters(
+            quorum: configuration.quorumQueues, on: connection, channel: Self.publishChannel)
+        if deadLettersReachable == false { logDeadLettersUnreachable() }
         try Topology.declareProgress(on: connection, channel: Self.publishChannel)
         try connection.enableConfirms(channel: Self.publishChannel)
         try connection.openChannel(Self.storeChannel)
@@ -232,10 +250,12 @@ final class WorkerSession {
         try connection.openChannel(Self.jobsChannel)
         guard stopDeadline == nil else { return }
         var channelWide = true
+        unreachableQueues = [:]
         for queue in configuration.queues {
-            let created = try Topology.declareJobQueue(
-                queue, priorities: configuration.priorityQueues, quorum: configuration.quorumQueues, on: connection,
-                channel: Self.jobsChannel)
+            guard let created = try declareJobQueue(queue) else {
+                channelWide = false  // its type is unknown until it can be reached
+                continue
+            }
             if channelWide {
                 channelWide =
                     created ? !configuration.quorumQueues : try Topology.takesChannelWidePrefetch(queue, on: connection)
@@ -258,7 +278,7 @@ final class WorkerSession {
             try connection.qos(prefetchCount: currentPrefetch, global: !prefetchPerConsumer, channel: Self.jobsChannel)
         }
         isConsuming = true
-        for queue in configuration.queues where !pausedQueues.contains(queue) {
+        for queue in configuration.queues where !pausedQueues.contains(queue) && unreachableQueues[queue] == nil {
             try consumeJobs(from: queue)
         }
     }
@@ -325,7 +345,10 @@ final class WorkerSession {
             case .channelClosed(let error):
                 throw error
             case .consumerCancelled(_, let tag):
-                throw AMQPError(.channelClosed, "the broker cancelled consumer '\(tag)' (was its queue deleted?)")
+                guard let queue = jobConsumers[tag] else {
+                    throw AMQPError(.channelClosed, "the broker cancelled consumer '\(tag)' (was its queue deleted?)")
+                }
+                consumerCancelled(tag, queue: queue)
             case .blocked(let reason):
                 logger.warning("the broker blocked this connection", metadata: ["reason": "\(reason)"])
             case .unblocked:
@@ -486,8 +509,10 @@ final class WorkerSession {
                 + (delivery.replyQueue.map { "reply queue '\($0)'" } ?? "the results exchange")
                 + "; a queue at its length limit with x-overflow reject-publish does this")
         logger.error("dead-lettering a job whose result the broker refused", metadata: ["error": "\(error)"])
-        let dead = try deadLetter(delivery, error: error)
-        try settle(settlement.deliveryTag, action: .ack, after: [.publish(dead)])
+        try whenDeadLettersReachable { [unowned self] in
+            let dead = try deadLetter(delivery, error: error)
+            try settle(settlement.deliveryTag, action: .ack, after: [.publish(dead)])
+        }
     }
 
     /// Nacks a job delivery now: back to its queue, or (`requeue: false`) to the queue's dead-letter exchange.

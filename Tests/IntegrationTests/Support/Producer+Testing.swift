@@ -2,13 +2,13 @@ import Foundation
 import Warren
 
 extension Producer {
-    /// A producer on the test broker with a private sequence file.
-    static func forTests(priorityQueues: Bool = false) throws -> Producer {
+    /// A producer on the test broker (or at `url`) with a private sequence file.
+    static func forTests(url: String? = nil, priorityQueues: Bool = false, quorumQueues: Bool = false) throws -> Producer {
         let directory = try TestEnvironment.temporaryDirectory()
         return try Producer(
-            url: try TestEnvironment.brokerURL,
+            url: try url ?? TestEnvironment.brokerURL,
             sequences: SequenceStore(path: directory.appendingPathComponent("sequence").path),
-            priorityQueues: priorityQueues)
+            priorityQueues: priorityQueues, quorumQueues: quorumQueues)
     }
 }
 

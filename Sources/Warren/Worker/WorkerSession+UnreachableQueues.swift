@@ -1,0 +1,109 @@
+import AMQP
+
+/// Job queues out of reach while the connection lives: on a cluster, a classic queue lives on one node, and while
+/// that node is down the broker refuses to declare it (404) and cancels its consumers. The worker goes on with its
+/// other queues and looks for such a queue again every few seconds, instead of dropping a connection that serves
+/// them.
+extension WorkerSession {
+    /// How long the worker waits before it looks for an unreachable job queue again.
+    static let unreachableQueueRetry = Duration.seconds(5)
+
+    /// Declares job queue `queue` (``Topology/declareJobQueue(_:priorities:quorum:on:channel:)``): whether this
+    /// created it, or `nil` when its node is down, and the worker looks for it again later.
+    func declareJobQueue(_ queue: String) throws -> Bool? {
+        do {
+            let created = try Topology.declareJobQueue(
+                queue, priorities: configuration.priorityQueues, quorum: configuration.quorumQueues, on: connection,
+                channel: Self.jobsChannel)
+            unreachableQueues[queue] = nil
+            return created
+        } catch let error as AMQPError where error.isQueueNodeDown {
+            if unreachableQueues[queue] == nil {
+                logger.warning(
+                    "job queue is on a cluster node that is down; taking jobs from it once it returns",
+                    metadata: ["queue": "\(queue)", "error": "\(error)"])
+            }
+            unreachableQueues[queue] = .now + Self.unreachableQueueRetry
+            return nil
+        }
+    }
+
+    /// The broker cancelled the consumer of `queue`: its node went down, or the queue was deleted. The deliveries
+    /// it brought stay with the worker (their acks reach the queue only if it still lives).
+    func consumerCancelled(_ tag: String, queue: String) {
+        logger.warning(
+            "the broker cancelled the consumer of a job queue (its cluster node is down, or it was deleted); looking for it again",
+            metadata: ["queue": "\(queue)"])
+        jobConsumers[tag] = nil
+        retiredConsumers[tag] = queue
+        consumerLimits[queue] = nil
+        unreachableQueues[queue] = .now + Self.unreachableQueueRetry
+    }
+
+    /// Looks for the unreachable job queues whose time has come, and consumes those it finds again.
+    func retryUnreachableQueues() throws {
+        guard !unreachableQueues.isEmpty, isConsuming, stopDeadline == nil else { return }
+        let now = ContinuousClock.now
+        for (queue, due) in unreachableQueues where due <= now {
+            guard try declareJobQueue(queue) != nil else { continue }
+            logger.info("job queue reachable again", metadata: ["queue": "\(queue)"])
+            if !pausedQueues.contains(queue) { try startConsumer(of: queue) }
+        }
+    }
+
+    /// Starts consuming `queue` on a live connection (resumed, or reachable again), within the prefetch: where
+    /// consumers are renewed, with the limit its budget leaves (``renewConsumersIfDue()``); else under the channel's
+    /// limit.
+    func startConsumer(of queue: String) throws {
+        guard isConsuming, unreachableQueues[queue] == nil, !jobConsumers.values.contains(queue) else { return }
+        if renewsConsumers {
+            consumerLimits[queue] = nil
+            return consumerLimitsMayFallShort()
+        }
+        try useChannelWidePrefetch()
+        try consumeJobs(from: queue)
+    }
+}
+
+/// The dead-letter queue out of reach: a publish to a queue whose cluster node is down is confirmed, and lost. So
+/// the worker looks for the queue (declares it, as a delay queue before each use) at the first dead letter of each
+/// turn, and while it cannot be reached, holds the jobs to dead-letter, unacknowledged, and tries again every few
+/// seconds.
+extension WorkerSession {
+    /// Runs `deadLettering`, which dead-letters a job, once the dead-letter queue is found reachable: now, or later.
+    func whenDeadLettersReachable(_ deadLettering: @escaping () throws -> Void) throws {
+        if deadLettersReachable == nil {
+            deadLettersReachable = try Topology.declareDeadLetters(
+                quorum: configuration.quorumQueues, on: connection, channel: Self.publishChannel)
+        }
+        guard deadLettersReachable == true, heldForDeadLetters.isEmpty else {
+            if heldForDeadLetters.isEmpty { logDeadLettersUnreachable() }
+            heldForDeadLetters.append(deadLettering)
+            deadLettersRetryAt = deadLettersRetryAt ?? .now + Self.unreachableQueueRetry
+            return
+        }
+        try deadLettering()
+    }
+
+    /// Dead-letters the held jobs if the dead-letter queue is reachable again.
+    func retryHeldDeadLetters() throws {
+        guard let due = deadLettersRetryAt, due <= .now else { return }
+        deadLettersRetryAt = nil
+        deadLettersReachable = try Topology.declareDeadLetters(
+            quorum: configuration.quorumQueues, on: connection, channel: Self.publishChannel)
+        guard deadLettersReachable == true else {
+            deadLettersRetryAt = .now + Self.unreachableQueueRetry
+            return
+        }
+        let held = heldForDeadLetters
+        heldForDeadLetters = []
+        logger.info("dead-letter queue reachable again", metadata: ["jobs": "\(held.count)"])
+        for deadLettering in held { try deadLettering() }
+    }
+
+    func logDeadLettersUnreachable() {
+        logger.warning(
+            "the dead-letter queue is on a cluster node that is down; holding jobs to dead-letter until it returns",
+            metadata: ["queue": "\(Topology.deadQueue)"])
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import Testing
+import Warren
+
+/// A three-node RabbitMQ cluster of the test's own (`scripts/broker start --join`), and a node of it lost.
+extension Integration {
+    @Suite struct Cluster {
+        static let brokerScript = TestEnvironment.packageRoot.appendingPathComponent("scripts/broker")
+
+        /// Runs `scripts/broker ARGUMENTS` and expects it to succeed.
+        static func broker(_ arguments: [String]) throws {
+            let child = try ChildProcess(brokerScript, arguments, name: "broker \(arguments[0])")
+            #expect(child.waitForExit(timeout: .seconds(120)) == 0, "\(child.stderr)")
+        }
+
+        /// Runs `body` until it stops throwing, for at most `timeout`: a quorum queue refuses publishes for a
+        /// moment while it elects a leader.
+        static func eventually<T>(timeout: Duration = .seconds(20), _ body: () throws -> T) throws -> T {
+            let deadline = ContinuousClock.now + timeout
+            while true {
+                do {
+                    return try body()
+                } catch where ContinuousClock.now < deadline {
+                    Thread.sleep(forTimeInterval: 0.5)
+                }
+            }
+        }
+
+        @Test("a lost node: quorum queues go on, a classic queue and the dead letters wait for it, nothing is lost")
+        func nodeLost() throws {
+            let directory = try TestEnvironment.temporaryDirectory()
+            let nodes = ["n1", "n2", "n3"].map { directory.appendingPathComponent($0).path }
+            try Self.broker(["start", nodes[0]])
+            defer { nodes.reversed().forEach { try? Self.broker(["stop", $0]) } }
+            try Self.broker(["start", "--join", nodes[0], nodes[1]])
+            try Self.broker(["start", "--join", nodes[0], nodes[2]])
+            let urls = try nodes.map {
+                try String(contentsOfFile: $0 + "/url", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+
+            // Made through n1: warren.dead and the classic queue live there; the quorum queue on all three.
+            let classic = TestEnvironment.uniqueName("cluster-classic")
+            let quorum = TestEnvironment.uniqueName("cluster-quorum")
+            try Producer.forTests(url: urls[0]).enqueue(JobRequest(type: "echo", input: "before", queue: classic))
+            try Producer.forTests(url: urls[0], quorumQueues: true).enqueue(JobRequest(type: "echo", queue: quorum))
+            let stay = try ChildProcess(
+                TestEnvironment.warrenBinary,
+                ["worker", "--url", "\(urls[1]),\(urls[2])", "--queue", classic, "--queue", quorum, "--worker-id", "stay"],
+                name: "worker on n2")
+            defer { stay.terminate() }
+            let move = try ChildProcess(
+                TestEnvironment.warrenBinary,
+                ["worker", "--url", urls.joined(separator: ","), "--queue", quorum, "--worker-id", "move"],
+                name: "worker on n1")
+            defer { move.terminate() }
+            try stay.waitForStderr(containing: "worker started")
+            try move.waitForStderr(containing: "worker started")
+
+            try Self.broker(["ctl", nodes[0], "stop_app"])
+            let producer = try Producer.forTests(url: urls[2])
+            for number in 1...4 {
+                let job = try Self.eventually {
+                    try producer.enqueue(JobRequest(type: "echo", input: .number(Double(number)), queue: quorum), watch: true)
+                }
+                #expect(try producer.waitForResult(of: job.id, timeout: .seconds(30)).status == .succeeded)
+            }
+            try move.waitForStderr(containing: "reconnected")
+            try stay.waitForStderr(containing: "the broker cancelled the consumer of a job queue")
+            #expect(!stay.stderr.contains("lost the broker"), "its own node stayed up: \(stay.stderr)")
+
+            // A failed job is held until its dead letter can be stored, not acknowledged with the letter lost.
+            let failing = try producer.enqueue(JobRequest(type: "fail", queue: quorum), watch: true)
+            #expect(throws: WarrenError.self) { try producer.waitForResult(of: failing.id, timeout: .seconds(3)) }
+            #expect((stay.stderr + move.stderr).contains("holding jobs to dead-letter"))
+            let status = try CLI.run(["status", "--url", urls[2], "--queue", classic, "--timeout", "0.5"])
+            #expect(status.status == 0, "\(status.stderr)")
+            #expect(status.stdout.contains("queue \(classic): unreachable: "), "\(status.stdout)")
+            #expect(status.stdout.contains("dead letters: unreachable: "), "\(status.stdout)")
+            let refused = try CLI.run(["enqueue", "echo", "--url", urls[2], "--queue", classic])
+            #expect(refused.status == 1)
+            #expect(refused.stderr.contains("is down or inaccessible"), "\(refused.stderr)")
+
+            try Self.broker(["ctl", nodes[0], "start_app"])
+            let failed = try producer.waitForResult(of: failing.id, timeout: .seconds(60))
+            #expect(failed.status == .failed)
+            let letters = try Self.eventually { try DeadLetterQueue(url: urls[2]).list() }
+            #expect(letters.map(\.jobID) == [failing.id])
+            let after = try Self.eventually {
+                try producer.enqueue(JobRequest(type: "echo", input: "after", queue: classic), watch: true)
+            }
+            let result = try producer.waitForResult(of: after.id, timeout: .seconds(30))
+            #expect(result.status == .succeeded)
+            #expect(result.workerID == "stay", "the worker took jobs from the classic queue again")
+            #expect(stay.process.isRunning && move.process.isRunning)
+        }
+    }
+}
