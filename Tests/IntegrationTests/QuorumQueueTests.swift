@@ -102,6 +102,35 @@ extension Integration {
             #expect(!worker.stderr.contains("reconnecting"), "\(worker.stderr)")
         }
 
+        @Test("retries and scheduled jobs go through quorum delay queues, which a worker of classic queues uses too")
+        func delayQueues() throws {
+            let queue = TestEnvironment.uniqueName("quorum-delay")
+            let delayQueue = Topology.delayQueue(for: queue, seconds: 1)
+            defer { [queue, delayQueue].forEach(BrokerProbe.delete) }
+            let tap = try MessageTap.results()
+            let producer = try Producer.forTests()
+            let retried = JobRequest(type: "fail", input: ["retryable": true], queue: queue, maxAttempts: 2)
+            for arguments in [["--quorum-queues"], []] {
+                let worker = try CLI.startWorker(queue: queue, arguments: arguments)
+                defer { worker.terminate() }
+                var again = retried
+                again.id = UUID().uuidString.lowercased()
+                let scheduled = JobRequest(type: "echo", queue: queue, notBefore: Date(timeIntervalSinceNow: 1))
+                try producer.enqueue([again, scheduled])
+                let results = try tap.waitForResults([again.id, scheduled.id])
+                #expect(results.map(\.status) == [.failed, .succeeded])
+                #expect(results[0].attempt == 2)
+                #expect(try #require(results[1].timings.startedAt) >= (try #require(scheduled.notBefore)))
+                #expect(!worker.stderr.contains("reconnecting"), "\(worker.stderr)")
+            }
+            let quorumDelay: AMQPTable = [
+                "x-queue-type": "quorum", "x-message-ttl": .int(1000), "x-dead-letter-exchange": "",
+                "x-dead-letter-routing-key": .string(queue), "x-expires": .int(3_601_000),
+                "x-dead-letter-strategy": "at-least-once", "x-overflow": "reject-publish",
+            ]
+            #expect(try BrokerProbe.isDeclared(delayQueue, with: quorumDelay))
+        }
+
         @Test("quorum queues with priorities are refused: exit 64, or invalidConfiguration")
         func noPriorities() throws {
             let url = try TestEnvironment.brokerURL

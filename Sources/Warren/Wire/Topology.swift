@@ -82,17 +82,45 @@ public enum Topology {
         priorities && quorum ? "quorum queues have no priorities: ask for priority queues or quorum queues" : nil
     }
 
-    /// Declares the delay queue ``delayQueue(for:seconds:)``; it deletes itself after an hour unused.
+    /// Declares the delay queue ``delayQueue(for:seconds:)``, which deletes itself after an hour unused: each use
+    /// declares it again, which renews that lease, so that it never goes while it holds a job (a publish to a queue
+    /// that is gone would be confirmed and lost). As with job queues, it is used as it exists: as a quorum queue
+    /// or a classic one, whichever a client created first.
+    /// - Parameter quorum: Whether a queue this declares is a quorum queue, which outlives the loss of a cluster
+    ///   node, and dead-letters its expired jobs back into `queue` at least once (RabbitMQ's `at-least-once`
+    ///   strategy, which needs `x-overflow` `reject-publish`).
+    /// - Returns: `false` when the queue lives on a cluster node that is down (``AMQPError/isQueueNodeDown``).
+    /// - Throws: `AMQPError` when the broker refuses otherwise, or the connection fails.
     public static func declareDelayQueue(
-        for queue: String, seconds: Int, on connection: AMQPConnection, channel: UInt16
-    ) throws {
-        try connection.declareQueue(
-            delayQueue(for: queue, seconds: seconds),
-            arguments: [
-                "x-message-ttl": .int(Int64(seconds) * 1000), "x-dead-letter-exchange": "",
-                "x-dead-letter-routing-key": .string(queue), "x-expires": .int(Int64(seconds) * 1000 + 3_600_000),
-            ],
-            channel: channel)
+        for queue: String, seconds: Int, quorum: Bool = false, on connection: AMQPConnection
+    ) throws -> Bool {
+        let name = delayQueue(for: queue, seconds: seconds)
+        do {
+            for asQuorum in [quorum, !quorum] {
+                if try declare(name, arguments: delayQueueArguments(for: queue, seconds: seconds, quorum: asQuorum), on: connection) {
+                    return true
+                }
+            }
+        } catch let error as AMQPError where error.isQueueNodeDown {
+            return false
+        }
+        throw AMQPError(
+            .channelClosed, "delay queue '\(name)' exists with arguments Warren does not give it", replyCode: 406,
+            channel: declarationChannel)
+    }
+
+    /// The arguments of delay queue ``delayQueue(for:seconds:)``.
+    static func delayQueueArguments(for queue: String, seconds: Int, quorum: Bool) -> AMQPTable {
+        var arguments: AMQPTable = [
+            "x-message-ttl": .int(Int64(seconds) * 1000), "x-dead-letter-exchange": "",
+            "x-dead-letter-routing-key": .string(queue), "x-expires": .int(Int64(seconds) * 1000 + 3_600_000),
+        ]
+        if quorum {
+            arguments["x-queue-type"] = "quorum"
+            arguments["x-dead-letter-strategy"] = "at-least-once"
+            arguments["x-overflow"] = "reject-publish"
+        }
+        return arguments
     }
 
     /// The channel opened and closed for declarations the broker may refuse by closing it: a job queue

@@ -33,8 +33,15 @@ extension WorkerSession {
         let bucket = Topology.delayQueueSeconds.first { $0 * 1000 >= milliseconds } ?? Topology.delayQueueSeconds.last!
         let delayQueue = Topology.delayQueue(for: queue, seconds: bucket)
         // Declared before every use, never cached: a delay queue deletes itself after an hour unused, and a publish
-        // to a queue that is gone would be confirmed and lost.
-        try Topology.declareDelayQueue(for: queue, seconds: bucket, on: connection, channel: Self.publishChannel)
+        // to a queue that is gone, or whose cluster node is down, would be confirmed and lost.
+        guard try Topology.declareDelayQueue(for: queue, seconds: bucket, quorum: configuration.quorumQueues, on: connection)
+        else {
+            return hold("delay queue is on a cluster node that is down; holding the job until it returns", [
+                "queue": "\(delayQueue)"
+            ]) { [unowned self] in
+                try delay(delivery, from: queue, milliseconds: milliseconds, attempt: attempt)
+            }
+        }
         var properties = delivery.properties
         var headers = properties.headers ?? [:]
         headers[Topology.attemptHeader] = .int(Int64(attempt))

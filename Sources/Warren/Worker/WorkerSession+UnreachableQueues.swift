@@ -1,4 +1,5 @@
 import AMQP
+import Logging
 
 /// Job queues out of reach while the connection lives: on a cluster, a classic queue lives on one node, and while
 /// that node is down the broker refuses to declare it (404) and cancels its consumers. The worker goes on with its
@@ -65,10 +66,10 @@ extension WorkerSession {
     }
 }
 
-/// The dead-letter queue out of reach: a publish to a queue whose cluster node is down is confirmed, and lost. So
-/// the worker looks for the queue (declares it, as a delay queue before each use) at the first dead letter of each
-/// turn, and while it cannot be reached, holds the jobs to dead-letter, unacknowledged, and tries again every few
-/// seconds.
+/// Jobs held while a queue they must go to is out of reach. A publish to a classic queue whose cluster node is
+/// down is confirmed, and lost; so the worker declares such a queue before it publishes there (the dead-letter
+/// queue at the first dead letter of each turn, a delay queue before each use), and when its node is down, holds
+/// the job, unacknowledged, and tries again every few seconds.
 extension WorkerSession {
     /// Runs `deadLettering`, which dead-letters a job, once the dead-letter queue is found reachable: now, or later.
     func whenDeadLettersReachable(_ deadLettering: @escaping () throws -> Void) throws {
@@ -76,34 +77,34 @@ extension WorkerSession {
             deadLettersReachable = try Topology.declareDeadLetters(
                 quorum: configuration.quorumQueues, on: connection, channel: Self.publishChannel)
         }
-        guard deadLettersReachable == true, heldForDeadLetters.isEmpty else {
-            if heldForDeadLetters.isEmpty { logDeadLettersUnreachable() }
-            heldForDeadLetters.append(deadLettering)
-            deadLettersRetryAt = deadLettersRetryAt ?? .now + Self.unreachableQueueRetry
-            return
+        guard deadLettersReachable == true else {
+            return hold(
+                "the dead-letter queue is on a cluster node that is down; holding jobs to dead-letter until it returns",
+                ["queue": "\(Topology.deadQueue)"]
+            ) { [unowned self] in try whenDeadLettersReachable(deadLettering) }
         }
         try deadLettering()
     }
 
-    /// Dead-letters the held jobs if the dead-letter queue is reachable again.
-    func retryHeldDeadLetters() throws {
-        guard let due = deadLettersRetryAt, due <= .now else { return }
-        deadLettersRetryAt = nil
-        deadLettersReachable = try Topology.declareDeadLetters(
-            quorum: configuration.quorumQueues, on: connection, channel: Self.publishChannel)
-        guard deadLettersReachable == true else {
-            deadLettersRetryAt = .now + Self.unreachableQueueRetry
-            return
-        }
-        let held = heldForDeadLetters
-        heldForDeadLetters = []
-        logger.info("dead-letter queue reachable again", metadata: ["jobs": "\(held.count)"])
-        for deadLettering in held { try deadLettering() }
+    /// Holds a job: `work` runs again when the next attempt is due, and holds it again if it must. Logs `why`
+    /// once while jobs are held for it.
+    func hold(_ why: String, _ metadata: Logger.Metadata, _ work: @escaping () throws -> Void) {
+        if heldReasons.insert(why).inserted { logger.warning("\(why)", metadata: metadata) }
+        heldJobs.append(work)
+        heldJobsRetryAt = heldJobsRetryAt ?? .now + Self.unreachableQueueRetry
     }
 
-    func logDeadLettersUnreachable() {
-        logger.warning(
-            "the dead-letter queue is on a cluster node that is down; holding jobs to dead-letter until it returns",
-            metadata: ["queue": "\(Topology.deadQueue)"])
+    /// Runs the held jobs' work again, once it is due.
+    func retryHeldJobs() throws {
+        guard let due = heldJobsRetryAt, due <= .now else { return }
+        let held = heldJobs
+        heldJobs = []
+        heldJobsRetryAt = nil
+        deadLettersReachable = nil
+        for work in held { try work() }
+        if heldJobs.isEmpty {
+            heldReasons = []
+            logger.info("the queues held jobs waited for are reachable again", metadata: ["jobs": "\(held.count)"])
+        }
     }
 }

@@ -45,10 +45,11 @@ final class WorkerSession {
     var jobConsumers: [String: String] = [:]
     /// Job queue of each consumer cancelled on this connection, by consumer tag: its deliveries may still be held.
     var retiredConsumers: [String: String] = [:]
-    /// Dead-letterings waiting for the dead-letter queue to be reachable, oldest first, and when to look for it
-    /// again (``whenDeadLettersReachable(_:)``).
-    var heldForDeadLetters: [() throws -> Void] = []
-    var deadLettersRetryAt: ContinuousClock.Instant?
+    /// What to do for jobs held while a queue is out of reach, oldest first, when to try again, and why they are
+    /// held (``hold(_:_:_:)``).
+    var heldJobs: [() throws -> Void] = []
+    var heldJobsRetryAt: ContinuousClock.Instant?
+    var heldReasons: Set<String> = []
     /// Whether the dead-letter queue was found reachable this turn (`nil`: not looked for yet).
     var deadLettersReachable: Bool?
     /// Job queues out of reach (their cluster node is down, or the broker cancelled their consumer), with when to
@@ -164,7 +165,7 @@ final class WorkerSession {
             try sendAcks()
             try renewConsumersIfDue()
             try retryUnreachableQueues()
-            try retryHeldDeadLetters()
+            try retryHeldJobs()
             deadLettersReachable = nil
             if let stopDeadline, ContinuousClock.now >= stopDeadline { cancelAll(reason: "shutdown") }
             enforceDeadlines()
@@ -207,7 +208,7 @@ final class WorkerSession {
         if let due = storedResults.dueAt { timeout = min(timeout, due - now) }
         if let due = sentBatches.resendAt { timeout = min(timeout, due - now) }
         if let due = unreachableQueues.values.min() { timeout = min(timeout, due - now) }
-        if let due = deadLettersRetryAt { timeout = min(timeout, due - now) }
+        if let due = heldJobsRetryAt { timeout = min(timeout, due - now) }
         if mayHoldDeadlines, let deadline = inFlight.values.compactMap({ $0.descriptor.deadline }).min() {
             timeout = min(timeout, .milliseconds(Int(deadline.timeIntervalSinceNow * 1000) + 1))
         }
@@ -236,11 +237,11 @@ final class WorkerSession {
         publishCount = 0  // confirm numbers start at 1 on every new channel
         try connection.openChannel(Self.publishChannel)
         try Topology.declareResults(on: connection, channel: Self.publishChannel)
-        heldForDeadLetters = []  // their deliveries died with the connection: the broker delivers them again
-        deadLettersRetryAt = nil
+        heldJobs = []  // their deliveries died with the connection: the broker delivers them again
+        heldJobsRetryAt = nil
+        heldReasons = []
         deadLettersReachable = try Topology.declareDeadLetters(
             quorum: configuration.quorumQueues, on: connection, channel: Self.publishChannel)
-        if deadLettersReachable == false { logDeadLettersUnreachable() }
         try Topology.declareProgress(on: connection, channel: Self.publishChannel)
         try connection.enableConfirms(channel: Self.publishChannel)
         try connection.openChannel(Self.storeChannel)
