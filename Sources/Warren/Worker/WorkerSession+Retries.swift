@@ -34,11 +34,11 @@ extension WorkerSession {
         let delayQueue = Topology.delayQueue(for: queue, seconds: bucket)
         // Declared before every use, never cached: a delay queue deletes itself after an hour unused, and a publish
         // to a queue that is gone, or whose cluster node is down, would be confirmed and lost.
-        guard try Topology.declareDelayQueue(for: queue, seconds: bucket, quorum: configuration.quorumQueues, on: connection)
-        else {
-            return hold("delay queue is on a cluster node that is down; holding the job until it returns", [
-                "queue": "\(delayQueue)"
-            ]) { [unowned self] in
+        let reachable = try Topology.declareDelayQueue(
+            for: queue, seconds: bucket, quorum: configuration.quorumQueues, on: connection)
+        guard reachable else {
+            let why = "a delay queue is on a cluster node that is down; holding jobs to delay until it returns"
+            return hold(why, ["queue": "\(delayQueue)"]) { [unowned self] in
                 try delay(delivery, from: queue, milliseconds: milliseconds, attempt: attempt)
             }
         }
