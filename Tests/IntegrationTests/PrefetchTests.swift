@@ -4,14 +4,17 @@ import Warren
 
 extension Integration {
     @Suite struct Prefetch {
-        @Test("a worker holds at most its prefetch: on its one queue, and after that queue is paused and resumed")
-        func bound() throws {
+        @Test(
+            "a worker holds at most its prefetch: on its one queue, and after that queue is paused and resumed",
+            arguments: [false, true])
+        func bound(quorum: Bool) throws {
             let queue = TestEnvironment.uniqueName("prefetch")
             defer { BrokerProbe.delete(queue) }
             let producer = try Producer.forTests()
             let tap = try MessageTap.results()
             let id = TestEnvironment.uniqueName("bounded")
-            let worker = try CLI.startWorker(queue: queue, id: id, arguments: ["--width", "1", "--prefetch", "2"])
+            let worker = try CLI.startWorker(
+                queue: queue, id: id, arguments: ["--width", "1", "--prefetch", "2"] + (quorum ? ["--quorum-queues"] : []))
             defer { worker.terminate() }
             let jobs = try producer.enqueue(
                 (1...6).map { _ in JobRequest(type: "sleep", input: ["seconds": 60], queue: queue) })
@@ -24,6 +27,7 @@ extension Integration {
             try producer.cancelAll(queue: queue)
             let results = try tap.waitForResults(jobs.map(\.id))
             #expect(results.allSatisfy { $0.status == .cancelled })
+            #expect(!worker.stderr.contains("reconnecting"), "\(worker.stderr)")
         }
     }
 }

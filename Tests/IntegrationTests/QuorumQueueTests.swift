@@ -11,29 +11,13 @@ extension Integration {
             "x-dead-letter-exchange": .string(Topology.deadExchange), "x-queue-type": "quorum",
         ]
 
-        @Test("--quorum-queues creates quorum queues; a worker holds at most its prefetch, paused and resumed")
-        func createdAndBounded() throws {
+        @Test("--quorum-queues makes workers and producers create quorum queues (prefetch: PrefetchTests)")
+        func created() throws {
             let queue = TestEnvironment.uniqueName("quorum")
             defer { BrokerProbe.delete(queue) }
-            let id = TestEnvironment.uniqueName("quorum-bounded")
-            let worker = try CLI.startWorker(
-                queue: queue, id: id, arguments: ["--quorum-queues", "--width", "1", "--prefetch", "2"])
-            defer { worker.terminate() }
+            let worker = try CLI.startWorker(queue: queue, arguments: ["--quorum-queues"])
+            worker.terminate()
             #expect(try BrokerProbe.isDeclared(queue, with: quorumArguments))
-            let producer = try Producer.forTests()
-            let tap = try MessageTap.results()
-            let jobs = try producer.enqueue(
-                (1...6).map { _ in JobRequest(type: "sleep", input: ["seconds": 60], queue: queue) })
-            try worker.waitForStart(of: jobs[0].id)
-            try BrokerProbe.expectReady(in: queue, 4, "one job executes and one waits in the worker")
-            try producer.pause(worker: id)
-            try BrokerProbe.expectReady(in: queue, 5, "the waiting job went back; the executing one goes on")
-            try producer.resume(worker: id)
-            try BrokerProbe.expectReady(in: queue, 4, "the executing job still counts against the prefetch")
-            try producer.cancelAll(queue: queue)
-            let results = try tap.waitForResults(jobs.map(\.id))
-            #expect(results.allSatisfy { $0.status == .cancelled })
-            #expect(!worker.stderr.contains("reconnecting"), "\(worker.stderr)")
 
             let made = TestEnvironment.uniqueName("quorum-produced")
             defer { BrokerProbe.delete(made) }
