@@ -68,10 +68,13 @@ extension Integration {
             try stay.waitForStderr(containing: "the broker cancelled the consumer of a job queue")
             #expect(!stay.stderr.contains("lost the broker"), "its own node stayed up: \(stay.stderr)")
 
-            // A failed job is held until its dead letter can be stored, not acknowledged with the letter lost.
-            let failing = try producer.enqueue(JobRequest(type: "fail", queue: quorum), watch: true)
-            #expect(throws: WarrenError.self) { try producer.waitForResult(of: failing.id, timeout: .seconds(3)) }
+            // Failed jobs are held until their dead letters can be stored, not acknowledged with the letters lost;
+            // more of them than the workers' prefetch (2 each) do not keep the workers from other jobs.
+            let failing = try producer.enqueue((1...5).map { _ in JobRequest(type: "fail", queue: quorum) }, watch: true)
+            #expect(throws: WarrenError.self) { try producer.waitForResult(of: failing[0].id, timeout: .seconds(3)) }
             #expect((stay.stderr + move.stderr).contains("holding jobs to dead-letter"))
+            let meanwhile = try producer.enqueue(JobRequest(type: "echo", queue: quorum), watch: true)
+            #expect(try producer.waitForResult(of: meanwhile.id, timeout: .seconds(30)).status == .succeeded)
             let status = try CLI.run(["status", "--url", urls[2], "--queue", classic, "--timeout", "0.5"])
             #expect(status.status == 0, "\(status.stderr)")
             #expect(status.stdout.contains("queue \(classic): unreachable: "), "\(status.stdout)")
@@ -81,10 +84,12 @@ extension Integration {
             #expect(refused.stderr.contains("is down or inaccessible"), "\(refused.stderr)")
 
             try Self.broker(["ctl", nodes[0], "start_app"])
-            let failed = try producer.waitForResult(of: failing.id, timeout: .seconds(60))
-            #expect(failed.status == .failed)
+            for job in failing {
+                #expect(try producer.waitForResult(of: job.id, timeout: .seconds(60)).status == .failed)
+            }
             let letters = try Self.eventually { try DeadLetterQueue(url: urls[2]).list() }
-            #expect(letters.map(\.jobID) == [failing.id])
+            #expect(Set(letters.compactMap(\.jobID)) == Set(failing.map(\.id)))
+            #expect(letters.count == failing.count)
             let after = try Self.eventually {
                 try producer.enqueue(JobRequest(type: "echo", input: "after", queue: classic), watch: true)
             }

@@ -105,7 +105,7 @@ extension Integration {
             let connection = try AMQPConnection(configuration: AMQPConfiguration(url: url))
             defer { connection.close() }
             try connection.openChannel(1)
-            #expect(try Topology.declareDelayQueue(for: queue, seconds: 512, on: connection))
+            #expect(try Topology.declareDelayQueue(for: queue, seconds: 512, on: connection) == true)
             try connection.publish(
                 Array("{}".utf8), exchange: "", routingKey: delayQueue, properties: MessageProperties(persistent: true),
                 channel: 1)

@@ -66,6 +66,23 @@ extension Integration {
             #expect(!worker.stderr.contains("reconnecting"), "\(worker.stderr)")
         }
 
+        @Test("jobs parking on a quorum queue are never delivered twice (width 2, prefetch 2)")
+        func parkingRedeliversNothing() throws {
+            let queue = TestEnvironment.uniqueName("quorum-park")
+            defer { BrokerProbe.delete(queue) }
+            let tap = try MessageTap.results()
+            let worker = try CLI.startWorker(queue: queue, arguments: ["--quorum-queues", "--width", "2"])
+            defer { worker.terminate() }
+            let producer = try Producer.forTests()
+            let gate = try producer.enqueue(JobRequest(type: "sleep", input: ["seconds": 1], queue: queue))
+            let dependents = try producer.enqueue(
+                (1...100).map { _ in JobRequest(type: "echo", queue: queue, dependencies: [gate.id]) })
+            let results = try tap.waitForResults(dependents.map(\.id))
+            #expect(results.allSatisfy { $0.status == .succeeded })
+            let redelivered = results.filter { $0.redelivered || $0.attempt != 1 }
+            #expect(redelivered.isEmpty, "a consumer was cancelled with deliveries on their way: \(redelivered.count)")
+        }
+
         @Test("a worker of a classic and a quorum queue takes jobs from both, across dependencies")
         func mixedQueues() throws {
             let classic = TestEnvironment.uniqueName("quorum-mixed-classic")
@@ -86,33 +103,36 @@ extension Integration {
             #expect(!worker.stderr.contains("reconnecting"), "\(worker.stderr)")
         }
 
-        @Test("retries and scheduled jobs go through quorum delay queues, which a worker of classic queues uses too")
-        func delayQueues() throws {
+        @Test("workers make delay queues quorum queues, and use a classic one that exists as it is", arguments: [false, true])
+        func delayQueues(classicExists: Bool) throws {
             let queue = TestEnvironment.uniqueName("quorum-delay")
             let delayQueue = Topology.delayQueue(for: queue, seconds: 1)
             defer { [queue, delayQueue].forEach(BrokerProbe.delete) }
-            let tap = try MessageTap.results()
-            let producer = try Producer.forTests()
-            let retried = JobRequest(type: "fail", input: ["retryable": true], queue: queue, maxAttempts: 2)
-            for arguments in [["--quorum-queues"], []] {
-                let worker = try CLI.startWorker(queue: queue, arguments: arguments)
-                defer { worker.terminate() }
-                var again = retried
-                again.id = UUID().uuidString.lowercased()
-                let scheduled = JobRequest(type: "echo", queue: queue, notBefore: Date(timeIntervalSinceNow: 1))
-                try producer.enqueue([again, scheduled])
-                let results = try tap.waitForResults([again.id, scheduled.id])
-                #expect(results.map(\.status) == [.failed, .succeeded])
-                #expect(results[0].attempt == 2)
-                #expect(try #require(results[1].timings.startedAt) >= (try #require(scheduled.notBefore)))
-                #expect(!worker.stderr.contains("reconnecting"), "\(worker.stderr)")
-            }
-            let quorumDelay: AMQPTable = [
-                "x-queue-type": "quorum", "x-message-ttl": .int(1000), "x-dead-letter-exchange": "",
-                "x-dead-letter-routing-key": .string(queue), "x-expires": .int(3_601_000),
-                "x-dead-letter-strategy": "at-least-once", "x-overflow": "reject-publish",
+            var arguments: AMQPTable = [
+                "x-message-ttl": .int(1000), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": .string(queue),
+                "x-expires": .int(3_601_000),
             ]
-            #expect(try BrokerProbe.isDeclared(delayQueue, with: quorumDelay))
+            if classicExists {
+                #expect(try BrokerProbe.isDeclared(delayQueue, with: arguments), "made as an earlier build made it")
+            } else {
+                arguments["x-queue-type"] = "quorum"
+                arguments["x-dead-letter-strategy"] = "at-least-once"
+                arguments["x-overflow"] = "reject-publish"
+            }
+            let tap = try MessageTap.results()
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            // 1.5 s ahead: a hop of 1 s, then one of 0.5 s, both through the 1 s delay queue.
+            let scheduled = JobRequest(type: "echo", queue: queue, notBefore: Date(timeIntervalSinceNow: 1.5))
+            let retried = JobRequest(type: "fail", input: ["retryable": true], queue: queue, maxAttempts: 2)
+            try Producer.forTests().enqueue([scheduled, retried])
+            let results = try tap.waitForResults([scheduled.id, retried.id])
+            #expect(results.map(\.status) == [.succeeded, .failed])
+            #expect(try #require(results[0].timings.startedAt) >= (try #require(scheduled.notBefore)))
+            #expect(results[1].attempt == 2)
+            #expect(try BrokerProbe.depth(of: delayQueue) == 0, "the delay queue exists")
+            #expect(try BrokerProbe.isDeclared(delayQueue, with: arguments))
+            #expect(!worker.stderr.contains("reconnecting"), "\(worker.stderr)")
         }
 
         @Test("quorum queues with priorities are refused: exit 64, or invalidConfiguration")

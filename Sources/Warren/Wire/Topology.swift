@@ -84,25 +84,26 @@ public enum Topology {
 
     /// Declares the delay queue ``delayQueue(for:seconds:)``, which deletes itself after an hour unused: each use
     /// declares it again, which renews that lease, so that it never goes while it holds a job (a publish to a queue
-    /// that is gone would be confirmed and lost). As with job queues, it is used as it exists: as a quorum queue
-    /// or a classic one, whichever a client created first.
-    /// - Parameter quorum: Whether a queue this declares is a quorum queue, which outlives the loss of a cluster
-    ///   node, and dead-letters its expired jobs back into `queue` at least once (RabbitMQ's `at-least-once`
-    ///   strategy, which needs `x-overflow` `reject-publish`).
-    /// - Returns: `false` when the queue lives on a cluster node that is down (``AMQPError/isQueueNodeDown``).
+    /// that is gone would be confirmed and lost). Warren creates delay queues as quorum queues, which dead-letter
+    /// their expired jobs back into `queue` at least once (RabbitMQ's `at-least-once` strategy, which needs
+    /// `x-overflow` `reject-publish`): into a job queue whose cluster node is down, a classic queue would drop them.
+    /// One that exists as a classic queue (made by an earlier build) is used as it is.
+    /// - Parameter quorum: The kind to try first: the one the queue had at its last use, if known.
+    /// - Returns: Whether the queue is a quorum queue, or `nil` when it lives on a cluster node that is down
+    ///   (``AMQPError/isQueueNodeDown``).
     /// - Throws: `AMQPError` when the broker refuses otherwise, or the connection fails.
     public static func declareDelayQueue(
-        for queue: String, seconds: Int, quorum: Bool = false, on connection: AMQPConnection
-    ) throws -> Bool {
+        for queue: String, seconds: Int, quorum: Bool = true, on connection: AMQPConnection
+    ) throws -> Bool? {
         let name = delayQueue(for: queue, seconds: seconds)
         do {
             for asQuorum in [quorum, !quorum] {
                 if try declare(name, arguments: delayQueueArguments(for: queue, seconds: seconds, quorum: asQuorum), on: connection) {
-                    return true
+                    return asQuorum
                 }
             }
         } catch let error as AMQPError where error.isQueueNodeDown {
-            return false
+            return nil
         }
         throw AMQPError(
             .channelClosed, "delay queue '\(name)' exists with arguments Warren does not give it", replyCode: 406,

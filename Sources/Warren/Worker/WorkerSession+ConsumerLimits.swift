@@ -5,9 +5,9 @@ import AMQP
 /// A quorum queue takes only a limit per consumer (`basic.qos` with global=false), fixed when the consumer starts,
 /// so the worker changes it by starting the queue's consumer again: the deliveries of the consumer it cancels stay
 /// with the worker, unacknowledged, and count against no limit any more, so the new consumer's limit is what the
-/// queue's budget leaves. Each job queue's budget is the whole prefetch: jobs held from it and not parked. A consumer
-/// starts again when its limit falls short of what its budget allows by a quarter of the prefetch (at least one job):
-/// as jobs park, and as the jobs of cancelled consumers end.
+/// queue's budget leaves. Each job queue's budget is the whole prefetch: jobs held from it and not parked (nor held
+/// for an unreachable queue). A consumer starts again once it is full and its limit falls short of what its budget
+/// allows by a quarter of the prefetch (at least one job): as jobs park, and as the jobs of cancelled consumers end.
 extension WorkerSession {
     /// Has the consumers' limits checked when the turn ends, if the worker renews consumers.
     func consumerLimitsMayFallShort() {
@@ -22,6 +22,11 @@ extension WorkerSession {
             jobConsumers[job.delivery.consumerTag] == nil || consumerLimits[job.queue] != configuration.effectivePrefetch
     }
 
+    /// A job delivery came from `queue`: its consumer may be full now, with a limit below the budget.
+    func delivered(from queue: String) {
+        if renewsConsumers, consumerLimits[queue] != configuration.effectivePrefetch { consumerLimitsStale = true }
+    }
+
     /// Starts the consumer of each job queue again whose limit falls short of its budget, with the limit the budget
     /// allows.
     func renewConsumersIfDue() throws {
@@ -34,11 +39,17 @@ extension WorkerSession {
             if parked[job.descriptor.id] == nil { running[job.queue, default: 0] += 1 }
             if jobConsumers[job.delivery.consumerTag] != nil { fromConsumer[job.queue, default: 0] += 1 }
         }
+        for held in heldJobs {
+            if let queue = jobConsumers[held.delivery.consumerTag] { fromConsumer[queue, default: 0] += 1 }
+        }
         for queue in configuration.queues where !pausedQueues.contains(queue) && unreachableQueues[queue] == nil {
             let allowed = budget - running[queue, default: 0]
-            // What the broker may still deliver to the queue's consumer.
+            // What the broker may still deliver to the queue's consumer: nothing, once it is full. Only a full
+            // consumer (or none) is replaced: a quorum queue sends deliveries on their way to a consumer being
+            // cancelled back to the queue, which delivers them again marked redelivered.
             let deliverable = (consumerLimits[queue] ?? 0) - fromConsumer[queue, default: 0]
-            guard allowed - deliverable >= max(1, budget / 4) else { continue }
+            guard consumerLimits[queue] == nil || deliverable <= 0, allowed - deliverable >= max(1, budget / 4)
+            else { continue }
             try cancelConsumers(of: queue)
             try connection.qos(prefetchCount: UInt16(allowed), global: false, channel: Self.jobsChannel)
             consumerLimits[queue] = allowed

@@ -27,6 +27,7 @@ extension WorkerSession {
         }
         let attempt = Self.attempt(of: delivery)
         let queue = queue(of: delivery)
+        delivered(from: queue)
         if let cancellation = cancellations.cancellation(of: descriptor, queue: queue) {
             let result = makeResult(
                 descriptor, delivery: delivery, status: .cancelled, cancellation: cancellation,
@@ -88,7 +89,7 @@ extension WorkerSession {
         case .failed(let error):
             job.operation.job.logger.warning("job failed", metadata: ["error": "\(error)"])
             let failed = makeResult(job.descriptor, delivery: job.delivery, status: .failed, timings: timings, error: error)
-            return try whenDeadLettersReachable { [unowned self] in
+            return try whenDeadLettersReachable(of: job.delivery) { [unowned self] in
                 let dead = try deadLetter(job.delivery, error: error)
                 let confirms = try publishResult(failed, replyTo: job.delivery.replyQueue)
                 try settle(job.delivery.deliveryTag, action: .ack, after: [.publish(dead)] + confirms)
@@ -133,7 +134,7 @@ extension WorkerSession {
                 redelivered: delivery.redelivered, workerID: configuration.workerID,
                 timings: JobTimings(enqueuedAt: descriptor?.createdAt, receivedAt: receivedAt, finishedAt: Date()))
         } : nil
-        try whenDeadLettersReachable { [unowned self] in
+        try whenDeadLettersReachable(of: delivery) { [unowned self] in
             var confirms: [Settlement.Confirm] = [.publish(try deadLetter(delivery, error: error))]
             if let result { confirms += try publishResult(result, replyTo: delivery.replyQueue) }
             try settle(delivery.deliveryTag, action: .ack, after: confirms)

@@ -34,14 +34,15 @@ extension WorkerSession {
         let delayQueue = Topology.delayQueue(for: queue, seconds: bucket)
         // Declared before every use, never cached: a delay queue deletes itself after an hour unused, and a publish
         // to a queue that is gone, or whose cluster node is down, would be confirmed and lost.
-        let reachable = try Topology.declareDelayQueue(
-            for: queue, seconds: bucket, quorum: configuration.quorumQueues, on: connection)
-        guard reachable else {
+        let kind = try Topology.declareDelayQueue(
+            for: queue, seconds: bucket, quorum: delayQueueKinds[delayQueue] ?? true, on: connection)
+        guard let kind else {
             let why = "a delay queue is on a cluster node that is down; holding jobs to delay until it returns"
-            return hold(why, ["queue": "\(delayQueue)"]) { [unowned self] in
+            return try hold(why, ["queue": "\(delayQueue)"], delivery) { [unowned self] in
                 try delay(delivery, from: queue, milliseconds: milliseconds, attempt: attempt)
             }
         }
+        delayQueueKinds[delayQueue] = kind
         var properties = delivery.properties
         var headers = properties.headers ?? [:]
         headers[Topology.attemptHeader] = .int(Int64(attempt))

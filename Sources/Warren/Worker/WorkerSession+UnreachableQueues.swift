@@ -71,27 +71,32 @@ extension WorkerSession {
 /// queue at the first dead letter of each turn, a delay queue before each use), and when its node is down, holds
 /// the job, unacknowledged, and tries again every few seconds.
 extension WorkerSession {
-    /// Runs `deadLettering`, which dead-letters a job, once the dead-letter queue is found reachable: now, or later.
-    func whenDeadLettersReachable(_ deadLettering: @escaping () throws -> Void) throws {
+    /// Runs `deadLettering`, which dead-letters the job of `delivery`, once the dead-letter queue is found
+    /// reachable: now, or later.
+    func whenDeadLettersReachable(of delivery: Delivery, _ deadLettering: @escaping () throws -> Void) throws {
         if deadLettersReachable == nil {
             deadLettersReachable = try Topology.declareDeadLetters(
                 quorum: configuration.quorumQueues, on: connection, channel: Self.publishChannel)
         }
         guard deadLettersReachable == true else {
-            return hold(
+            return try hold(
                 "the dead-letter queue is on a cluster node that is down; holding jobs to dead-letter until it returns",
-                ["queue": "\(Topology.deadQueue)"]
-            ) { [unowned self] in try whenDeadLettersReachable(deadLettering) }
+                ["queue": "\(Topology.deadQueue)"], delivery
+            ) { [unowned self] in try whenDeadLettersReachable(of: delivery, deadLettering) }
         }
         try deadLettering()
     }
 
-    /// Holds a job: `work` runs again when the next attempt is due, and holds it again if it must. Logs `why`
-    /// once while jobs are held for it.
-    func hold(_ why: String, _ metadata: Logger.Metadata, _ work: @escaping () throws -> Void) {
+    /// Holds the job of `delivery`: `work` runs again when the next attempt is due, and holds it again if it must.
+    /// Logs `why` once while jobs are held for it. A held job raises the prefetch by one, as a parked job does, so
+    /// that held jobs do not keep the worker from the jobs it can run.
+    func hold(
+        _ why: String, _ metadata: Logger.Metadata, _ delivery: Delivery, _ work: @escaping () throws -> Void
+    ) throws {
         if heldReasons.insert(why).inserted { logger.warning("\(why)", metadata: metadata) }
-        heldJobs.append(work)
+        heldJobs.append(HeldJob(delivery: delivery, work: work))
         heldJobsRetryAt = heldJobsRetryAt ?? .now + Self.unreachableQueueRetry
+        try updatePrefetch()
     }
 
     /// Runs the held jobs' work again, once it is due.
@@ -101,10 +106,19 @@ extension WorkerSession {
         heldJobs = []
         heldJobsRetryAt = nil
         deadLettersReachable = nil
-        for work in held { try work() }
+        for job in held { try job.work() }
+        try updatePrefetch()
         if heldJobs.isEmpty {
             heldReasons = []
             logger.info("the queues held jobs waited for are reachable again", metadata: ["jobs": "\(held.count)"])
         }
     }
+}
+
+/// A job held until the queue it must go to is reachable: its delivery, unacknowledged, and what to do then.
+///
+/// Thread safety: confined to the worker's broker thread.
+struct HeldJob {
+    let delivery: Delivery
+    let work: () throws -> Void
 }

@@ -47,9 +47,11 @@ final class WorkerSession {
     var retiredConsumers: [String: String] = [:]
     /// What to do for jobs held while a queue is out of reach, oldest first, when to try again, and why they are
     /// held (``hold(_:_:_:)``).
-    var heldJobs: [() throws -> Void] = []
+    var heldJobs: [HeldJob] = []
     var heldJobsRetryAt: ContinuousClock.Instant?
     var heldReasons: Set<String> = []
+    /// The kind of each delay queue at its last use: whether it is a quorum queue.
+    var delayQueueKinds: [String: Bool] = [:]
     /// Whether the dead-letter queue was found reachable this turn (`nil`: not looked for yet).
     var deadLettersReachable: Bool?
     /// Job queues out of reach (their cluster node is down, or the broker cancelled their consumer), with when to
@@ -264,7 +266,7 @@ final class WorkerSession {
         }
         renewsConsumers = !channelWide
         retiredConsumers = [:]
-        currentPrefetch = UInt16(min(configuration.effectivePrefetch + parked.count, 65_535))
+        currentPrefetch = UInt16(min(configuration.effectivePrefetch + parked.count, 65_535))  // none held yet
         prefetchPerConsumer =
             renewsConsumers
             || parked.isEmpty && configuration.queues.count == 1 && pausedQueues.isDisjoint(with: configuration.queues)
@@ -510,7 +512,7 @@ final class WorkerSession {
                 + (delivery.replyQueue.map { "reply queue '\($0)'" } ?? "the results exchange")
                 + "; a queue at its length limit with x-overflow reject-publish does this")
         logger.error("dead-lettering a job whose result the broker refused", metadata: ["error": "\(error)"])
-        try whenDeadLettersReachable { [unowned self] in
+        try whenDeadLettersReachable(of: delivery) { [unowned self] in
             let dead = try deadLetter(delivery, error: error)
             try settle(settlement.deliveryTag, action: .ack, after: [.publish(dead)])
         }
