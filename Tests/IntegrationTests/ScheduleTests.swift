@@ -43,8 +43,14 @@ extension Integration {
             let id = enqueue.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
             #expect(enqueue.status == 0 && OperationDescriptor.problem(withID: id) == nil, "\(enqueue.stderr)")
             try worker.waitForStderr(containing: "job not due yet")
-            #expect(try Producer.forTests().jobQueueStatus(queue)?.delayed == 1)
-            try Producer.forTests().cancel(jobIDs: [id])
+            // Logged before the copy is sent; and a quorum queue counts what it holds a moment later.
+            let producer = try Producer.forTests()
+            let deadline = ContinuousClock.now + .seconds(2)
+            while try producer.jobQueueStatus(queue)?.delayed != 1, ContinuousClock.now < deadline {
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+            #expect(try producer.jobQueueStatus(queue)?.delayed == 1)
+            try producer.cancel(jobIDs: [id])
 
             let result = try tap.waitForResult(id)
             #expect(result.status == .cancelled && result.cancellation?.reason == "requested")
