@@ -115,6 +115,7 @@ extension Integration {
             if classicExists {
                 #expect(try BrokerProbe.isDeclared(delayQueue, with: arguments), "made as an earlier build made it")
             } else {
+                arguments["x-expires"] = .int(604_801_000)
                 arguments["x-queue-type"] = "quorum"
                 arguments["x-dead-letter-strategy"] = "at-least-once"
                 arguments["x-overflow"] = "reject-publish"

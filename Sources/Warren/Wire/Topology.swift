@@ -82,12 +82,14 @@ public enum Topology {
         priorities && quorum ? "quorum queues have no priorities: ask for priority queues or quorum queues" : nil
     }
 
-    /// Declares the delay queue ``delayQueue(for:seconds:)``, which deletes itself after an hour unused: each use
-    /// declares it again, which renews that lease, so that it never goes while it holds a job (a publish to a queue
-    /// that is gone would be confirmed and lost). Warren creates delay queues as quorum queues, which dead-letter
-    /// their expired jobs back into `queue` at least once (RabbitMQ's `at-least-once` strategy, which needs
-    /// `x-overflow` `reject-publish`): into a job queue whose cluster node is down, a classic queue would drop them.
-    /// One that exists as a classic queue (made by an earlier build) is used as it is.
+    /// Declares the delay queue ``delayQueue(for:seconds:)``, which deletes itself once unused for a while
+    /// (``delayQueueLease``): each use declares it again, which renews that lease, so that it never goes while it
+    /// holds a job (a publish to a queue that is gone would be confirmed and lost). Warren creates delay queues as
+    /// quorum queues, which dead-letter their expired jobs back into `queue` at least once (RabbitMQ's
+    /// `at-least-once` strategy, which needs `x-overflow` `reject-publish`): into a job queue whose cluster node is
+    /// down, a classic queue would drop them; a quorum one keeps them, for as long as its lease, a week, since
+    /// nothing renews it while no worker takes jobs from `queue`. One that exists as a classic queue (made by an
+    /// earlier build, with a lease of an hour) is used as it is.
     /// - Parameter quorum: The kind to try first: the one the queue had at its last use, if known.
     /// - Returns: Whether the queue is a quorum queue, or `nil` when it lives on a cluster node that is down
     ///   (``AMQPError/isQueueNodeDown``).
@@ -110,11 +112,18 @@ public enum Topology {
             channel: declarationChannel)
     }
 
+    /// How long a delay queue lives unused beyond its delay, in milliseconds: a week for a quorum one, an hour for
+    /// a classic one.
+    static func delayQueueLease(quorum: Bool) -> Int64 {
+        quorum ? 604_800_000 : 3_600_000
+    }
+
     /// The arguments of delay queue ``delayQueue(for:seconds:)``.
     static func delayQueueArguments(for queue: String, seconds: Int, quorum: Bool) -> AMQPTable {
         var arguments: AMQPTable = [
             "x-message-ttl": .int(Int64(seconds) * 1000), "x-dead-letter-exchange": "",
-            "x-dead-letter-routing-key": .string(queue), "x-expires": .int(Int64(seconds) * 1000 + 3_600_000),
+            "x-dead-letter-routing-key": .string(queue),
+            "x-expires": .int(Int64(seconds) * 1000 + delayQueueLease(quorum: quorum)),
         ]
         if quorum {
             arguments["x-queue-type"] = "quorum"
