@@ -39,7 +39,10 @@ struct DeadCommand: ParsableCommand {
                     print(DeadCommand.line(letter))
                 }
             }
-            if !json { FileHandle.standardError.write(Data("\(letters.count) dead letter(s)\n".utf8)) }
+            if !json {
+                fflush(nil)  // the letters first, also where both streams go to one file
+                FileHandle.standardError.write(Data("\(letters.count) dead letter(s)\n".utf8))
+            }
         }
     }
 

@@ -46,8 +46,13 @@ extension Integration {
             #expect(line.contains("reason=flaky"))
             #expect(line.contains("queue=\(queue)"))
             #expect(line.contains("type=fail"))
-            let again = try CLI.run(["dead", "list", "--url", url])
-            #expect(again.stdout.contains(job.id), "listing keeps the letters")
+            // Both streams into one file, as `warren dead list > file 2>&1` does: the letters, then the count.
+            let shell = try ChildProcess(
+                URL(fileURLWithPath: "/bin/sh"),
+                ["-c", "exec \"$0\" dead list --url \"$1\" 2>&1", TestEnvironment.warrenBinary.path, url])
+            #expect(shell.waitForExit() == 0)
+            #expect(shell.stdout.hasSuffix(" dead letter(s)\n"), "\(shell.stdout)")
+            #expect(shell.stdout.contains(job.id), "listing keeps the letters")
 
             let requeue = try CLI.run(["dead", "requeue", job.id, "--url", url])
             #expect(requeue.status == 0, "\(requeue.stderr)")
