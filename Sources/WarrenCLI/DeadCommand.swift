@@ -72,6 +72,7 @@ struct DeadCommand: ParsableCommand {
             defer { dead.close() }
             let report = try dead.requeue(jobIDs: all ? nil : Set(ids))
             for letter in report.requeued { print("requeued \(letter.jobID ?? "-") to \(letter.queue ?? "-")") }
+            fflush(nil)  // in the order things happened, also where both streams go to one file
             for letter in report.stayed {
                 FileHandle.standardError.write(
                     Data("warren: \(letter.jobID ?? "-") stays dead: its queue '\(letter.queue ?? "")' does not exist\n".utf8))
