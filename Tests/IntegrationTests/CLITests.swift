@@ -127,5 +127,21 @@ extension Integration {
             ranges.sort { $0.lowerBound < $1.lowerBound }
             #expect(zip(ranges, ranges.dropFirst()).allSatisfy { $0.upperBound < $1.lowerBound }, "\(ranges)")
         }
+
+        @Test("a job for a queue deleted since the producer declared it is refused, not confirmed and lost")
+        func deletedQueue() throws {
+            let queue = TestEnvironment.uniqueName("deleted")
+            defer { BrokerProbe.delete(queue) }
+            let producer = try Producer.forTests()
+            try producer.enqueue(JobRequest(type: "echo", queue: queue))
+            BrokerProbe.delete(queue)
+            let error = #expect(throws: WarrenError.self) {
+                try producer.enqueue([JobRequest(type: "echo", queue: queue), JobRequest(type: "echo", queue: queue)])
+            }
+            #expect(error?.code == .queueUnreachable)
+            #expect(error?.message.contains("took 2 jobs for queue '\(queue)' nowhere") == true, "\(String(describing: error))")
+            try producer.enqueue(JobRequest(type: "echo", queue: queue))
+            #expect(try BrokerProbe.depth(of: queue) == 1, "declared again, and the job is in it")
+        }
     }
 }

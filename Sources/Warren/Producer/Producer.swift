@@ -29,6 +29,8 @@ public final class Producer {
     let quorumQueues: Bool
     private var publishCount: UInt64 = 0
     private var declaredQueues: Set<String> = []
+    /// Job queues of the publishes the broker returned (`basic.return`) since the last wait for confirms.
+    private var returnedQueues: [String] = []
     private var controlDeclared = false
     private var replyQueue: String?
     private var arrivedResults: [String: JobResult] = [:]
@@ -90,7 +92,9 @@ public final class Producer {
     ///   (``Topology/problem(withJobQueue:)``), a job that depends on itself, an
     ///   unknown dependency or a cycle, a ``JobRequest/replyTo`` that is empty, longer than 255 bytes or given
     ///   with `watch`, a deadline that is not after the job's ``JobRequest/notBefore``, or a sequence file that
-    ///   cannot be used; (`broker`) when the broker refuses or the connection fails.
+    ///   cannot be used; (`queueUnreachable`) when a job queue is on a cluster node that is down, or the broker
+    ///   took a job nowhere (its queue deleted since this producer declared it, or its node down since): those jobs
+    ///   were not enqueued, the others of the call were; (`broker`) when the broker refuses or the connection fails.
     @discardableResult
     public func enqueue(_ requests: [JobRequest], watch: Bool = false) throws -> [OperationDescriptor] {
         guard !requests.isEmpty else { return [] }
@@ -138,17 +142,21 @@ public final class Producer {
                     try publishControl(.supersede(key: key, before: descriptor.sequence))
                 }
                 try declareJobQueue(request.queue)
+                // Mandatory: a queue deleted since this producer declared it, or on a cluster node that is down,
+                // would take nothing and the broker would confirm the publish all the same.
                 try publish(
                     try descriptor.encoded(), exchange: "", routingKey: request.queue,
                     properties: MessageProperties(
                         contentType: WireCoding.contentType, persistent: true,
                         priority: descriptor.priority.amqpPriority, replyTo: replyTo ?? request.replyTo,
                         messageID: descriptor.id,
-                        timestamp: UInt64(Date().timeIntervalSince1970), type: descriptor.type, appID: "warren"))
+                        timestamp: UInt64(Date().timeIntervalSince1970), type: descriptor.type, appID: "warren"),
+                    mandatory: true)
                 descriptors.append(descriptor)
             }
             connection.flushOutput()
             try waitForConfirms()
+            try checkNothingReturned()
             return descriptors
         }
         try journal.append(descriptors.map(\.id))
@@ -344,10 +352,26 @@ public final class Producer {
         return queue
     }
 
-    private func publish(_ body: [UInt8], exchange: String, routingKey: String, properties: MessageProperties) throws {
+    private func publish(
+        _ body: [UInt8], exchange: String, routingKey: String, properties: MessageProperties, mandatory: Bool = false
+    ) throws {
         try connection.publish(
-            body, exchange: exchange, routingKey: routingKey, properties: properties, channel: Self.publishChannel)
+            body, exchange: exchange, routingKey: routingKey, properties: properties, mandatory: mandatory,
+            channel: Self.publishChannel)
         publishCount += 1
+    }
+
+    /// Throws if the broker returned job publishes since the last check (no queue took them), and forgets that
+    /// their queues were declared, so that the next enqueue declares them again.
+    private func checkNothingReturned() throws {
+        guard let queue = returnedQueues.first else { return }
+        let count = returnedQueues.count
+        returnedQueues = []
+        declaredQueues = []
+        throw WarrenError(
+            .queueUnreachable,
+            "the broker took \(count) job\(count == 1 ? "" : "s") for queue '\(queue)' nowhere (basic.return): the queue "
+                + "was deleted, or is on a cluster node that is down; \(count == 1 ? "it was" : "they were") not enqueued")
     }
 
     /// Every publish up to this number is confirmed.
@@ -393,6 +417,8 @@ public final class Producer {
                 }
             case .delivery(let delivery):
                 other(delivery)
+            case .returned(Self.publishChannel, _, _, _, let routingKey):
+                returnedQueues.append(routingKey)
             case .channelClosed(let error):
                 throw error
             default:
