@@ -153,7 +153,7 @@ public enum Topology {
     public static func declareJobQueue(
         _ name: String, priorities: Bool, quorum: Bool = false, on connection: AMQPConnection, channel: UInt16
     ) throws -> Bool {
-        precondition(!(priorities && quorum), "quorum queues have no priorities")
+        if let problem = problem(creatingPriorityQueues: priorities, quorumQueues: quorum) { preconditionFailure(problem) }
         try declareDeadLetters(quorum: quorum, on: connection, channel: channel)
         let arguments = jobQueueArguments(priorities: priorities, quorum: quorum)
         // Look for the queue, declare it if it is missing, and look again if another client declared it otherwise
