@@ -67,6 +67,11 @@ public struct WorkerOptions: ParsableArguments {
     @Option(name: .customLong("max-parked-jobs"), help: "Most jobs held waiting for their dependencies; more wait in the broker.")
     var maxParkedJobs: Int = 1_000
 
+    @Option(
+        name: .customLong("max-crashes"),
+        help: "A job executing in this many worker processes when they died is dead-lettered instead of run again.")
+    var maxCrashes: Int = 3
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
@@ -124,6 +129,7 @@ public struct WorkerOptions: ParsableArguments {
         configuration.maxNestingDepth = maxNestingDepth
         configuration.maxDependencies = maxDependencies
         configuration.maxParkedJobs = maxParkedJobs
+        configuration.maxCrashes = maxCrashes
         var logger = Logger(label: "warren.worker")
         logger.logLevel = logLevel
         configuration.logger = logger

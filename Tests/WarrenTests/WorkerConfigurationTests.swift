@@ -17,6 +17,14 @@ struct WorkerConfigurationTests {
         #expect(configuration.maxMessageBytes == 1 << 20)
         #expect(configuration.shutdownGracePeriod == .seconds(30))
         #expect(configuration.workerID.hasSuffix("-\(ProcessInfo.processInfo.processIdentifier)"))
+        #expect(configuration.maxCrashes == 3)
+        #expect(configuration.crashJournalDirectory == StateDirectory.path + "/workers")
+    }
+
+    @Test func aCrashLimitBelowOneIsRejected() {
+        var configuration = Worker.Configuration(url: url)
+        configuration.maxCrashes = 0
+        #expect(rejection(configuration)?.message.hasSuffix("parked jobs 0, crashes 1") == true)
     }
 
     @Test func effectivePrefetchIsTheTotalWidthUnlessSet() {

@@ -25,10 +25,7 @@ public struct SequenceStore: Sendable {
     /// The default file: `$WARREN_STATE_DIR/sequence`, else `$XDG_STATE_HOME/warren/sequence`,
     /// else `~/.local/state/warren/sequence`.
     public static var defaultPath: String {
-        let environment = ProcessInfo.processInfo.environment.filter { !$0.value.isEmpty }
-        if let directory = environment["WARREN_STATE_DIR"] { return directory + "/sequence" }
-        let state = environment["XDG_STATE_HOME"] ?? (NSHomeDirectory() + "/.local/state")
-        return state + "/warren/sequence"
+        StateDirectory.path + "/sequence"
     }
 
     public init(path: String = SequenceStore.defaultPath) {

@@ -17,21 +17,27 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
         var lifecycle = Lifecycle.pending
         var reported = false
         var task: Task<Void, Never>?
+        /// The job's slot in the crash journal while its code runs.
+        var journalSlot: Int?
     }
 
     let job: JobContext
     private let input: JSONValue
     private let body: RegisteredOperation.Body
     private let report: @Sendable (FinishedJob) -> Void
+    private let journal: CrashJournal?
     private let state = Mutex(State())
 
+    /// - Parameter journal: Where the job is recorded while its code runs, so that it is known if the process
+    ///   dies meanwhile.
     init(
-        job: JobContext, input: JSONValue, body: RegisteredOperation.Body,
+        job: JobContext, input: JSONValue, body: RegisteredOperation.Body, journal: CrashJournal? = nil,
         report: @escaping @Sendable (FinishedJob) -> Void
     ) {
         self.job = job
         self.input = input
         self.body = body
+        self.journal = journal
         self.report = report
         super.init()
         queuePriority = job.priority.queuePriority
@@ -75,6 +81,10 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
             return complete(startedAt: nil, outcome: .cancelled(job.cancellation!))
         }
         let startedAt = Date()
+        if let journal {
+            let slot = journal.began(jobID: job.jobID, type: job.type)
+            state.withLock { $0.journalSlot = slot }
+        }
         job.debug("job started")
         switch body {
         case .blocking(let code):
@@ -107,10 +117,14 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
     }
 
     private func complete(startedAt: Date?, outcome: JobOutcome) {
-        let reports = state.withLock { state -> Bool in
-            defer { state.reported = true }
-            return !state.reported
+        let (reports, journalSlot) = state.withLock { state -> (Bool, Int?) in
+            defer {
+                state.reported = true
+                state.journalSlot = nil
+            }
+            return (!state.reported, state.journalSlot)
         }
+        if let journalSlot { journal?.ended(journalSlot) }
         if reports {
             report(FinishedJob(jobID: job.jobID, outcome: outcome, startedAt: startedAt, finishedAt: Date()))
         }

@@ -12,6 +12,8 @@ import Foundation
 /// - `status`: every live worker publishes a ``WorkerStatus`` to the queue named ``replyTo``.
 /// - `sync`: a marker a worker publishes to itself at start-up; once it reads its own ``token`` back, it has read
 ///   every earlier control message. Other workers ignore it.
+/// - `crashed`: jobs ``jobIDs`` were executing when worker ``worker`` died; ``token`` names the dead worker's
+///   journal, so that a report sent twice counts once. A worker that finds the journal of a dead one sends it.
 public struct ControlMessage: Sendable, Hashable, Codable {
     public var version: Int
     public var kind: String
@@ -24,9 +26,9 @@ public struct ControlMessage: Sendable, Hashable, Codable {
     /// For `cancel`: `requested` or `superseded`; copied into the `cancelled` results.
     public var reason: String
     public var sentAt: Date?
-    /// For `sync`: the marker's unique token.
+    /// For `sync`: the marker's unique token. For `crashed`: the dead worker's journal.
     public var token: String?
-    /// For `pause` and `resume`: only this worker (by id); all when absent.
+    /// For `pause` and `resume`: only this worker (by id); all when absent. For `crashed`: the worker that died.
     public var worker: String?
     /// For `cancelAll`, `pause` and `resume`: only this broker queue; all when absent.
     public var queue: String?
@@ -85,6 +87,11 @@ public struct ControlMessage: Sendable, Hashable, Codable {
 
     static func sync(token: String) -> ControlMessage {
         ControlMessage(kind: "sync", token: token)
+    }
+
+    /// Reports the jobs that were executing when `worker` died, from its crash journal `journal`.
+    static func crashed(jobIDs: [String], worker: String, journal: String) -> ControlMessage {
+        ControlMessage(kind: "crashed", jobIDs: jobIDs, token: journal, worker: worker)
     }
 
     /// The JSON body of the message.

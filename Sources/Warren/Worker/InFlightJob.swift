@@ -19,6 +19,10 @@ final class InFlightJob {
     let attempt: Int
     let receivedAt: Date
     let operation: JobOperation
+    /// Whether it was executing when a worker died, and so runs with nothing beside it (``WorkerSession+Crashes``).
+    var runsAlone = false
+    /// Whether its operation was handed to a local queue, where it runs unless it is cancelled first.
+    var handedToQueue = false
 
     init(
         descriptor: OperationDescriptor, delivery: Delivery, generation: Int, queue: String, localQueue: String,

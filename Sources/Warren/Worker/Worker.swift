@@ -49,6 +49,15 @@ public final class Worker: Sendable {
         public var shutdownGracePeriod: Duration = .seconds(30)
         /// Most jobs held waiting for their dependencies; more are parked through the broker. Default: 1,000.
         public var maxParkedJobs = 1_000
+        /// How many worker processes a job may have been executing in when they died (killed, crashed, out of
+        /// memory) before it is dead-lettered (`crashedWorker`) instead of run again. A job that was executing in
+        /// one that died runs alone, so that the deaths it is counted for are its own. Default: 3.
+        public var maxCrashes = 3
+        /// Where the worker keeps the journal of the jobs it executes, from which the next worker started with the
+        /// same directory learns what was executing when this one died (see ``maxCrashes``). `nil`: no journal,
+        /// and this worker's death is not reported. Default: `workers` in the state directory
+        /// (`$WARREN_STATE_DIR`, else `$XDG_STATE_HOME/warren`, else `~/.local/state/warren`).
+        public var crashJournalDirectory: String? = StateDirectory.path + "/workers"
         /// The longest wait between reconnection attempts; waits double from 100 ms up to it. Default: 30 s.
         public var maxReconnectDelay: Duration = .seconds(30)
         /// Where the worker logs. Default: a logger labelled `warren.worker`.
@@ -72,7 +81,8 @@ public final class Worker: Sendable {
 
     /// Checks the configuration against the registry.
     /// - Throws: ``WarrenError`` (`invalidConfiguration`) for a bad URL, an empty queue list or a queue name that
-    ///   cannot be a job queue's (``Topology/problem(withJobQueue:)``), a width below 1, a prefetch
+    ///   cannot be a job queue's (``Topology/problem(withJobQueue:)``), a width or ``Configuration/maxCrashes``
+    ///   below 1, a prefetch
     ///   outside 1...65535, or an operation type registered on a local queue the configuration lacks.
     public init(configuration: Configuration, registry: OperationRegistry) throws {
         self.configuration = configuration
@@ -93,11 +103,11 @@ public final class Worker: Sendable {
             throw WarrenError(.invalidConfiguration, "local queue '\(name)' has width \(width); it must be at least 1")
         }
         guard configuration.maxMessageBytes >= 1024, configuration.maxNestingDepth >= 2,
-            configuration.maxDependencies >= 0, configuration.maxParkedJobs >= 0
+            configuration.maxDependencies >= 0, configuration.maxParkedJobs >= 0, configuration.maxCrashes >= 1
         else {
             throw WarrenError(
                 .invalidConfiguration,
-                "limits must be at least: message bytes 1024, nesting depth 2, dependencies 0, parked jobs 0")
+                "limits must be at least: message bytes 1024, nesting depth 2, dependencies 0, parked jobs 0, crashes 1")
         }
         guard (1...65_535).contains(configuration.effectivePrefetch) else {
             throw WarrenError(

@@ -11,6 +11,7 @@ extension WorkerSession {
         try connection.qos(prefetchCount: 500, channel: Self.controlChannel)
         try connection.consume(
             Topology.controlStream, arguments: ["x-stream-offset": "first"], channel: Self.controlChannel)
+        try reportCrashes()
         let token = UUID().uuidString
         _ = try publish(
             try ControlMessage.sync(token: token).encoded(), exchange: Topology.controlExchange, routingKey: "",
@@ -81,6 +82,8 @@ extension WorkerSession {
                 properties: MessageProperties(contentType: WireCoding.contentType, type: "warren.status"))
         case "sync":
             return message.token
+        case "crashed":
+            crashReported(message)
         default:
             logger.warning("ignoring control message of unknown kind '\(message.kind)'")
         }

@@ -71,7 +71,7 @@ extension WorkerSession {
             return true
         }
         inFlight[job.descriptor.id] = job
-        operationsToQueue[job.localQueue, default: []].append(job.operation)
+        queueOperation(of: job)
         return true
     }
 

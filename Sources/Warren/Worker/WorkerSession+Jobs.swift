@@ -34,6 +34,10 @@ extension WorkerSession {
                 timings: JobTimings(enqueuedAt: descriptor.createdAt, receivedAt: receivedAt, finishedAt: Date()))
             return try end(delivery, with: result)
         }
+        let deaths = crashTally[descriptor.id]
+        if let error = crashedWorkerError(deaths) {
+            return try reject(delivery, error: error, receivedAt: receivedAt, descriptor: descriptor)
+        }
         if let notBefore = descriptor.notBefore, notBefore > receivedAt {
             return try postpone(delivery, descriptor, until: notBefore, from: queue, receivedAt: receivedAt)
         }
@@ -54,20 +58,24 @@ extension WorkerSession {
         let context = JobContext(descriptor: descriptor, attempt: attempt, logger: logger) { fraction, message in
             mailbox.post(.progress(jobID: jobID, fraction: fraction, message: message))
         }
-        let operation = JobOperation(job: context, input: descriptor.input, body: registered.body) { finished in
+        let operation = JobOperation(
+            job: context, input: descriptor.input, body: registered.body, journal: journal
+        ) { finished in
             mailbox.post(.finished(finished))
         }
         let job = InFlightJob(
             descriptor: descriptor, delivery: delivery, generation: generation, queue: queue,
             localQueue: registered.localQueue, attempt: attempt, receivedAt: receivedAt, operation: operation)
+        job.runsAlone = !deaths.isEmpty
         if try holdForDependencies(job) { return }
         inFlight[descriptor.id] = job
-        operationsToQueue[registered.localQueue, default: []].append(operation)
+        queueOperation(of: job)
     }
 
     /// Ends `job`, which the worker holds, as its operation reported.
     func finish(_ job: InFlightJob, _ finished: FinishedJob) throws {
         inFlight[finished.jobID] = nil
+        aloneJobEnded(job)
         if job.generation != generation { return finishOrphan(job, finished) }
         left(job)
         if !parked.isEmpty, parked.removeValue(forKey: finished.jobID) != nil { try updatePrefetch() }

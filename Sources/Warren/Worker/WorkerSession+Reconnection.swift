@@ -65,7 +65,10 @@ extension WorkerSession {
             for message in worker.mailbox.drain() {
                 switch message {
                 case .finished(let finished):
-                    if let job = inFlight.removeValue(forKey: finished.jobID) { finishOrphan(job, finished) }
+                    if let job = inFlight.removeValue(forKey: finished.jobID) {
+                        aloneJobEnded(job)
+                        finishOrphan(job, finished)
+                    }
                 case .progress: break
                 case .stop: beginStop()
                 }

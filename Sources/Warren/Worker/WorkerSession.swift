@@ -36,9 +36,18 @@ final class WorkerSession {
     /// Job deliveries not settled yet, and acks not sent yet.
     var acks = AckBatch()
     /// Operations to add to their local queues at the end of this loop iteration, all at once, by queue name.
-    var operationsToQueue: [String: [JobOperation]] = [:]
+    var operationsToQueue: [String: [InFlightJob]] = [:]
     var publishCount: UInt64 = 0
     var cancellations = CancellationRegistry()
+    /// This worker's crash journal (``WorkerSession+Crashes``).
+    let journal: CrashJournal?
+    /// Journals of dead workers, until their `crashed` reports are read back from the control stream.
+    var orphans: [CrashJournal.Orphan]
+    /// Jobs that were executing when workers died, from the control stream.
+    var crashTally = CrashTally()
+    /// Jobs that run alone, waiting for the worker to be idle; and whether one runs.
+    var aloneJobs: [InFlightJob] = []
+    var aloneJobRuns = false
     /// Results of jobs that finished after their delivery died with a connection, kept for the redelivery.
     var orphanResults = OrphanResults()
     /// Job queue consumed, by consumer tag.
@@ -117,10 +126,12 @@ final class WorkerSession {
         metrics = WorkerMetrics(operationTypes: worker.registry.types)
         metrics.watch(localQueues.values)
         connection = try worker.brokers.connect()
+        (journal, orphans) = Self.openJournal(worker.configuration, logger: logger)
     }
 
     /// Works until stopped: serves the connection, and reconnects whenever it is lost.
     func run() throws {
+        defer { journal?.close() }
         do {
             try declareAndConsume()
         } catch let error as AMQPError where error.isStreamStarting {
@@ -404,6 +415,7 @@ final class WorkerSession {
             abandonDeadline = .now
             return
         }
+        journal?.markStopping()
         let grace = configuration.shutdownGracePeriod
         logger.info("stopping: no new jobs; executing ones get \(grace) to finish, and \(grace) more once cancelled")
         stopDeadline = .now + grace
@@ -535,9 +547,14 @@ final class WorkerSession {
         if readingEvents { try readEvents() }
     }
 
-    /// Hands the operations this loop iteration released to their local queues.
+    /// Hands the operations this loop iteration released to their local queues, unless a job that runs alone
+    /// holds them back.
     private func queueOperations() {
-        for (name, operations) in operationsToQueue where !operations.isEmpty { localQueues[name]!.add(operations) }
+        guard !holdsJobsForAloneJob() else { return }
+        for (name, jobs) in operationsToQueue where !jobs.isEmpty {
+            for job in jobs { job.handedToQueue = true }
+            localQueues[name]!.add(jobs.map(\.operation))
+        }
         operationsToQueue.removeAll(keepingCapacity: true)
     }
 

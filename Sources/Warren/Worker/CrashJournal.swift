@@ -1,0 +1,257 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// The jobs a worker process is executing, kept in a file that outlives the process. When the process dies
+/// (killed, crashed, out of memory), the next worker started with the same state directory finds the file no
+/// longer locked, reports those jobs on the control stream and removes it (``orphans(in:)``).
+///
+/// One file per running worker, `DIRECTORY/ID.journal`, mapped into memory and under an exclusive `flock` for as
+/// long as the worker runs. A job's start and its end are each a store into the mapping, no system call: the
+/// kernel keeps what was stored when the process dies, and releases its lock. The file is a header record, then one
+/// record per job slot, ``recordSize`` bytes each. The header holds ``header`` and the worker's id, NUL-padded,
+/// and in its last byte 1 once the worker was asked to stop (``markStopping()``): a worker killed while it stops
+/// was killed by whoever stopped it, not by its jobs, and its journal is not reported. A slot holds a marker byte
+/// (1 while the slot holds an executing job), then the job's id, a tab and its type, NUL-padded. The marker is
+/// stored last, so that a process that dies while it writes a record leaves the slot empty.
+///
+/// Thread safety: locked. Operations record their start and end from their queues' threads; a `Mutex` guards the
+/// mapping and its free slots.
+final class CrashJournal: @unchecked Sendable {
+    static let recordSize = 256
+    static let fileExtension = "journal"
+    static let header = "warren crash journal 1\n"
+
+    /// The journal's unique id, the name of its file: reports of one journal count once, however often they are
+    /// sent.
+    let id: String
+    let path: String
+
+    private struct Mapping {
+        var descriptor: Int32
+        var base: UnsafeMutableRawPointer?
+        var slots: Int
+        var free: [Int]
+    }
+
+    private let mapping: Mutex<Mapping>
+
+    /// Creates the journal of a worker and locks it for as long as this object lives or until ``close()``.
+    /// - Parameter slots: How many jobs may execute at once (more make the file grow).
+    /// - Throws: ``WarrenError`` (`invalidConfiguration`) when the directory or the file cannot be created.
+    init(directory: String, workerID: String, slots: Int) throws {
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw WarrenError(.invalidConfiguration, "cannot create the crash journal directory '\(directory)'")
+        }
+        id = UUID().uuidString.lowercased()
+        path = "\(directory)/\(id).\(Self.fileExtension)"
+        // Created under a hidden name and renamed once locked: a worker looking for orphans never sees it unlocked.
+        let temporary = "\(directory)/.\(id).tmp"
+        let descriptor = open(temporary, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw Self.failure("create", temporary) }
+        let slots = max(slots, 1)
+        guard flock(descriptor, LOCK_EX) == 0, let base = Self.map(descriptor, slots: slots) else {
+            let error = Self.failure("set up", temporary)
+            unlink(temporary)
+            Glibc.close(descriptor)
+            throw error
+        }
+        let header = Array((Self.header + workerID).utf8.prefix(Self.recordSize - 2))
+        header.withUnsafeBytes { base.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        guard rename(temporary, path) == 0 else {
+            let error = Self.failure("name", path)
+            munmap(base, (slots + 1) * Self.recordSize)
+            unlink(temporary)
+            Glibc.close(descriptor)
+            throw error
+        }
+        mapping = Mutex(Mapping(descriptor: descriptor, base: base, slots: slots, free: Array((0..<slots).reversed())))
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Records that a job started; returns its slot, for ``ended(_:)``, or `nil` once the journal is closed or
+    /// when the file cannot grow.
+    func began(jobID: String, type: String) -> Int? {
+        mapping.withLock { mapping -> Int? in
+            if mapping.free.isEmpty, !Self.grow(&mapping) { return nil }
+            guard let base = mapping.base else { return nil }
+            let slot = mapping.free.removeLast()
+            let record = base + (slot + 1) * Self.recordSize
+            record.initializeMemory(as: UInt8.self, repeating: 0, count: Self.recordSize)
+            let text = Array("\(jobID)\t\(type)".utf8.prefix(Self.recordSize - 2))
+            text.withUnsafeBytes { (record + 1).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+            atomicMemoryFence(ordering: .releasing)
+            record.storeBytes(of: 1, as: UInt8.self)
+            return slot
+        }
+    }
+
+    /// Records that the worker was asked to stop: if it dies now, its jobs are not to blame.
+    func markStopping() {
+        mapping.withLock { mapping in
+            mapping.base?.storeBytes(of: 1, toByteOffset: Self.recordSize - 1, as: UInt8.self)
+        }
+    }
+
+    /// Records that the job in `slot` ended.
+    func ended(_ slot: Int) {
+        mapping.withLock { mapping in
+            guard let base = mapping.base else { return }
+            (base + (slot + 1) * Self.recordSize).storeBytes(of: 0, as: UInt8.self)
+            mapping.free.append(slot)
+        }
+    }
+
+    /// Empties and removes the file: the worker stops, and whatever still runs did not crash it.
+    func close() {
+        mapping.withLock { mapping in
+            guard let base = mapping.base else { return }
+            // Emptied before it is unlinked: a worker that opened it meanwhile finds nothing to report.
+            ftruncate(mapping.descriptor, 0)
+            unlink(path)
+            munmap(base, (mapping.slots + 1) * Self.recordSize)
+            Glibc.close(mapping.descriptor)
+            mapping.base = nil
+        }
+    }
+
+    private static func map(_ descriptor: Int32, slots: Int) -> UnsafeMutableRawPointer? {
+        let size = (slots + 1) * recordSize
+        guard ftruncate(descriptor, off_t(size)) == 0 else { return nil }
+        let base = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_SHARED, descriptor, 0)
+        guard let base, base != MAP_FAILED else { return nil }
+        return base
+    }
+
+    /// Doubles the slots; `false` when the file cannot grow (the mapping is then unchanged).
+    private static func grow(_ mapping: inout Mapping) -> Bool {
+        guard let base = mapping.base, let grown = map(mapping.descriptor, slots: mapping.slots * 2) else {
+            return false
+        }
+        munmap(base, (mapping.slots + 1) * recordSize)
+        mapping.base = grown
+        mapping.free += (mapping.slots..<mapping.slots * 2).reversed()
+        mapping.slots *= 2
+        return true
+    }
+
+    private static func failure(_ action: String, _ path: String) -> WarrenError {
+        WarrenError(
+            .invalidConfiguration,
+            "cannot \(action) the crash journal '\(path)': \(String(cString: strerror(errno))) (set WARREN_STATE_DIR)")
+    }
+}
+
+extension CrashJournal {
+    /// The journal of a worker that died with jobs executing, locked by this process until ``discard()``: its jobs
+    /// are reported, then the file is removed. Released unreported, it stays for the next worker to find.
+    ///
+    /// Thread safety: confined to the worker's broker thread.
+    final class Orphan {
+        let id: String
+        let workerID: String
+        /// The jobs that were executing, by id, with their types.
+        let jobs: [(id: String, type: String)]
+        private let path: String
+        private var descriptor: Int32
+
+        fileprivate init(id: String, path: String, descriptor: Int32, workerID: String, jobs: [(id: String, type: String)]) {
+            self.id = id
+            self.path = path
+            self.descriptor = descriptor
+            self.workerID = workerID
+            self.jobs = jobs
+        }
+
+        /// Removes the file: its jobs are reported.
+        func discard() {
+            guard descriptor >= 0 else { return }
+            unlink(path)
+            Glibc.close(descriptor)
+            descriptor = -1
+        }
+
+        deinit {
+            if descriptor >= 0 { Glibc.close(descriptor) }
+        }
+    }
+
+    /// The journals in `directory` whose workers died while jobs executed, each locked for this process. Journals
+    /// of workers that died idle or stopping are removed at once; so are files left by a worker that died while
+    /// creating its journal.
+    static func orphans(in directory: String) -> [Orphan] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
+        var orphans: [Orphan] = []
+        for name in names.sorted() {
+            let path = "\(directory)/\(name)"
+            if name.hasPrefix("."), name.hasSuffix(".tmp") {
+                removeIfAbandoned(path)
+                continue
+            }
+            guard name.hasSuffix(".\(fileExtension)") else { continue }
+            let descriptor = open(path, O_RDWR | O_CLOEXEC)
+            guard descriptor >= 0 else { continue }
+            var status = stat()
+            // Locked: its worker runs. Unlinked meanwhile: its worker closed it.
+            guard flock(descriptor, LOCK_EX | LOCK_NB) == 0, fstat(descriptor, &status) == 0, status.st_nlink > 0,
+                let (workerID, jobs) = read(descriptor)
+            else {
+                Glibc.close(descriptor)
+                continue
+            }
+            guard !jobs.isEmpty else {
+                unlink(path)
+                Glibc.close(descriptor)
+                continue
+            }
+            let id = String(name.dropLast(fileExtension.count + 1))
+            orphans.append(Orphan(id: id, path: path, descriptor: descriptor, workerID: workerID, jobs: jobs))
+        }
+        return orphans
+    }
+
+    /// The worker id and the executing jobs a journal file holds (none if the worker was stopping); `nil` if it is
+    /// not a journal.
+    private static func read(_ descriptor: Int32) -> (workerID: String, jobs: [(id: String, type: String)])? {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            guard count > 0 else { break }
+            bytes += chunk[..<count]
+        }
+        let records = stride(from: 0, to: bytes.count - recordSize + 1, by: recordSize).map {
+            bytes[$0..<$0 + recordSize]
+        }
+        guard let first = records.first, first.starts(with: header.utf8) else { return nil }
+        let workerID = text(first.dropFirst(header.utf8.count))
+        guard first.last != 1 else { return (workerID, []) }
+        let jobs = records.dropFirst().compactMap { record -> (id: String, type: String)? in
+            guard record.first == 1 else { return nil }
+            let fields = text(record.dropFirst()).split(separator: "\t", maxSplits: 1)
+            guard let id = fields.first, OperationDescriptor.problem(withID: String(id)) == nil else { return nil }
+            return (String(id), fields.count > 1 ? String(fields[1]) : "")
+        }
+        return (workerID, jobs)
+    }
+
+    /// The UTF-8 text of `bytes` up to the first NUL.
+    private static func text(_ bytes: ArraySlice<UInt8>) -> String {
+        String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+    }
+
+    /// Removes a journal left half-created by a worker that died (a minute old and unlocked).
+    private static func removeIfAbandoned(_ path: String) {
+        var status = stat()
+        guard stat(path, &status) == 0, Double(status.st_mtim.tv_sec) < Date().timeIntervalSince1970 - 60 else { return }
+        let descriptor = open(path, O_RDWR | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { unlink(path) }
+        Glibc.close(descriptor)
+    }
+}

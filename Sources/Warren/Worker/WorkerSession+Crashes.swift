@@ -1,0 +1,103 @@
+import AMQP
+import Foundation
+import Logging
+
+/// Jobs that kill their worker process (a crash, the out-of-memory killer, `kill -9`).
+///
+/// The broker redelivers what a dead worker held, and a job that kills every worker it runs on would go round
+/// for good, taking the jobs that ran beside it down each time. So each worker records the jobs it executes in a
+/// journal (``CrashJournal``); the next worker started with the same state directory finds the journal of one that
+/// died and reports its executing jobs on the control stream, which every worker reads (``CrashTally``). A job
+/// reported once runs alone when it comes back: the worker lets what it runs finish, starts nothing beside it, and
+/// goes on once it ended, so that the deaths counted for it are its own. A job reported
+/// ``Worker/Configuration/maxCrashes`` times is dead-lettered (`crashedWorker`) with a `failed` result instead.
+extension WorkerSession {
+    /// Opens this worker's crash journal and takes the journals of dead workers beside it, to report.
+    static func openJournal(
+        _ configuration: Worker.Configuration, logger: Logger
+    ) -> (CrashJournal?, [CrashJournal.Orphan]) {
+        guard let directory = configuration.crashJournalDirectory else { return (nil, []) }
+        let orphans = CrashJournal.orphans(in: directory)
+        for orphan in orphans {
+            logger.warning(
+                "a worker died while executing jobs; reporting them",
+                metadata: [
+                    "deadWorker": "\(orphan.workerID)",
+                    "jobs": "\(orphan.jobs.map { "\($0.id) (\($0.type))" })",
+                ])
+        }
+        do {
+            let slots = configuration.localQueues.values.reduce(0, +)
+            return (try CrashJournal(directory: directory, workerID: configuration.workerID, slots: slots), orphans)
+        } catch {
+            logger.warning("running without a crash journal: this worker's death would not be reported", metadata: ["error": "\(error)"])
+            return (nil, orphans)
+        }
+    }
+
+    /// Publishes a `crashed` report for each dead worker's journal not yet read back from the control stream;
+    /// before the marker that ends the start-up replay, so that the reports count before the first job arrives.
+    func reportCrashes() throws {
+        for orphan in orphans {
+            let report = ControlMessage.crashed(
+                jobIDs: orphan.jobs.map(\.id), worker: orphan.workerID, journal: orphan.id)
+            _ = try publish(
+                try report.encoded(), exchange: Topology.controlExchange, routingKey: "",
+                properties: MessageProperties(contentType: WireCoding.contentType, persistent: true))
+        }
+    }
+
+    /// Counts a `crashed` report; one read back from the stream is stored there, and its journal goes.
+    func crashReported(_ report: ControlMessage) {
+        crashTally.record(report)
+        if let index = orphans.firstIndex(where: { $0.id == report.token }) {
+            orphans.remove(at: index).discard()
+        }
+    }
+
+    /// Why a job whose worker processes died at `deaths` is not run again, or `nil`.
+    func crashedWorkerError(_ deaths: [CrashTally.Death]) -> JobError? {
+        guard deaths.count >= configuration.maxCrashes else { return nil }
+        let workers = deaths.map(\.worker).joined(separator: ", ")
+        return JobError(
+            code: "crashedWorker",
+            message: "the job was executing in \(deaths.count) worker processes when they died (\(workers)); "
+                + "it is not run again (at most \(configuration.maxCrashes))")
+    }
+
+    /// Hands `job` to its local queue with the others of this turn or, if it runs alone, to the line of jobs that
+    /// wait for the worker to be idle.
+    func queueOperation(of job: InFlightJob) {
+        if job.runsAlone {
+            aloneJobs.append(job)
+        } else {
+            operationsToQueue[job.localQueue, default: []].append(job)
+        }
+    }
+
+    /// Whether the jobs of this turn wait: a job that runs alone is running or waits for the worker to be idle.
+    /// Starts the next such job once nothing else can run.
+    func holdsJobsForAloneJob() -> Bool {
+        guard aloneJobRuns || !aloneJobs.isEmpty else { return false }
+        if !aloneJobRuns, !inFlight.values.contains(where: \.handedToQueue) {
+            let job = aloneJobs.removeFirst()
+            job.operation.job.logger.warning(
+                "running the job alone: it was executing when a worker died",
+                metadata: ["deadWorkers": "\(crashTally[job.descriptor.id].map(\.worker))"])
+            job.handedToQueue = true
+            aloneJobRuns = true
+            localQueues[job.localQueue]!.add(job.operation)
+        }
+        return true
+    }
+
+    /// `job` ended or went: the next job that runs alone may start, or the jobs held for one.
+    func aloneJobEnded(_ job: InFlightJob) {
+        guard job.runsAlone else { return }
+        if job.handedToQueue {
+            aloneJobRuns = false
+        } else {
+            aloneJobs.removeAll { $0 === job }
+        }
+    }
+}
