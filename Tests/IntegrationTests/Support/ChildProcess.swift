@@ -96,13 +96,14 @@ enum CLI {
 
     /// Starts `warren worker` on `queue` with debug logs, and waits until it consumes.
     static func startWorker(
-        queue: String, id: String = TestEnvironment.uniqueName("worker"), arguments: [String] = []
+        queue: String, id: String = TestEnvironment.uniqueName("worker"), arguments: [String] = [],
+        environment: [String: String] = [:]
     ) throws -> ChildProcess {
         let worker = try ChildProcess(
             TestEnvironment.warrenBinary,
             ["worker", "--url", try TestEnvironment.brokerURL, "--queue", queue, "--worker-id", id, "--log-level", "debug"]
                 + arguments,
-            name: "worker \(id)")
+            environment: environment, name: "worker \(id)")
         try worker.waitForStderr(containing: "worker started")
         return worker
     }

@@ -1,0 +1,115 @@
+import Foundation
+import Testing
+import Warren
+
+extension Integration {
+    /// Jobs that kill their worker process: reported by the next worker started with the same state directory,
+    /// run alone when they come back, dead-lettered once they killed `--max-crashes` workers.
+    @Suite struct Crashes {
+        private static func sleep(_ seconds: Double, queue: String) -> JobRequest {
+            JobRequest(type: "sleep", input: ["seconds": .number(seconds)], queue: queue)
+        }
+
+        @Test("a job that kills every worker it runs on is dead-lettered after --max-crashes deaths, with a failed result")
+        func crashLoop() throws {
+            let queue = TestEnvironment.uniqueName("crashloop")
+            defer { BrokerProbe.delete(queue) }
+            let state = ["WARREN_STATE_DIR": try TestEnvironment.temporaryDirectory().path]
+            let producer = try Producer.forTests()
+            let tap = try MessageTap.results()
+            let dead = try MessageTap.deadLetters()
+            let job = try producer.enqueue(Self.sleep(600, queue: queue))
+            let arguments = ["--max-crashes", "2"]
+
+            let first = try CLI.startWorker(queue: queue, id: "first", arguments: arguments, environment: state)
+            defer { first.terminate() }
+            try first.waitForStart(of: job.id)
+            first.signal(SIGKILL)
+            first.waitForExit()
+
+            let second = try CLI.startWorker(queue: queue, id: "second", arguments: arguments, environment: state)
+            defer { second.terminate() }
+            #expect(second.stderr.contains("a worker died while executing jobs; reporting them"))
+            try second.waitForStart(of: job.id)
+            #expect(second.stderr.contains("running the job alone"))
+            second.signal(SIGKILL)
+            second.waitForExit()
+
+            let third = try CLI.startWorker(queue: queue, id: "third", arguments: arguments, environment: state)
+            defer { third.terminate() }
+            let result = try tap.waitForResult(job.id)
+            #expect(result.status == .failed)
+            #expect(result.error?.code == "crashedWorker")
+            #expect(
+                result.error?.message
+                    == "the job was executing in 2 worker processes when they died (first, second); it is not run "
+                    + "again (at most 2)")
+            #expect(result.workerID == "third")
+            try dead.read(timeout: .seconds(30)) { $0.contains { $0.properties.messageID == job.id } }
+            let letter = try #require(dead.messages.first { $0.properties.messageID == job.id })
+            #expect(letter.properties.headers?[Topology.deadReasonHeader]?.stringValue == "crashedWorker")
+            #expect(!third.logsStart(of: job.id))
+            #expect(try BrokerProbe.depth(of: queue) == 0)
+            let journals = try FileManager.default.contentsOfDirectory(atPath: state["WARREN_STATE_DIR"]! + "/workers")
+            #expect(journals.count == 1, "only the live worker's journal is left: \(journals)")
+        }
+
+        @Test("jobs executing when their worker died run one at a time when they come back; the others wait for them")
+        func suspectsRunAlone() throws {
+            let queue = TestEnvironment.uniqueName("alone")
+            defer { BrokerProbe.delete(queue) }
+            let state = ["WARREN_STATE_DIR": try TestEnvironment.temporaryDirectory().path]
+            let producer = try Producer.forTests()
+            let tap = try MessageTap.results()
+            let suspects = try [1, 2].map { _ in try producer.enqueue(Self.sleep(1, queue: queue)) }
+
+            let doomed = try CLI.startWorker(queue: queue, arguments: ["--width", "2"], environment: state)
+            defer { doomed.terminate() }
+            for job in suspects { try doomed.waitForStart(of: job.id) }
+            doomed.signal(SIGKILL)
+            doomed.waitForExit()
+            let others = try [1, 2].map { _ in try producer.enqueue(Self.sleep(0.5, queue: queue)) }
+
+            let survivor = try CLI.startWorker(queue: queue, arguments: ["--width", "2", "--prefetch", "4"], environment: state)
+            defer { survivor.terminate() }
+            let results = try tap.waitForResults((suspects + others).map(\.id))
+            #expect(results.allSatisfy { $0.status == .succeeded })
+            #expect(results.map(\.attempt) == [2, 2, 1, 1])
+            let spans = try results.map { result in
+                (try #require(result.timings.startedAt), try #require(result.timings.finishedAt))
+            }
+            // Each suspect ran with nothing beside it; the other two ran after them, side by side.
+            for (index, suspect) in spans.prefix(2).enumerated() {
+                for (otherIndex, other) in spans.enumerated() where otherIndex != index {
+                    #expect(other.1 <= suspect.0 || other.0 >= suspect.1, "job \(otherIndex) overlapped suspect \(index)")
+                }
+            }
+            #expect(spans[2].0 < spans[3].1 && spans[3].0 < spans[2].1, "the others ran in parallel again")
+        }
+
+        @Test("a worker killed while it stops (SIGTERM, then SIGKILL before its grace ended) is not reported")
+        func killedWhileStopping() throws {
+            let queue = TestEnvironment.uniqueName("stopkill")
+            defer { BrokerProbe.delete(queue) }
+            let state = ["WARREN_STATE_DIR": try TestEnvironment.temporaryDirectory().path]
+            let producer = try Producer.forTests()
+            let tap = try MessageTap.results()
+            let job = try producer.enqueue(Self.sleep(3, queue: queue))
+
+            let stopping = try CLI.startWorker(queue: queue, environment: state)
+            defer { stopping.terminate() }
+            try stopping.waitForStart(of: job.id)
+            stopping.signal(SIGTERM)
+            try stopping.waitForStderr(containing: "stopping: no new jobs")
+            stopping.signal(SIGKILL)
+            stopping.waitForExit()
+
+            let next = try CLI.startWorker(queue: queue, environment: state)
+            defer { next.terminate() }
+            let result = try tap.waitForResult(job.id)
+            #expect(result.status == .succeeded)
+            #expect(!next.stderr.contains("a worker died"))
+            #expect(!next.stderr.contains("running the job alone"))
+        }
+    }
+}
