@@ -70,7 +70,9 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
     override func start() {
         let runs = state.withLock { state -> Bool in
             state.lifecycle = .executing
-            return !state.reported
+            guard !state.reported else { return false }
+            state.journalSlot = journal?.began(jobID: job.jobID, type: job.type)
+            return true
         }
         willChangeValue(forKey: "isExecuting")
         didChangeValue(forKey: "isExecuting")
@@ -81,10 +83,6 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
             return complete(startedAt: nil, outcome: .cancelled(job.cancellation!))
         }
         let startedAt = Date()
-        if let journal {
-            let slot = journal.began(jobID: job.jobID, type: job.type)
-            state.withLock { $0.journalSlot = slot }
-        }
         job.debug("job started")
         switch body {
         case .blocking(let code):

@@ -15,8 +15,8 @@ import Synchronization
 /// (1 while the slot holds an executing job), then the job's id, a tab and its type, NUL-padded. The marker is
 /// stored last, so that a process that dies while it writes a record leaves the slot empty.
 ///
-/// Thread safety: locked. Operations record their start and end from their queues' threads; a `Mutex` guards the
-/// mapping and its free slots.
+/// Thread safety: locked. Operations record their start and end from their queues' threads; an `NSLock` guards the
+/// mapping and its free slots (a `Mutex` would not let the records be copied from the strings' storage under it).
 final class CrashJournal: @unchecked Sendable {
     static let recordSize = 256
     static let fileExtension = "journal"
@@ -34,7 +34,8 @@ final class CrashJournal: @unchecked Sendable {
         var free: [Int]
     }
 
-    private let mapping: Mutex<Mapping>
+    private let lock = NSLock()
+    private var mapping: Mapping
 
     /// Creates the journal of a worker and locks it for as long as this object lives or until ``close()``.
     /// - Parameter slots: How many jobs may execute at once (more make the file grow).
@@ -67,7 +68,7 @@ final class CrashJournal: @unchecked Sendable {
             Glibc.close(descriptor)
             throw error
         }
-        mapping = Mutex(Mapping(descriptor: descriptor, base: base, slots: slots, free: Array((0..<slots).reversed())))
+        mapping = Mapping(descriptor: descriptor, base: base, slots: slots, free: Array((0..<slots).reversed()))
     }
 
     deinit {
@@ -77,30 +78,41 @@ final class CrashJournal: @unchecked Sendable {
     /// Records that a job started; returns its slot, for ``ended(_:)``, or `nil` once the journal is closed or
     /// when the file cannot grow.
     func began(jobID: String, type: String) -> Int? {
-        mapping.withLock { mapping -> Int? in
-            if mapping.free.isEmpty, !Self.grow(&mapping) { return nil }
-            guard let base = mapping.base else { return nil }
-            let slot = mapping.free.removeLast()
-            let record = base + (slot + 1) * Self.recordSize
-            record.initializeMemory(as: UInt8.self, repeating: 0, count: Self.recordSize)
-            let text = Array("\(jobID)\t\(type)".utf8.prefix(Self.recordSize - 2))
-            text.withUnsafeBytes { (record + 1).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
-            atomicMemoryFence(ordering: .releasing)
-            record.storeBytes(of: 1, as: UInt8.self)
-            return slot
+        var jobID = jobID
+        var type = type
+        // Copied from the strings' own UTF-8 storage: this runs for every job.
+        return jobID.withUTF8 { id in
+            type.withUTF8 { type in
+                lock.withLock { () -> Int? in
+                    if mapping.free.isEmpty, !Self.grow(&mapping) { return nil }
+                    guard let base = mapping.base else { return nil }
+                    let slot = mapping.free.removeLast()
+                    let record = base + (slot + 1) * Self.recordSize
+                    record.initializeMemory(as: UInt8.self, repeating: 0, count: Self.recordSize)
+                    // Marker, id, tab, type and a NUL fit: an id has at most 128 bytes, a long type is cut.
+                    let idBytes = min(id.count, Self.recordSize - 3)
+                    let typeBytes = min(type.count, Self.recordSize - 3 - idBytes)
+                    if let source = id.baseAddress { (record + 1).copyMemory(from: source, byteCount: idBytes) }
+                    (record + 1 + idBytes).storeBytes(of: UInt8(ascii: "\t"), as: UInt8.self)
+                    if let source = type.baseAddress { (record + 2 + idBytes).copyMemory(from: source, byteCount: typeBytes) }
+                    atomicMemoryFence(ordering: .releasing)
+                    record.storeBytes(of: 1, as: UInt8.self)
+                    return slot
+                }
+            }
         }
     }
 
     /// Records that the worker was asked to stop: if it dies now, its jobs are not to blame.
     func markStopping() {
-        mapping.withLock { mapping in
+        lock.withLock {
             mapping.base?.storeBytes(of: 1, toByteOffset: Self.recordSize - 1, as: UInt8.self)
         }
     }
 
     /// Records that the job in `slot` ended.
     func ended(_ slot: Int) {
-        mapping.withLock { mapping in
+        lock.withLock {
             guard let base = mapping.base else { return }
             (base + (slot + 1) * Self.recordSize).storeBytes(of: 0, as: UInt8.self)
             mapping.free.append(slot)
@@ -109,7 +121,7 @@ final class CrashJournal: @unchecked Sendable {
 
     /// Empties and removes the file: the worker stops, and whatever still runs did not crash it.
     func close() {
-        mapping.withLock { mapping in
+        lock.withLock {
             guard let base = mapping.base else { return }
             // Emptied before it is unlinked: a worker that opened it meanwhile finds nothing to report.
             ftruncate(mapping.descriptor, 0)
