@@ -52,18 +52,23 @@ struct WorkerMetricsTests {
         #expect(try backend.expectTimer("warren_job_wait_seconds", [("type", "sum")]).values == [250_000_000])
     }
 
-    @Test func countsDeadLettersReconnectsAndReportsPrefetch() throws {
+    @Test func countsDeadLettersReconnectsDeadWorkersAndReportsPrefetch() throws {
         let backend = TestMetrics()
         let metrics = WorkerMetrics(factory: backend)
         metrics.deadLettered(reason: "unknownType")
         metrics.deadLettered(reason: "unknownType")
         metrics.deadLettered(reason: "oversized")
         metrics.reconnected()
+        metrics.deadWorkerReported()
+        metrics.jobRanAlone()
+        metrics.jobRanAlone()
         metrics.prefetch(10)
         metrics.prefetch(20)
         #expect(try backend.expectCounter("warren_dead_lettered_total", [("reason", "unknownType")]).totalValue == 2)
         #expect(try backend.expectCounter("warren_dead_lettered_total", [("reason", "oversized")]).totalValue == 1)
         #expect(try backend.expectCounter("warren_reconnects_total").totalValue == 1)
+        #expect(try backend.expectCounter("warren_dead_workers_reported_total").totalValue == 1)
+        #expect(try backend.expectCounter("warren_jobs_run_alone_total").totalValue == 2)
         #expect(try backend.expectGauge("warren_prefetch").lastValue == 20)
     }
 

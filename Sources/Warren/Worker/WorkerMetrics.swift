@@ -15,6 +15,7 @@ import Synchronization
 /// | `warren_prefetch` | gauge | |
 /// | `warren_reconnects_total` | counter | |
 /// | `warren_dead_lettered_total` | counter | `reason` |
+/// | `warren_dead_workers_reported_total`, `warren_jobs_run_alone_total` | counter | |
 ///
 /// The local queue gauges are sampled, not counted: ``sampleLocalQueues()`` reads every watched queue when the
 /// metrics endpoint is scraped, so the job path pays nothing for them.
@@ -29,7 +30,8 @@ public final class WorkerMetrics: Sendable {
         var executing: [String: Gauge] = [:]
         var waiting: [String: Gauge] = [:]
         var prefetch: Gauge?
-        var reconnects: CoreMetrics.Counter?
+        /// Counters without labels, by name.
+        var counters: [String: CoreMetrics.Counter] = [:]
     }
 
     /// The metrics of one `type` label: a jobs counter per status, the run and wait timers, each made on first use.
@@ -159,11 +161,24 @@ public final class WorkerMetrics: Sendable {
 
     /// Counts a reconnection after a lost connection.
     func reconnected() {
+        increment("warren_reconnects_total")
+    }
+
+    // MARK: - Dead workers
+
+    /// Counts the journal of a dead worker this worker reported: jobs were executing when it died.
+    func deadWorkerReported() {
+        increment("warren_dead_workers_reported_total")
+    }
+
+    /// Counts a job this worker ran alone, because it was executing when a worker died.
+    func jobRanAlone() {
+        increment("warren_jobs_run_alone_total")
+    }
+
+    private func increment(_ label: String) {
         let counter: CoreMetrics.Counter = handles.withLock { handles in
-            if let counter = handles.reconnects { return counter }
-            let counter = CoreMetrics.Counter(label: "warren_reconnects_total", factory: currentFactory)
-            handles.reconnects = counter
-            return counter
+            Self.cached(label, in: &handles.counters) { CoreMetrics.Counter(label: label, factory: currentFactory) }
         }
         counter.increment()
     }

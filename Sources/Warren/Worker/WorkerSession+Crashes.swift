@@ -52,6 +52,7 @@ extension WorkerSession {
         crashTally.record(report)
         if let index = orphans.firstIndex(where: { $0.id == report.token }) {
             orphans.remove(at: index).discard()
+            metrics.deadWorkerReported()
         }
     }
 
@@ -86,6 +87,7 @@ extension WorkerSession {
                 metadata: ["deadWorkers": "\(crashTally[job.descriptor.id].map(\.worker))"])
             job.handedToQueue = true
             aloneJobRuns = true
+            metrics.jobRanAlone()
             localQueues[job.localQueue]!.add(job.operation)
         }
         return true
