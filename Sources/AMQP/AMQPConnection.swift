@@ -135,6 +135,13 @@ public final class AMQPConnection {
         amqp_get_sockfd(state)
     }
 
+    /// What the broker said about itself when the connection opened (`connection.start`): `product`, `version`,
+    /// `cluster_name` (the same on every node of a cluster), …
+    public var serverProperties: AMQPTable {
+        guard let properties = amqp_get_server_properties(state) else { return [:] }
+        return CDecode.table(properties.pointee)
+    }
+
     /// Whether librabbitmq already holds frames or bytes that ``nextEvent()`` can return without reading the socket.
     public var hasBufferedInput: Bool {
         amqp_frames_enqueued(state) != 0 || amqp_data_in_buffer(state) != 0

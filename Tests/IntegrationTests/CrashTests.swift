@@ -52,6 +52,54 @@ extension Integration {
             #expect(try BrokerProbe.depth(of: queue) == 0)
             let journals = try FileManager.default.contentsOfDirectory(atPath: state["WARREN_STATE_DIR"]! + "/workers")
             #expect(journals.count == 1, "only the live worker's journal is left: \(journals)")
+
+            // Requeued (once its bug is fixed, say), it runs again: the deaths before count no more.
+            let requeue = try CLI.run(["dead", "requeue", job.id, "--url", try TestEnvironment.brokerURL])
+            #expect(requeue.status == 0, "\(requeue.stderr)")
+            try third.waitForStart(of: job.id)
+            #expect(third.stderr.split(separator: "\n").filter { $0.contains("running the job alone") }.isEmpty)
+            _ = try CLI.run(["cancel", job.id, "--url", try TestEnvironment.brokerURL])
+            try tap.read(timeout: .seconds(30)) { _ in tap.results(for: job.id).count == 2 }
+            #expect(tap.results(for: job.id).last?.status == .cancelled)
+        }
+
+        @Test("a live worker beside one that died finds its journal when the jobs come back: only a death alone condemns a job")
+        func liveNeighbourAndInnocentJobs() throws {
+            let queue = TestEnvironment.uniqueName("neighbour")
+            defer { BrokerProbe.delete(queue) }
+            let state = ["WARREN_STATE_DIR": try TestEnvironment.temporaryDirectory().path]
+            let producer = try Producer.forTests()
+            let tap = try MessageTap.results()
+            let arguments = ["--width", "2", "--max-crashes", "1"]
+            let poison = try producer.enqueue(Self.sleep(600, queue: queue))
+            let innocent = try producer.enqueue(Self.sleep(0.5, queue: queue))
+
+            let first = try CLI.startWorker(queue: queue, id: "first", arguments: arguments, environment: state)
+            defer { first.terminate() }
+            for job in [poison, innocent] { try first.waitForStart(of: job.id) }
+            let neighbour = try CLI.startWorker(queue: queue, id: "neighbour", arguments: arguments, environment: state)
+            defer { neighbour.terminate() }
+            first.signal(SIGKILL)
+            first.waitForExit()
+
+            // Both were executing when `first` died: neither is condemned by a death it shared; each runs alone.
+            try neighbour.waitForStderr(containing: "a worker died while executing jobs; reporting them")
+            try neighbour.waitForStart(of: poison.id)
+            #expect(neighbour.stderr.contains("running the job alone"))
+            #expect(!neighbour.logsStart(of: innocent.id), "the innocent job waits for the suspect running alone")
+            neighbour.signal(SIGKILL)
+            neighbour.waitForExit()
+
+            let last = try CLI.startWorker(queue: queue, id: "last", arguments: arguments, environment: state)
+            defer { last.terminate() }
+            let results = try tap.waitForResults([poison.id, innocent.id])
+            #expect(results[0].status == .failed)
+            #expect(
+                results[0].error?.message
+                    == "the job was executing in 2 worker processes when they died (first, neighbour); it is not run "
+                    + "again (at most 1)")
+            #expect(results[1].status == .succeeded)
+            #expect(results[1].workerID == "last")
         }
 
         @Test("jobs executing when their worker died run one at a time when they come back; the others wait for them")

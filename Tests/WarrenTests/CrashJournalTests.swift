@@ -7,6 +7,7 @@ import Testing
 /// copy of a live journal's file stands for it (the copy is not locked, the original is).
 @Suite("CrashJournal")
 struct CrashJournalTests {
+    private let broker = CrashJournal.brokerIdentity(clusterName: "rabbit@host-1", virtualHost: "/")
     /// Copies the journal's file under a new journal name, as the file of a worker that died with that content.
     private func deadCopy(of journal: CrashJournal, in directory: String) throws -> String {
         let id = UUID().uuidString.lowercased()
@@ -16,66 +17,87 @@ struct CrashJournalTests {
 
     @Test func aLiveWorkersJournalIsNoOrphan() throws {
         let directory = try TemporaryDirectory()
-        let journal = try CrashJournal(directory: directory.path, workerID: "w1", slots: 2)
+        let journal = try CrashJournal(directory: directory.path, broker: broker, workerID: "w1", slots: 2)
         _ = journal.began(jobID: "job-1", type: "sum")
-        #expect(CrashJournal.orphans(in: directory.path).isEmpty)
+        #expect(CrashJournal.orphans(in: directory.path, broker: broker).isEmpty)
         #expect(FileManager.default.fileExists(atPath: journal.path))
     }
 
     @Test func aDeadWorkersJournalNamesTheJobsThatWereExecuting() throws {
         let directory = try TemporaryDirectory()
-        let journal = try CrashJournal(directory: directory.path, workerID: "host-42", slots: 2)
+        let journal = try CrashJournal(directory: directory.path, broker: broker, workerID: "host-42", slots: 2)
         let first = try #require(journal.began(jobID: "job-1", type: "sum"))
         _ = journal.began(jobID: "job-2", type: "resize\timage")
         journal.ended(first)
         _ = journal.began(jobID: "job-3", type: "echo")
         let id = try deadCopy(of: journal, in: directory.path)
 
-        let orphans = CrashJournal.orphans(in: directory.path)
+        let orphans = CrashJournal.orphans(in: directory.path, broker: broker)
         #expect(orphans.map(\.id) == [id])
         let orphan = try #require(orphans.first)
         #expect(orphan.workerID == "host-42")
         #expect(orphan.jobs.map(\.id).sorted() == ["job-2", "job-3"])
         #expect(orphan.jobs.first { $0.id == "job-2" }?.type == "resize\timage")
         // Taken by this process until discarded: not found twice.
-        #expect(CrashJournal.orphans(in: directory.path).isEmpty)
+        #expect(CrashJournal.orphans(in: directory.path, broker: broker).isEmpty)
         orphan.discard()
         #expect(!FileManager.default.fileExists(atPath: "\(directory.path)/\(id).journal"))
     }
 
     @Test func anOrphanReleasedUnreportedIsFoundAgain() throws {
         let directory = try TemporaryDirectory()
-        let journal = try CrashJournal(directory: directory.path, workerID: "w1", slots: 1)
+        let journal = try CrashJournal(directory: directory.path, broker: broker, workerID: "w1", slots: 1)
         _ = journal.began(jobID: "job-1", type: "sum")
         _ = try deadCopy(of: journal, in: directory.path)
         do {
-            let orphans = CrashJournal.orphans(in: directory.path)
+            let orphans = CrashJournal.orphans(in: directory.path, broker: broker)
             #expect(orphans.count == 1)
         }
-        #expect(CrashJournal.orphans(in: directory.path).map { $0.jobs.map(\.id) } == [["job-1"]])
+        #expect(CrashJournal.orphans(in: directory.path, broker: broker).map { $0.jobs.map(\.id) } == [["job-1"]])
+    }
+
+    @Test func aJournalOfAnotherBrokerIsLeftForItsWorkers() throws {
+        let directory = try TemporaryDirectory()
+        let elsewhere = CrashJournal.brokerIdentity(clusterName: "rabbit@host-1", virtualHost: "other")
+        let journal = try CrashJournal(directory: directory.path, broker: elsewhere, workerID: "w1", slots: 1)
+        _ = journal.began(jobID: "job-1", type: "sum")
+        let id = try deadCopy(of: journal, in: directory.path)
+        #expect(CrashJournal.orphans(in: directory.path, broker: broker).isEmpty)
+        #expect(FileManager.default.fileExists(atPath: "\(directory.path)/\(id).journal"))
+        #expect(CrashJournal.orphans(in: directory.path, broker: elsewhere).map(\.id) == [id])
+    }
+
+    @Test func aLongBrokerNameAndWorkerIDAreCutNotMixedUp() throws {
+        let directory = try TemporaryDirectory()
+        let long = CrashJournal.brokerIdentity(clusterName: String(repeating: "c", count: 300), virtualHost: "/")
+        let journal = try CrashJournal(
+            directory: directory.path, broker: long, workerID: String(repeating: "w", count: 300), slots: 1)
+        _ = journal.began(jobID: "job-1", type: "sum")
+        _ = try deadCopy(of: journal, in: directory.path)
+        #expect(CrashJournal.orphans(in: directory.path, broker: long).first?.jobs.map(\.id) == ["job-1"])
     }
 
     @Test func theJournalGrowsPastItsSlots() throws {
         let directory = try TemporaryDirectory()
-        let journal = try CrashJournal(directory: directory.path, workerID: "w1", slots: 1)
+        let journal = try CrashJournal(directory: directory.path, broker: broker, workerID: "w1", slots: 1)
         let slots = (1...5).compactMap { journal.began(jobID: "job-\($0)", type: "sum") }
         #expect(Set(slots).count == 5)
         _ = try deadCopy(of: journal, in: directory.path)
-        #expect(CrashJournal.orphans(in: directory.path).first?.jobs.map(\.id).sorted() == (1...5).map { "job-\($0)" })
+        #expect(CrashJournal.orphans(in: directory.path, broker: broker).first?.jobs.map(\.id).sorted() == (1...5).map { "job-\($0)" })
     }
 
     @Test func aWorkerThatDiedIdleOrStoppingLeavesNothingToReport() throws {
         let directory = try TemporaryDirectory()
-        let idle = try CrashJournal(directory: directory.path, workerID: "idle", slots: 1)
+        let idle = try CrashJournal(directory: directory.path, broker: broker, workerID: "idle", slots: 1)
         let slot = try #require(idle.began(jobID: "job-1", type: "sum"))
         idle.ended(slot)
         let idleCopy = try deadCopy(of: idle, in: directory.path)
-        let stopping = try CrashJournal(directory: directory.path, workerID: "stopping", slots: 1)
+        let stopping = try CrashJournal(directory: directory.path, broker: broker, workerID: "stopping", slots: 1)
         _ = stopping.began(jobID: "job-2", type: "sum")
         stopping.markStopping()
         let stoppingCopy = try deadCopy(of: stopping, in: directory.path)
 
-        #expect(CrashJournal.orphans(in: directory.path).isEmpty)
+        #expect(CrashJournal.orphans(in: directory.path, broker: broker).isEmpty)
         for id in [idleCopy, stoppingCopy] {
             #expect(!FileManager.default.fileExists(atPath: "\(directory.path)/\(id).journal"), "removed")
         }
@@ -83,7 +105,7 @@ struct CrashJournalTests {
 
     @Test func closingRemovesTheFileAndLaterRecordsAreIgnored() throws {
         let directory = try TemporaryDirectory()
-        let journal = try CrashJournal(directory: directory.path, workerID: "w1", slots: 1)
+        let journal = try CrashJournal(directory: directory.path, broker: broker, workerID: "w1", slots: 1)
         let slot = try #require(journal.began(jobID: "job-1", type: "sum"))
         journal.close()
         #expect(!FileManager.default.fileExists(atPath: journal.path))
@@ -95,7 +117,7 @@ struct CrashJournalTests {
     @Test func anOperationIsInTheJournalWhileItsCodeRunsAndOnlyThen() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.path
-        let journal = try CrashJournal(directory: path, workerID: "w1", slots: 1)
+        let journal = try CrashJournal(directory: path, broker: broker, workerID: "w1", slots: 1)
         let collector = ReportCollector()
         let operation = JobOperation(
             job: TestJobs.context(id: "job-1"), input: .null,
@@ -107,7 +129,7 @@ struct CrashJournalTests {
         #expect(try await collector.waitForReport(of: "job-1").outcome.output == .null)
         try FileManager.default.copyItem(atPath: journal.path, toPath: path + "/ended.journal")
 
-        let orphans = CrashJournal.orphans(in: path)
+        let orphans = CrashJournal.orphans(in: path, broker: broker)
         #expect(orphans.map(\.id) == ["running"])
         #expect(orphans.first?.jobs.map(\.id) == ["job-1"])
     }
@@ -116,9 +138,9 @@ struct CrashJournalTests {
         let directory = try TemporaryDirectory()
         let stranger = "\(directory.path)/notes.journal"
         try Data("not a journal".utf8).write(to: URL(fileURLWithPath: stranger))
-        #expect(CrashJournal.orphans(in: directory.path).isEmpty)
+        #expect(CrashJournal.orphans(in: directory.path, broker: broker).isEmpty)
         #expect(FileManager.default.fileExists(atPath: stranger))
-        #expect(CrashJournal.orphans(in: directory.path + "/missing").isEmpty)
+        #expect(CrashJournal.orphans(in: directory.path + "/missing", broker: broker).isEmpty)
     }
 
     @Test func aDirectoryThatCannotBeCreatedIsAClearError() throws {
@@ -126,7 +148,7 @@ struct CrashJournalTests {
         let file = "\(directory.path)/file"
         try Data().write(to: URL(fileURLWithPath: file))
         let error = #expect(throws: WarrenError.self) {
-            try CrashJournal(directory: file + "/workers", workerID: "w1", slots: 1)
+            try CrashJournal(directory: file + "/workers", broker: broker, workerID: "w1", slots: 1)
         }
         #expect(error?.code == .invalidConfiguration)
         #expect(error?.message.contains(file + "/workers") == true)
@@ -142,6 +164,7 @@ struct CrashTallyTests {
         tally.record(report)
         tally.record(ControlMessage.crashed(jobIDs: ["a"], worker: "w2", journal: "j2"))
         #expect(tally["a"].map(\.worker) == ["w1", "w2"])
+        #expect(tally["a"].map(\.alone) == [false, true], "alone: the only job its worker executed")
         #expect(tally["b"].map(\.worker) == ["w1"])
         #expect(tally["c"].isEmpty)
     }

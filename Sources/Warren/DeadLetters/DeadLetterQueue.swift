@@ -79,6 +79,7 @@ public final class DeadLetterQueue {
                     headers[name] = nil
                 }
                 headers[Topology.attemptHeader] = 1
+                headers[Topology.requeuedAtHeader] = .int(Int64(Date().timeIntervalSince1970 * 1000))
                 properties.headers = headers
                 properties.expiration = nil
                 try connection.publish(

@@ -41,6 +41,9 @@ public enum Topology {
     public static let deadQueueHeader = "x-warren-original-queue"
     /// Header: which attempt a job delivery is (1 when absent).
     public static let attemptHeader = "x-warren-attempt"
+    /// Set by `warren dead requeue` (milliseconds since 1970): the worker deaths a job was reported at before it
+    /// count no more.
+    public static let requeuedAtHeader = "x-warren-requeued-at"
 
     /// The delays, in seconds, of the delay queues workers use (``delayQueue(for:seconds:)``), 1 s to 2^15 s (9.1
     /// hours): a retry's backoff, at most 375 s, or a parked job's 5 s wait goes to the shortest one at least as

@@ -9,9 +9,10 @@ import Synchronization
 /// One file per running worker, `DIRECTORY/ID.journal`, mapped into memory and under an exclusive `flock` for as
 /// long as the worker runs. A job's start and its end are each a store into the mapping, no system call: the
 /// kernel keeps what was stored when the process dies, and releases its lock. The file is a header record, then one
-/// record per job slot, ``recordSize`` bytes each. The header holds ``header`` and the worker's id, NUL-padded,
-/// and in its last byte 1 once the worker was asked to stop (``markStopping()``): a worker killed while it stops
-/// was killed by whoever stopped it, not by its jobs, and its journal is not reported. A slot holds a marker byte
+/// record per job slot, ``recordSize`` bytes each. The header holds ``header``, the broker the worker took its jobs
+/// from and the worker's id, each ending with a newline, NUL-padded; and in its last byte 1 once the worker was
+/// asked to stop (``markStopping()``): a worker killed while it stops was killed by whoever stopped it, not by its
+/// jobs, and its journal is not reported. Only a worker of the same broker reports a journal: its jobs live there. A slot holds a marker byte
 /// (1 while the slot holds an executing job), then the job's id, a tab and its type, NUL-padded. The marker is
 /// stored last, so that a process that dies while it writes a record leaves the slot empty.
 ///
@@ -38,9 +39,11 @@ final class CrashJournal: @unchecked Sendable {
     private var mapping: Mapping
 
     /// Creates the journal of a worker and locks it for as long as this object lives or until ``close()``.
-    /// - Parameter slots: How many jobs may execute at once (more make the file grow).
+    /// - Parameters:
+    ///   - broker: The broker the worker takes its jobs from (``brokerIdentity(clusterName:virtualHost:)``).
+    ///   - slots: How many jobs may execute at once (more make the file grow).
     /// - Throws: ``WarrenError`` (`invalidConfiguration`) when the directory or the file cannot be created.
-    init(directory: String, workerID: String, slots: Int) throws {
+    init(directory: String, broker: String, workerID: String, slots: Int) throws {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         } catch {
@@ -59,7 +62,8 @@ final class CrashJournal: @unchecked Sendable {
             Glibc.close(descriptor)
             throw error
         }
-        let header = Array((Self.header + workerID).utf8.prefix(Self.recordSize - 2))
+        let header = Self.headerPrefix(broker: broker) + Array("\(workerID)\n".utf8)
+            .prefix(Self.recordSize - 2 - Self.headerPrefix(broker: broker).count)
         header.withUnsafeBytes { base.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
         guard rename(temporary, path) == 0 else {
             let error = Self.failure("name", path)
@@ -132,6 +136,17 @@ final class CrashJournal: @unchecked Sendable {
         }
     }
 
+    /// How a journal names its broker: the cluster's name (the same on every node, and kept across restarts) and
+    /// the virtual host.
+    static func brokerIdentity(clusterName: String, virtualHost: String) -> String {
+        "\(clusterName) \(virtualHost)"
+    }
+
+    /// The start of the header of a journal of `broker`, cut to leave room for the stop mark.
+    private static func headerPrefix(broker: String) -> [UInt8] {
+        Array("\(header)\(broker)\n".utf8.prefix(recordSize - 2))
+    }
+
     private static func map(_ descriptor: Int32, slots: Int) -> UnsafeMutableRawPointer? {
         let size = (slots + 1) * recordSize
         guard ftruncate(descriptor, off_t(size)) == 0 else { return nil }
@@ -193,10 +208,10 @@ extension CrashJournal {
         }
     }
 
-    /// The journals in `directory` whose workers died while jobs executed, each locked for this process. Journals
-    /// of workers that died idle or stopping are removed at once; so are files left by a worker that died while
-    /// creating its journal.
-    static func orphans(in directory: String) -> [Orphan] {
+    /// The journals of `broker`'s workers in `directory` that died while jobs executed, each locked for this
+    /// process. Journals of workers that died idle or stopping are removed at once; so are files left by a worker
+    /// that died while creating its journal. Journals of other brokers are left for their workers.
+    static func orphans(in directory: String, broker: String) -> [Orphan] {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
         var orphans: [Orphan] = []
         for name in names.sorted() {
@@ -206,12 +221,14 @@ extension CrashJournal {
                 continue
             }
             guard name.hasSuffix(".\(fileExtension)") else { continue }
-            let descriptor = open(path, O_RDWR | O_CLOEXEC)
+            // Read-only where the directory is: it can still be locked, read and reported (not removed).
+            var descriptor = open(path, O_RDWR | O_CLOEXEC)
+            if descriptor < 0, errno == EROFS || errno == EACCES { descriptor = open(path, O_RDONLY | O_CLOEXEC) }
             guard descriptor >= 0 else { continue }
             var status = stat()
             // Locked: its worker runs. Unlinked meanwhile: its worker closed it.
             guard flock(descriptor, LOCK_EX | LOCK_NB) == 0, fstat(descriptor, &status) == 0, status.st_nlink > 0,
-                let (workerID, jobs) = read(descriptor)
+                let (workerID, jobs) = read(descriptor, broker: broker)
             else {
                 Glibc.close(descriptor)
                 continue
@@ -227,9 +244,11 @@ extension CrashJournal {
         return orphans
     }
 
-    /// The worker id and the executing jobs a journal file holds (none if the worker was stopping); `nil` if it is
-    /// not a journal.
-    private static func read(_ descriptor: Int32) -> (workerID: String, jobs: [(id: String, type: String)])? {
+    /// The worker id and the executing jobs a journal file of `broker` holds (none if the worker was stopping);
+    /// `nil` if it is not a journal, or one of another broker.
+    private static func read(
+        _ descriptor: Int32, broker: String
+    ) -> (workerID: String, jobs: [(id: String, type: String)])? {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
@@ -240,8 +259,9 @@ extension CrashJournal {
         let records = stride(from: 0, to: bytes.count - recordSize + 1, by: recordSize).map {
             bytes[$0..<$0 + recordSize]
         }
-        guard let first = records.first, first.starts(with: header.utf8) else { return nil }
-        let workerID = text(first.dropFirst(header.utf8.count))
+        let prefix = headerPrefix(broker: broker)
+        guard let first = records.first, first.starts(with: prefix) else { return nil }
+        let workerID = text(first.dropFirst(prefix.count)).split(separator: "\n").first.map(String.init) ?? ""
         guard first.last != 1 else { return (workerID, []) }
         let jobs = records.dropFirst().compactMap { record -> (id: String, type: String)? in
             guard record.first == 1 else { return nil }

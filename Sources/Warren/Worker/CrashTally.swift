@@ -1,3 +1,5 @@
+import Foundation
+
 /// Which jobs were executing when a worker process died, from the `crashed` reports on the control stream
 /// (``ControlMessage/crashed(jobIDs:worker:journal:)``): a job with one death runs alone, a job with
 /// ``Worker/Configuration/maxCrashes`` is dead-lettered. Bounded: past ``capacity`` jobs, the oldest are forgotten.
@@ -5,9 +7,13 @@
 /// Thread safety: confined to the worker's broker thread.
 struct CrashTally {
     /// One worker's death, known by the journal that reported it: a report read twice counts once.
-    struct Death: Hashable {
+    struct Death {
         let journal: String
         let worker: String
+        /// Whether the job was the only one executing: the death was its own.
+        let alone: Bool
+        /// When it was reported, if the report says.
+        let reportedAt: Date?
     }
 
     let capacity: Int
@@ -24,16 +30,18 @@ struct CrashTally {
         deaths.isEmpty ? [] : deaths[jobID] ?? []
     }
 
-    mutating func record(_ message: ControlMessage) {
-        guard let journal = message.token else { return }
-        let death = Death(journal: journal, worker: message.worker ?? "unknown")
-        for jobID in message.jobIDs {
+    mutating func record(_ report: ControlMessage) {
+        guard let journal = report.token else { return }
+        let death = Death(
+            journal: journal, worker: report.worker ?? "unknown", alone: report.jobIDs.count == 1,
+            reportedAt: report.sentAt)
+        for jobID in report.jobIDs {
             guard let known = deaths[jobID] else {
                 deaths[jobID] = [death]
                 remember(jobID)
                 continue
             }
-            if !known.contains(death) { deaths[jobID]!.append(death) }
+            if !known.contains(where: { $0.journal == journal }) { deaths[jobID]!.append(death) }
         }
     }
 

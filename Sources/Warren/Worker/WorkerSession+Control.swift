@@ -11,6 +11,7 @@ extension WorkerSession {
         try connection.qos(prefetchCount: 500, channel: Self.controlChannel)
         try connection.consume(
             Topology.controlStream, arguments: ["x-stream-offset": "first"], channel: Self.controlChannel)
+        try findDeadWorkers()
         try reportCrashes()
         let token = UUID().uuidString
         _ = try publish(

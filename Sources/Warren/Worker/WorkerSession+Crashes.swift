@@ -6,45 +6,69 @@ import Logging
 ///
 /// The broker redelivers what a dead worker held, and a job that kills every worker it runs on would go round
 /// for good, taking the jobs that ran beside it down each time. So each worker records the jobs it executes in a
-/// journal (``CrashJournal``); the next worker started with the same state directory finds the journal of one that
-/// died and reports its executing jobs on the control stream, which every worker reads (``CrashTally``). A job
-/// reported once runs alone when it comes back: the worker lets what it runs finish, starts nothing beside it, and
-/// goes on once it ended, so that the deaths counted for it are its own. A job reported
-/// ``Worker/Configuration/maxCrashes`` times is dead-lettered (`crashedWorker`) with a `failed` result instead.
+/// journal (``CrashJournal``); a worker of the same broker started with the same state directory finds the journal
+/// of one that died and reports its executing jobs on the control stream, which every worker reads
+/// (``CrashTally``); so does a live one, when the broker redelivers it a job. A job reported once runs alone when it
+/// comes back: the worker lets what it runs finish, starts nothing beside it, and goes on once it ended, so that the
+/// deaths counted for it are its own. A job reported ``Worker/Configuration/maxCrashes`` times, once at least while
+/// it was the only job executing, is dead-lettered (`crashedWorker`) with a `failed` result instead.
 extension WorkerSession {
-    /// Opens this worker's crash journal and takes the journals of dead workers beside it, to report.
+    /// Opens this worker's crash journal, for the broker `connection` leads to.
     static func openJournal(
-        _ configuration: Worker.Configuration, logger: Logger
-    ) -> (CrashJournal?, [CrashJournal.Orphan]) {
-        guard let directory = configuration.crashJournalDirectory else { return (nil, []) }
-        let orphans = CrashJournal.orphans(in: directory)
-        for orphan in orphans {
+        _ configuration: Worker.Configuration, connection: AMQPConnection, logger: Logger
+    ) -> (journal: CrashJournal?, broker: String) {
+        let clusterName =
+            connection.serverProperties["cluster_name"]?.stringValue
+            ?? "\(connection.configuration.host):\(connection.configuration.port)"
+        let broker = CrashJournal.brokerIdentity(
+            clusterName: clusterName, virtualHost: connection.configuration.virtualHost)
+        guard let directory = configuration.crashJournalDirectory else { return (nil, broker) }
+        do {
+            let slots = configuration.localQueues.values.reduce(0, +)
+            let journal = try CrashJournal(
+                directory: directory, broker: broker, workerID: configuration.workerID, slots: slots)
+            return (journal, broker)
+        } catch {
+            logger.warning(
+                "running without a crash journal: this worker's death would not be reported",
+                metadata: ["error": "\(error)"])
+            return (nil, broker)
+        }
+    }
+
+    /// Takes the journals of this broker's workers that died beside this one, counts their deaths and reports them:
+    /// at start-up, and when the broker redelivers a job (at most once a turn), which may come from a worker that
+    /// just died.
+    func findDeadWorkers() throws {
+        guard let directory = configuration.crashJournalDirectory, !scannedJournalsThisTurn else { return }
+        scannedJournalsThisTurn = true
+        for orphan in CrashJournal.orphans(in: directory, broker: journalBroker) {
             logger.warning(
                 "a worker died while executing jobs; reporting them",
                 metadata: [
                     "deadWorker": "\(orphan.workerID)",
                     "jobs": "\(orphan.jobs.map { "\($0.id) (\($0.type))" })",
                 ])
-        }
-        do {
-            let slots = configuration.localQueues.values.reduce(0, +)
-            return (try CrashJournal(directory: directory, workerID: configuration.workerID, slots: slots), orphans)
-        } catch {
-            logger.warning("running without a crash journal: this worker's death would not be reported", metadata: ["error": "\(error)"])
-            return (nil, orphans)
+            crashTally.record(report(of: orphan))
+            orphans.append(orphan)
+            if isConsuming { try publish(report(of: orphan)) }
         }
     }
 
     /// Publishes a `crashed` report for each dead worker's journal not yet read back from the control stream;
     /// before the marker that ends the start-up replay, so that the reports count before the first job arrives.
     func reportCrashes() throws {
-        for orphan in orphans {
-            let report = ControlMessage.crashed(
-                jobIDs: orphan.jobs.map(\.id), worker: orphan.workerID, journal: orphan.id)
-            _ = try publish(
-                try report.encoded(), exchange: Topology.controlExchange, routingKey: "",
-                properties: MessageProperties(contentType: WireCoding.contentType, persistent: true))
-        }
+        for orphan in orphans { try publish(report(of: orphan)) }
+    }
+
+    private func report(of orphan: CrashJournal.Orphan) -> ControlMessage {
+        ControlMessage.crashed(jobIDs: orphan.jobs.map(\.id), worker: orphan.workerID, journal: orphan.id)
+    }
+
+    private func publish(_ report: ControlMessage) throws {
+        _ = try publish(
+            try report.encoded(), exchange: Topology.controlExchange, routingKey: "",
+            properties: MessageProperties(contentType: WireCoding.contentType, persistent: true))
     }
 
     /// Counts a `crashed` report; one read back from the stream is stored there, and its journal goes.
@@ -56,10 +80,23 @@ extension WorkerSession {
         }
     }
 
-    /// Why a job whose worker processes died at `deaths` is not run again, or `nil`.
+    /// The deaths counted for the job `delivery` brings: those reported after `warren dead requeue` last sent it
+    /// back, if it did.
+    func deaths(of descriptor: OperationDescriptor, _ delivery: Delivery) -> [CrashTally.Death] {
+        let deaths = crashTally[descriptor.id]
+        guard !deaths.isEmpty, let requeued = delivery.properties.headers?[Topology.requeuedAtHeader]?.intValue else {
+            return deaths
+        }
+        let requeuedAt = Date(timeIntervalSince1970: Double(requeued) / 1000)
+        return deaths.filter { ($0.reportedAt ?? .distantPast) > requeuedAt }
+    }
+
+    /// Why a job whose worker processes died at `deaths` is not run again, or `nil`: `maxCrashes` deaths, once at
+    /// least while it was the only job executing, so that deaths it only shared with others never condemn it.
     func crashedWorkerError(_ deaths: [CrashTally.Death]) -> JobError? {
-        guard deaths.count >= configuration.maxCrashes else { return nil }
-        let workers = deaths.map(\.worker).joined(separator: ", ")
+        guard deaths.count >= configuration.maxCrashes, deaths.contains(where: \.alone) else { return nil }
+        let workers = deaths.sorted { ($0.reportedAt ?? .distantPast) < ($1.reportedAt ?? .distantPast) }
+            .map(\.worker).joined(separator: ", ")
         return JobError(
             code: "crashedWorker",
             message: "the job was executing in \(deaths.count) worker processes when they died (\(workers)); "

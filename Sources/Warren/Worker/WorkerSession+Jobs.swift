@@ -34,7 +34,8 @@ extension WorkerSession {
                 timings: JobTimings(enqueuedAt: descriptor.createdAt, receivedAt: receivedAt, finishedAt: Date()))
             return try end(delivery, with: result)
         }
-        let deaths = crashTally[descriptor.id]
+        if delivery.redelivered { try findDeadWorkers() }
+        let deaths = deaths(of: descriptor, delivery)
         if let error = crashedWorkerError(deaths) {
             return try reject(delivery, error: error, receivedAt: receivedAt, descriptor: descriptor)
         }

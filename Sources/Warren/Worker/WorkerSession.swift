@@ -39,10 +39,12 @@ final class WorkerSession {
     var operationsToQueue: [String: [InFlightJob]] = [:]
     var publishCount: UInt64 = 0
     var cancellations = CancellationRegistry()
-    /// This worker's crash journal (``WorkerSession+Crashes``).
+    /// This worker's crash journal (``WorkerSession+Crashes``), and how it names the broker.
     let journal: CrashJournal?
+    let journalBroker: String
     /// Journals of dead workers, until their `crashed` reports are read back from the control stream.
-    var orphans: [CrashJournal.Orphan]
+    var orphans: [CrashJournal.Orphan] = []
+    var scannedJournalsThisTurn = false
     /// Jobs that were executing when workers died, from the control stream.
     var crashTally = CrashTally()
     /// Jobs that run alone, waiting for the worker to be idle; and whether one runs.
@@ -126,7 +128,7 @@ final class WorkerSession {
         metrics = WorkerMetrics(operationTypes: worker.registry.types)
         metrics.watch(localQueues.values)
         connection = try worker.brokers.connect()
-        (journal, orphans) = Self.openJournal(worker.configuration, logger: logger)
+        (journal, journalBroker) = Self.openJournal(worker.configuration, connection: connection, logger: logger)
     }
 
     /// Works until stopped: serves the connection, and reconnects whenever it is lost.
@@ -169,6 +171,7 @@ final class WorkerSession {
         var lastRead = ContinuousClock.now
         while true {
             connection.holdOutput()
+            scannedJournalsThisTurn = false
             // Read at least once a second even while only the mailbox wakes the loop (a long job reporting its
             // progress), so that librabbitmq checks the broker's heartbeats.
             let reads = brokerSentSomething || ContinuousClock.now - lastRead >= .seconds(1)
