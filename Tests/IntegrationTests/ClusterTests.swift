@@ -56,6 +56,9 @@ extension Integration {
             try stay.waitForStderr(containing: "worker started")
             try move.waitForStderr(containing: "worker started")
 
+            // At start-up a worker may reconnect once: a stream just made on a fresh cluster has no replica on every
+            // node for a moment. What counts is that it keeps its connection once n1 is gone.
+            let startUp = stay.stderr.count
             try Self.broker(["ctl", nodes[0], "stop_app"])
             let producer = try Producer.forTests(url: urls[2])
             for number in 1...4 {
@@ -66,7 +69,7 @@ extension Integration {
             }
             try move.waitForStderr(containing: "reconnected")
             try stay.waitForStderr(containing: "the broker cancelled the consumer of a job queue")
-            #expect(!stay.stderr.contains("lost the broker"), "its own node stayed up: \(stay.stderr)")
+            #expect(!stay.stderr.dropFirst(startUp).contains("lost the broker"), "its own node stayed up: \(stay.stderr)")
 
             // Failed jobs are held until their dead letters can be stored, not acknowledged with the letters lost;
             // more of them than the workers' prefetch (2 each) do not keep the workers from other jobs.
