@@ -102,6 +102,34 @@ extension Integration {
             #expect(results[1].workerID == "last")
         }
 
+        @Test("every neighbour of a dead worker that gets one of its jobs runs it alone, whichever of them reports it")
+        func severalNeighbours() throws {
+            let queue = TestEnvironment.uniqueName("neighbours")
+            defer { BrokerProbe.delete(queue) }
+            let state = ["WARREN_STATE_DIR": try TestEnvironment.temporaryDirectory().path]
+            let producer = try Producer.forTests()
+            let tap = try MessageTap.results()
+            let suspects = try [1, 2].map { _ in try producer.enqueue(Self.sleep(1, queue: queue)) }
+            let doomed = try CLI.startWorker(queue: queue, arguments: ["--width", "2"], environment: state)
+            defer { doomed.terminate() }
+            for job in suspects { try doomed.waitForStart(of: job.id) }
+            let neighbours = try [1, 2].map { _ in
+                try CLI.startWorker(queue: queue, arguments: ["--width", "2", "--prefetch", "1"], environment: state)
+            }
+            defer { neighbours.forEach { $0.terminate() } }
+            doomed.signal(SIGKILL)
+            doomed.waitForExit()
+
+            let results = try tap.waitForResults(suspects.map(\.id))
+            #expect(results.allSatisfy { $0.status == .succeeded })
+            let logs = neighbours.map(\.stderr).joined(separator: "\n").split(separator: "\n")
+            for job in suspects {
+                #expect(
+                    logs.contains { $0.contains("job=\(job.id)") && $0.hasSuffix("running the job alone: it was executing when a worker died") },
+                    "\(job.id) ran alone")
+            }
+        }
+
         @Test("jobs executing when their worker died run one at a time when they come back; the others wait for them")
         func suspectsRunAlone() throws {
             let queue = TestEnvironment.uniqueName("alone")

@@ -20,6 +20,9 @@ extension Integration {
 
             let before = try await MetricsScrape.fetch(url)
             #expect(before.value("warren_prefetch") == 2)
+            for counter in ["warren_reconnects_total", "warren_dead_workers_reported_total", "warren_jobs_run_alone_total"] {
+                #expect(before.value(counter) == 0, "\(counter) is there from the start")
+            }
             #expect(before.value("warren_local_queue_executing", ["queue": "default"]) == 0)
             #expect(before.value("warren_local_queue_waiting", ["queue": "default"]) == 0)
             let echoes = ["type": "echo", "status": "succeeded"]

@@ -8,6 +8,11 @@ import Testing
 @Suite("CrashJournal")
 struct CrashJournalTests {
     private let broker = CrashJournal.brokerIdentity(clusterName: "rabbit@host-1", virtualHost: "/")
+    private func orphans(in directory: String, broker: String? = nil) -> [CrashJournal.Orphan] {
+        var ignoring = Set<String>()
+        return CrashJournal.look(in: directory, broker: broker ?? self.broker, own: nil, ignoring: &ignoring).orphans
+    }
+
     /// Copies the journal's file under a new journal name, as the file of a worker that died with that content.
     private func deadCopy(of journal: CrashJournal, in directory: String) throws -> String {
         let id = UUID().uuidString.lowercased()
@@ -19,7 +24,7 @@ struct CrashJournalTests {
         let directory = try TemporaryDirectory()
         let journal = try CrashJournal(directory: directory.path, broker: broker, workerID: "w1", slots: 2)
         _ = journal.began(jobID: "job-1", type: "sum")
-        #expect(CrashJournal.orphans(in: directory.path, broker: broker).isEmpty)
+        #expect(orphans(in: directory.path).isEmpty)
         #expect(FileManager.default.fileExists(atPath: journal.path))
     }
 
@@ -32,16 +37,19 @@ struct CrashJournalTests {
         _ = journal.began(jobID: "job-3", type: "echo")
         let id = try deadCopy(of: journal, in: directory.path)
 
-        let orphans = CrashJournal.orphans(in: directory.path, broker: broker)
-        #expect(orphans.map(\.id) == [id])
-        let orphan = try #require(orphans.first)
+        let found = orphans(in: directory.path)
+        #expect(found.map(\.id) == [id])
+        let orphan = try #require(found.first)
         #expect(orphan.workerID == "host-42")
         #expect(orphan.jobs.map(\.id).sorted() == ["job-2", "job-3"])
         #expect(orphan.jobs.first { $0.id == "job-2" }?.type == "resize\timage")
-        // Taken by this process until discarded: not found twice.
-        #expect(CrashJournal.orphans(in: directory.path, broker: broker).isEmpty)
+        // Taken by this process until discarded: another look sees its jobs as busy, and does not take it.
+        var ignoring = Set<String>()
+        let again = CrashJournal.look(in: directory.path, broker: broker, own: journal.id, ignoring: &ignoring)
+        #expect(again.orphans.isEmpty)
+        #expect(again.busy == ["job-2", "job-3"])
         orphan.discard()
-        #expect(!FileManager.default.fileExists(atPath: "\(directory.path)/\(id).journal"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == [URL(fileURLWithPath: journal.path).lastPathComponent])
     }
 
     @Test func anOrphanReleasedUnreportedIsFoundAgain() throws {
@@ -50,10 +58,10 @@ struct CrashJournalTests {
         _ = journal.began(jobID: "job-1", type: "sum")
         _ = try deadCopy(of: journal, in: directory.path)
         do {
-            let orphans = CrashJournal.orphans(in: directory.path, broker: broker)
-            #expect(orphans.count == 1)
+            let found = orphans(in: directory.path)
+            #expect(found.count == 1)
         }
-        #expect(CrashJournal.orphans(in: directory.path, broker: broker).map { $0.jobs.map(\.id) } == [["job-1"]])
+        #expect(orphans(in: directory.path).map { $0.jobs.map(\.id) } == [["job-1"]], "its reporter let it go: taken again")
     }
 
     @Test func aJournalOfAnotherBrokerIsLeftForItsWorkers() throws {
@@ -62,9 +70,28 @@ struct CrashJournalTests {
         let journal = try CrashJournal(directory: directory.path, broker: elsewhere, workerID: "w1", slots: 1)
         _ = journal.began(jobID: "job-1", type: "sum")
         let id = try deadCopy(of: journal, in: directory.path)
-        #expect(CrashJournal.orphans(in: directory.path, broker: broker).isEmpty)
+        #expect(orphans(in: directory.path).isEmpty)
         #expect(FileManager.default.fileExists(atPath: "\(directory.path)/\(id).journal"))
-        #expect(CrashJournal.orphans(in: directory.path, broker: elsewhere).map(\.id) == [id])
+        #expect(orphans(in: directory.path, broker: elsewhere).map(\.id) == [id])
+    }
+
+    @Test func filesOfOtherBrokersAreReadOnceThenPassedOver() throws {
+        let directory = try TemporaryDirectory()
+        let elsewhere = CrashJournal.brokerIdentity(clusterName: "rabbit@host-2", virtualHost: "/")
+        let foreign = try CrashJournal(directory: directory.path, broker: elsewhere, workerID: "w1", slots: 1)
+        _ = foreign.began(jobID: "job-1", type: "sum")
+        let foreignID = try deadCopy(of: foreign, in: directory.path)
+        let journal = try CrashJournal(directory: directory.path, broker: broker, workerID: "w2", slots: 1)
+        _ = journal.began(jobID: "job-2", type: "sum")
+        var ignoring = Set<String>()
+        let first = CrashJournal.look(in: directory.path, broker: broker, own: nil, ignoring: &ignoring)
+        #expect(first.orphans.isEmpty)
+        #expect(first.busy == ["job-2"], "a live worker's jobs")
+        #expect(ignoring == ["\(foreignID).journal", URL(fileURLWithPath: foreign.path).lastPathComponent])
+        let ownID = try deadCopy(of: journal, in: directory.path)
+        let second = CrashJournal.look(in: directory.path, broker: broker, own: journal.id, ignoring: &ignoring)
+        #expect(second.orphans.map(\.id) == [ownID])
+        #expect(second.busy.isEmpty, "its own journal is left out")
     }
 
     @Test func aLongBrokerNameAndWorkerIDAreCutNotMixedUp() throws {
@@ -74,7 +101,7 @@ struct CrashJournalTests {
             directory: directory.path, broker: long, workerID: String(repeating: "w", count: 300), slots: 1)
         _ = journal.began(jobID: "job-1", type: "sum")
         _ = try deadCopy(of: journal, in: directory.path)
-        #expect(CrashJournal.orphans(in: directory.path, broker: long).first?.jobs.map(\.id) == ["job-1"])
+        #expect(orphans(in: directory.path, broker: long).first?.jobs.map(\.id) == ["job-1"])
     }
 
     @Test func theJournalGrowsPastItsSlots() throws {
@@ -83,7 +110,7 @@ struct CrashJournalTests {
         let slots = (1...5).compactMap { journal.began(jobID: "job-\($0)", type: "sum") }
         #expect(Set(slots).count == 5)
         _ = try deadCopy(of: journal, in: directory.path)
-        #expect(CrashJournal.orphans(in: directory.path, broker: broker).first?.jobs.map(\.id).sorted() == (1...5).map { "job-\($0)" })
+        #expect(orphans(in: directory.path).first?.jobs.map(\.id).sorted() == (1...5).map { "job-\($0)" })
     }
 
     @Test func aWorkerThatDiedIdleOrStoppingLeavesNothingToReport() throws {
@@ -97,7 +124,7 @@ struct CrashJournalTests {
         stopping.markStopping()
         let stoppingCopy = try deadCopy(of: stopping, in: directory.path)
 
-        #expect(CrashJournal.orphans(in: directory.path, broker: broker).isEmpty)
+        #expect(orphans(in: directory.path).isEmpty)
         for id in [idleCopy, stoppingCopy] {
             #expect(!FileManager.default.fileExists(atPath: "\(directory.path)/\(id).journal"), "removed")
         }
@@ -129,18 +156,18 @@ struct CrashJournalTests {
         #expect(try await collector.waitForReport(of: "job-1").outcome.output == .null)
         try FileManager.default.copyItem(atPath: journal.path, toPath: path + "/ended.journal")
 
-        let orphans = CrashJournal.orphans(in: path, broker: broker)
-        #expect(orphans.map(\.id) == ["running"])
-        #expect(orphans.first?.jobs.map(\.id) == ["job-1"])
+        let found = orphans(in: path)
+        #expect(found.map(\.id) == ["running"])
+        #expect(found.first?.jobs.map(\.id) == ["job-1"])
     }
 
     @Test func filesThatAreNoJournalsAreLeftAlone() throws {
         let directory = try TemporaryDirectory()
         let stranger = "\(directory.path)/notes.journal"
         try Data("not a journal".utf8).write(to: URL(fileURLWithPath: stranger))
-        #expect(CrashJournal.orphans(in: directory.path, broker: broker).isEmpty)
+        #expect(orphans(in: directory.path).isEmpty)
         #expect(FileManager.default.fileExists(atPath: stranger))
-        #expect(CrashJournal.orphans(in: directory.path + "/missing", broker: broker).isEmpty)
+        #expect(orphans(in: directory.path + "/missing").isEmpty)
     }
 
     @Test func aDirectoryThatCannotBeCreatedIsAClearError() throws {

@@ -63,8 +63,9 @@ public struct Cancellation: Sendable, Hashable, Codable {
     public static let requested = Cancellation(reason: "requested", message: "cancelled by request")
 
     /// Reasons a worker stops a job without ending it: its delivery goes back to the broker, and no result is
-    /// published (the worker is stopping, paused on the job's queue, or lost the connection the job came on).
-    static let requeueReasons: Set<String> = ["shutdown", "paused", "connectionLost"]
+    /// published (the worker is stopping, paused on the job's queue, lost the connection the job came on, or learnt
+    /// that a worker died while the job executed there, so that it comes back to run alone).
+    static let requeueReasons: Set<String> = ["shutdown", "paused", "connectionLost", "crashSuspect"]
 }
 
 /// When a job passed each step, as seen by the worker.

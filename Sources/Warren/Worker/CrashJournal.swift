@@ -136,8 +136,9 @@ final class CrashJournal: @unchecked Sendable {
         }
     }
 
-    /// How a journal names its broker: the cluster's name (the same on every node, and kept across restarts) and
-    /// the virtual host.
+    /// How a journal names its broker: the cluster's name (the same on every node, and kept across restarts; a
+    /// cluster renamed with `rabbitmqctl set_cluster_name` leaves the journals of the old name to nobody) and the
+    /// virtual host.
     static func brokerIdentity(clusterName: String, virtualHost: String) -> String {
         "\(clusterName) \(virtualHost)"
     }
@@ -208,13 +209,25 @@ extension CrashJournal {
         }
     }
 
-    /// The journals of `broker`'s workers in `directory` that died while jobs executed, each locked for this
-    /// process. Journals of workers that died idle or stopping are removed at once; so are files left by a worker
-    /// that died while creating its journal. Journals of other brokers are left for their workers.
-    static func orphans(in directory: String, broker: String) -> [Orphan] {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
+    /// What a look at the journal directory found.
+    struct Look {
+        /// Journals of dead workers, taken by this process.
         var orphans: [Orphan] = []
-        for name in names.sorted() {
+        /// The jobs executing in the journals locked by other processes: live workers' jobs, and those of dead
+        /// workers whose journals another worker took and is reporting (the two cannot be told apart).
+        var busy: Set<String> = []
+    }
+
+    /// Looks at the journals of `broker`'s workers in `directory`, but `own`. Those of workers that died while jobs
+    /// executed are taken: locked for this process. Journals of workers that died idle or stopping are removed at
+    /// once; so are files left by a worker that died while creating its journal. Journals of other brokers are left
+    /// for their workers.
+    /// - Parameter ignoring: Names of files to pass over; files found to be no journals of `broker` are added, so
+    ///   that a later look does not read them again.
+    static func look(in directory: String, broker: String, own: String?, ignoring: inout Set<String>) -> Look {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return Look() }
+        var look = Look()
+        for name in names.sorted() where !ignoring.contains(name) && name != own.map({ "\($0).\(fileExtension)" }) {
             let path = "\(directory)/\(name)"
             if name.hasPrefix("."), name.hasSuffix(".tmp") {
                 removeIfAbandoned(path)
@@ -225,45 +238,48 @@ extension CrashJournal {
             var descriptor = open(path, O_RDWR | O_CLOEXEC)
             if descriptor < 0, errno == EROFS || errno == EACCES { descriptor = open(path, O_RDONLY | O_CLOEXEC) }
             guard descriptor >= 0 else { continue }
+            defer { if descriptor >= 0 { Glibc.close(descriptor) } }
             var status = stat()
-            // Locked: its worker runs. Unlinked meanwhile: its worker closed it.
-            guard flock(descriptor, LOCK_EX | LOCK_NB) == 0, fstat(descriptor, &status) == 0, status.st_nlink > 0,
-                let (workerID, jobs) = read(descriptor, broker: broker)
-            else {
-                Glibc.close(descriptor)
+            let free = flock(descriptor, LOCK_EX | LOCK_NB) == 0
+            // Unlinked meanwhile: its worker closed it, or its reporter is done.
+            guard fstat(descriptor, &status) == 0, status.st_nlink > 0 else { continue }
+            guard let (workerID, jobs) = read(descriptor, broker: broker) else {
+                ignoring.insert(name)
                 continue
             }
-            guard !jobs.isEmpty else {
-                unlink(path)
-                Glibc.close(descriptor)
-                continue
+            if !free {
+                look.busy.formUnion(jobs.lazy.map(\.id))
+            } else if jobs.isEmpty {
+                if unlink(path) != 0 { ignoring.insert(name) }
+            } else {
+                let id = String(name.dropLast(fileExtension.count + 1))
+                look.orphans.append(Orphan(id: id, path: path, descriptor: descriptor, workerID: workerID, jobs: jobs))
+                descriptor = -1
             }
-            let id = String(name.dropLast(fileExtension.count + 1))
-            orphans.append(Orphan(id: id, path: path, descriptor: descriptor, workerID: workerID, jobs: jobs))
         }
-        return orphans
+        return look
     }
 
     /// The worker id and the executing jobs a journal file of `broker` holds (none if the worker was stopping);
-    /// `nil` if it is not a journal, or one of another broker.
+    /// `nil` if it is not a journal, or one of another broker: the header is read first, and the rest only then.
     private static func read(
         _ descriptor: Int32, broker: String
     ) -> (workerID: String, jobs: [(id: String, type: String)])? {
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
-            guard count > 0 else { break }
-            bytes += chunk[..<count]
-        }
-        let records = stride(from: 0, to: bytes.count - recordSize + 1, by: recordSize).map {
-            bytes[$0..<$0 + recordSize]
-        }
+        var first = [UInt8](repeating: 0, count: recordSize)
         let prefix = headerPrefix(broker: broker)
-        guard let first = records.first, first.starts(with: prefix) else { return nil }
+        guard first.withUnsafeMutableBytes({ pread(descriptor, $0.baseAddress, recordSize, 0) }) == recordSize,
+            first.starts(with: prefix)
+        else { return nil }
         let workerID = text(first.dropFirst(prefix.count)).split(separator: "\n").first.map(String.init) ?? ""
         guard first.last != 1 else { return (workerID, []) }
-        let jobs = records.dropFirst().compactMap { record -> (id: String, type: String)? in
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { return nil }
+        var bytes = [UInt8](repeating: 0, count: max(Int(status.st_size) - recordSize, 0))
+        let count = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(recordSize)) }
+        guard count >= 0 else { return nil }
+        let jobs = stride(from: 0, to: count - recordSize + 1, by: recordSize).compactMap {
+            offset -> (id: String, type: String)? in
+            let record = bytes[offset..<offset + recordSize]
             guard record.first == 1 else { return nil }
             let fields = text(record.dropFirst()).split(separator: "\t", maxSplits: 1)
             guard let id = fields.first, OperationDescriptor.problem(withID: String(id)) == nil else { return nil }

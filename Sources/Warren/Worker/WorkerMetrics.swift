@@ -159,6 +159,15 @@ public final class WorkerMetrics: Sendable {
 
     // MARK: - Connection
 
+    /// Makes the counters without labels, at 0, so that their first increment shows as one (Prometheus' `rate` and
+    /// `increase` do not see a series' first value): a worker that reports a death once, just after it started, is
+    /// the case that matters.
+    func startCounters() {
+        for label in ["warren_reconnects_total", "warren_dead_workers_reported_total", "warren_jobs_run_alone_total"] {
+            increment(label, by: 0)
+        }
+    }
+
     /// Counts a reconnection after a lost connection.
     func reconnected() {
         increment("warren_reconnects_total")
@@ -176,11 +185,11 @@ public final class WorkerMetrics: Sendable {
         increment("warren_jobs_run_alone_total")
     }
 
-    private func increment(_ label: String) {
+    private func increment(_ label: String, by amount: Int = 1) {
         let counter: CoreMetrics.Counter = handles.withLock { handles in
             Self.cached(label, in: &handles.counters) { CoreMetrics.Counter(label: label, factory: currentFactory) }
         }
-        counter.increment()
+        counter.increment(by: amount)
     }
 
     /// Reports the prefetch in force.

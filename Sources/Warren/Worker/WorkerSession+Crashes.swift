@@ -37,12 +37,23 @@ extension WorkerSession {
     }
 
     /// Takes the journals of this broker's workers that died beside this one, counts their deaths and reports them:
-    /// at start-up, and when the broker redelivers a job (at most once a turn), which may come from a worker that
-    /// just died.
-    func findDeadWorkers() throws {
-        guard let directory = configuration.crashJournalDirectory, !scannedJournalsThisTurn else { return }
-        scannedJournalsThisTurn = true
-        for orphan in CrashJournal.orphans(in: directory, broker: journalBroker) {
+    /// at start-up, and when the broker redelivers a job (`afterRedelivery`, at most every 100 ms: after a broker
+    /// restart every job comes back redelivered), which may come from a worker that just died. Notes the jobs other
+    /// workers' journals hold (``jobsInOtherJournals``): such a job, redelivered, runs alone too, since another
+    /// worker may have taken the dead one's journal first.
+    func findDeadWorkers(afterRedelivery: Bool = false) throws {
+        guard let directory = configuration.crashJournalDirectory else { return }
+        if afterRedelivery {
+            let now = ContinuousClock.now
+            if let last = lastJournalLook, now - last < .milliseconds(100) { return }
+            lastJournalLook = now
+        }
+        let look = CrashJournal.look(
+            in: directory, broker: journalBroker, own: journal?.id, ignoring: &ignoredJournalFiles)
+        jobsInOtherJournals = look.busy
+        for orphan in look.orphans {
+            // Reported already, and still there: its directory is read-only.
+            if let job = orphan.jobs.first, crashTally[job.id].contains(where: { $0.journal == orphan.id }) { continue }
             logger.warning(
                 "a worker died while executing jobs; reporting them",
                 metadata: [
@@ -71,12 +82,22 @@ extension WorkerSession {
             properties: MessageProperties(contentType: WireCoding.contentType, persistent: true))
     }
 
-    /// Counts a `crashed` report; one read back from the stream is stored there, and its journal goes.
+    /// Counts a `crashed` report; one read back from the stream is stored there, and its journal goes. A job it
+    /// names that this worker holds and has not started (it came before the report, from a neighbour of the dead
+    /// worker) is sent back to the broker, to come back and run alone; a parked one will run alone.
     func crashReported(_ report: ControlMessage) {
         crashTally.record(report)
         if let index = orphans.firstIndex(where: { $0.id == report.token }) {
             orphans.remove(at: index).discard()
             metrics.deadWorkerReported()
+        }
+        for jobID in report.jobIDs {
+            guard let job = inFlight[jobID], !job.runsAlone, !job.operation.isExecuting else { continue }
+            job.runsAlone = true
+            guard parked[jobID] == nil else { continue }
+            job.operation.job.logger.info("sending the job back to the broker, to run alone: a worker died while it ran it")
+            job.operation.cancel(
+                Cancellation(reason: "crashSuspect", message: "a worker died while the job executed there"))
         }
     }
 
@@ -121,7 +142,7 @@ extension WorkerSession {
             let job = aloneJobs.removeFirst()
             job.operation.job.logger.warning(
                 "running the job alone: it was executing when a worker died",
-                metadata: ["deadWorkers": "\(crashTally[job.descriptor.id].map(\.worker))"])
+                metadata: ["deadWorkers": "\(deaths(of: job.descriptor, job.delivery).map(\.worker))"])
             job.handedToQueue = true
             aloneJobRuns = true
             metrics.jobRanAlone()

@@ -34,7 +34,7 @@ extension WorkerSession {
                 timings: JobTimings(enqueuedAt: descriptor.createdAt, receivedAt: receivedAt, finishedAt: Date()))
             return try end(delivery, with: result)
         }
-        if delivery.redelivered { try findDeadWorkers() }
+        if delivery.redelivered { try findDeadWorkers(afterRedelivery: true) }
         let deaths = deaths(of: descriptor, delivery)
         if let error = crashedWorkerError(deaths) {
             return try reject(delivery, error: error, receivedAt: receivedAt, descriptor: descriptor)
@@ -67,7 +67,7 @@ extension WorkerSession {
         let job = InFlightJob(
             descriptor: descriptor, delivery: delivery, generation: generation, queue: queue,
             localQueue: registered.localQueue, attempt: attempt, receivedAt: receivedAt, operation: operation)
-        job.runsAlone = !deaths.isEmpty
+        job.runsAlone = !deaths.isEmpty || (delivery.redelivered && jobsInOtherJournals.contains(descriptor.id))
         if try holdForDependencies(job) { return }
         inFlight[descriptor.id] = job
         queueOperation(of: job)

@@ -44,7 +44,11 @@ final class WorkerSession {
     let journalBroker: String
     /// Journals of dead workers, until their `crashed` reports are read back from the control stream.
     var orphans: [CrashJournal.Orphan] = []
-    var scannedJournalsThisTurn = false
+    /// Files of the journal directory that are no journals of this broker's workers; when it was last looked at.
+    var ignoredJournalFiles: Set<String> = []
+    var lastJournalLook: ContinuousClock.Instant?
+    /// The jobs other live processes' journals held at that look.
+    var jobsInOtherJournals: Set<String> = []
     /// Jobs that were executing when workers died, from the control stream.
     var crashTally = CrashTally()
     /// Jobs that run alone, waiting for the worker to be idle; and whether one runs.
@@ -127,6 +131,7 @@ final class WorkerSession {
         }
         metrics = WorkerMetrics(operationTypes: worker.registry.types)
         metrics.watch(localQueues.values)
+        metrics.startCounters()
         connection = try worker.brokers.connect()
         (journal, journalBroker) = Self.openJournal(worker.configuration, connection: connection, logger: logger)
     }
@@ -171,7 +176,6 @@ final class WorkerSession {
         var lastRead = ContinuousClock.now
         while true {
             connection.holdOutput()
-            scannedJournalsThisTurn = false
             // Read at least once a second even while only the mailbox wakes the loop (a long job reporting its
             // progress), so that librabbitmq checks the broker's heartbeats.
             let reads = brokerSentSomething || ContinuousClock.now - lastRead >= .seconds(1)
