@@ -130,6 +130,33 @@ extension Integration {
             }
         }
 
+        @Test("a report from any AMQP client naming a job a worker holds, not started, sends it back to run alone")
+        func reportForAHeldJob() throws {
+            let queue = TestEnvironment.uniqueName("heldsuspect")
+            defer { BrokerProbe.delete(queue) }
+            let producer = try Producer.forTests()
+            let tap = try MessageTap.results()
+            let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "1", "--prefetch", "2"])
+            defer { worker.terminate() }
+            let long = try producer.enqueue(Self.sleep(1, queue: queue))
+            let held = try producer.enqueue(JobRequest(type: "echo", input: "later", queue: queue))
+            try worker.waitForStart(of: long.id)
+
+            let report = #"{"version":1,"kind":"crashed","jobIds":["\#(held.id)"],"token":"\#(UUID().uuidString)","#
+                + #""worker":"elsewhere","sentAt":"\#(ISO8601DateFormatter().string(from: Date()))"}"#
+            try ForeignPublisher.publish(
+                Array(report.utf8), url: try TestEnvironment.brokerURL, exchange: Topology.controlExchange, routingKey: "")
+            let results = try tap.waitForResults([long.id, held.id])
+            #expect(results.map(\.status) == [.succeeded, .succeeded])
+            #expect(results[1].redelivered, "it went back to the broker and came back")
+            #expect(try #require(results[1].timings.startedAt) >= (try #require(results[0].timings.finishedAt)))
+            #expect(worker.stderr.contains("sending the job back to the broker, to run alone"))
+            let ranAlone = worker.stderr.split(separator: "\n").contains {
+                $0.contains("job=\(held.id)") && $0.contains("running the job alone")
+            }
+            #expect(ranAlone)
+        }
+
         @Test("jobs executing when their worker died run one at a time when they come back; the others wait for them")
         func suspectsRunAlone() throws {
             let queue = TestEnvironment.uniqueName("alone")

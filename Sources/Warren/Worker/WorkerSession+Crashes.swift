@@ -53,7 +53,10 @@ extension WorkerSession {
         jobsInOtherJournals = look.busy
         for orphan in look.orphans {
             // Reported already, and still there: its directory is read-only.
-            if let job = orphan.jobs.first, crashTally[job.id].contains(where: { $0.journal == orphan.id }) { continue }
+            if let job = orphan.jobs.first, crashTally[job.id].contains(where: { $0.journal == orphan.id }) {
+                ignoredJournalFiles.insert("\(orphan.id).\(CrashJournal.fileExtension)")
+                continue
+            }
             logger.warning(
                 "a worker died while executing jobs; reporting them",
                 metadata: [
