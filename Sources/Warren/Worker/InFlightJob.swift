@@ -21,8 +21,9 @@ final class InFlightJob {
     let operation: JobOperation
     /// Whether it was executing when a worker died, and so runs with nothing beside it (``WorkerSession+Crashes``).
     var runsAlone = false
-    /// Whether its operation was handed to a local queue, where it runs unless it is cancelled first.
-    var handedToQueue = false
+    /// Whether its operation was given to its local queue, where it runs unless it is cancelled first, or waits in
+    /// ``WorkerSession/operationsToQueue`` to be.
+    var isQueued = false
 
     init(
         descriptor: OperationDescriptor, delivery: Delivery, generation: Int, queue: String, localQueue: String,

@@ -85,13 +85,14 @@ extension WorkerSession {
             properties: MessageProperties(contentType: WireCoding.contentType, persistent: true))
     }
 
-    /// Counts a `crashed` report; one read back from the stream is stored there, and its journal goes. A job it
-    /// names that this worker holds and has not started (it came before the report, from a neighbour of the dead
-    /// worker) is sent back to the broker, to come back and run alone; a parked one will run alone.
+    /// Counts a `crashed` report; one read back from the stream is stored there, and its journal goes a while later
+    /// (``discardReportedJournals(all:)``). A job it names that this worker holds and has not started (it came
+    /// before the report, from a neighbour of the dead worker) is sent back to the broker, to come back and run
+    /// alone; a parked one will run alone.
     func crashReported(_ report: ControlMessage) {
         crashTally.record(report)
         if let index = orphans.firstIndex(where: { $0.id == report.token }) {
-            orphans.remove(at: index).discard()
+            reportedJournals.append((orphans.remove(at: index), .now))
             metrics.deadWorkerReported()
         }
         for jobID in report.jobIDs {
@@ -101,6 +102,19 @@ extension WorkerSession {
             job.operation.job.logger.info("sending the job back to the broker, to run alone: a worker died while it ran it")
             job.operation.cancel(
                 Cancellation(reason: "crashSuspect", message: "a worker died while the job executed there"))
+        }
+    }
+
+    /// Removes the journals whose reports are stored: those reported 10 s ago or more, or `all`. Until then a
+    /// neighbour that gets one of their jobs redelivered, later than this worker learnt of the death, still finds
+    /// the job in a journal this process holds, and runs it alone.
+    func discardReportedJournals(all: Bool = false) {
+        guard !reportedJournals.isEmpty else { return }
+        let now = ContinuousClock.now
+        reportedJournals.removeAll { journal, reportedAt in
+            guard all || now - reportedAt >= .seconds(10) else { return false }
+            journal.discard()
+            return true
         }
     }
 
@@ -133,20 +147,23 @@ extension WorkerSession {
         if job.runsAlone {
             aloneJobs.append(job)
         } else {
-            operationsToQueue[job.localQueue, default: []].append(job)
+            job.isQueued = true
+            operationsToQueue[job.localQueue, default: []].append(job.operation)
         }
     }
 
     /// Whether the jobs of this turn wait: a job that runs alone is running or waits for the worker to be idle.
-    /// Starts the next such job once nothing else can run.
+    /// Starts the next such job once nothing else can run: no job queued but those held back.
     func holdsJobsForAloneJob() -> Bool {
         guard aloneJobRuns || !aloneJobs.isEmpty else { return false }
-        if !aloneJobRuns, !inFlight.values.contains(where: \.handedToQueue) {
+        guard !aloneJobRuns else { return true }
+        let heldBack = Set(operationsToQueue.values.joined().map(ObjectIdentifier.init))
+        if !inFlight.values.contains(where: { $0.isQueued && !heldBack.contains(ObjectIdentifier($0.operation)) }) {
             let job = aloneJobs.removeFirst()
             job.operation.job.logger.warning(
                 "running the job alone: it was executing when a worker died",
                 metadata: ["deadWorkers": "\(deaths(of: job.descriptor, job.delivery).map(\.worker))"])
-            job.handedToQueue = true
+            job.isQueued = true
             aloneJobRuns = true
             metrics.jobRanAlone()
             localQueues[job.localQueue]!.add(job.operation)
@@ -157,7 +174,7 @@ extension WorkerSession {
     /// `job` ended or went: the next job that runs alone may start, or the jobs held for one.
     func aloneJobEnded(_ job: InFlightJob) {
         guard job.runsAlone else { return }
-        if job.handedToQueue {
+        if job.isQueued {
             aloneJobRuns = false
         } else {
             aloneJobs.removeAll { $0 === job }

@@ -36,14 +36,16 @@ final class WorkerSession {
     /// Job deliveries not settled yet, and acks not sent yet.
     var acks = AckBatch()
     /// Operations to add to their local queues at the end of this loop iteration, all at once, by queue name.
-    var operationsToQueue: [String: [InFlightJob]] = [:]
+    var operationsToQueue: [String: [JobOperation]] = [:]
     var publishCount: UInt64 = 0
     var cancellations = CancellationRegistry()
     /// This worker's crash journal (``WorkerSession+Crashes``), and how it names the broker.
     let journal: CrashJournal?
     let journalBroker: String
-    /// Journals of dead workers, until their `crashed` reports are read back from the control stream.
+    /// Journals of dead workers, until their `crashed` reports are read back from the control stream; then for a
+    /// while longer, with when that was.
     var orphans: [CrashJournal.Orphan] = []
+    var reportedJournals: [(CrashJournal.Orphan, ContinuousClock.Instant)] = []
     /// Files of the journal directory that are no journals of this broker's workers; when it was last looked at.
     var ignoredJournalFiles: Set<String> = []
     var lastJournalLook: ContinuousClock.Instant?
@@ -138,7 +140,10 @@ final class WorkerSession {
 
     /// Works until stopped: serves the connection, and reconnects whenever it is lost.
     func run() throws {
-        defer { journal?.close() }
+        defer {
+            journal?.close()
+            discardReportedJournals(all: true)
+        }
         do {
             try declareAndConsume()
         } catch let error as AMQPError where error.isStreamStarting {
@@ -186,6 +191,7 @@ final class WorkerSession {
             try renewConsumersIfDue()
             try retryUnreachableQueues()
             try retryHeldJobs()
+            discardReportedJournals()
             deadLettersReachable = nil
             if let stopDeadline, ContinuousClock.now >= stopDeadline { cancelAll(reason: "shutdown") }
             enforceDeadlines()
@@ -558,10 +564,7 @@ final class WorkerSession {
     /// holds them back.
     private func queueOperations() {
         guard !holdsJobsForAloneJob() else { return }
-        for (name, jobs) in operationsToQueue where !jobs.isEmpty {
-            for job in jobs { job.handedToQueue = true }
-            localQueues[name]!.add(jobs.map(\.operation))
-        }
+        for (name, operations) in operationsToQueue where !operations.isEmpty { localQueues[name]!.add(operations) }
         operationsToQueue.removeAll(keepingCapacity: true)
     }
 
