@@ -196,12 +196,14 @@ extension CrashJournal {
             self.jobs = jobs
         }
 
-        /// Removes the file: its jobs are reported.
-        func discard() {
-            guard descriptor >= 0 else { return }
-            unlink(path)
+        /// Removes the file: its jobs are reported. Returns whether it is gone (not on a read-only disk).
+        @discardableResult
+        func discard() -> Bool {
+            guard descriptor >= 0 else { return true }
+            let removed = unlink(path) == 0
             Glibc.close(descriptor)
             descriptor = -1
+            return removed
         }
 
         deinit {

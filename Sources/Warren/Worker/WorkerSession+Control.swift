@@ -4,15 +4,20 @@ import Foundation
 /// Control messages: cancellations reach jobs wherever they are, including jobs not yet delivered.
 extension WorkerSession {
     /// Consumes the control stream from its start (a day of control messages), and reads it up to a marker this
-    /// worker publishes, so that every cancellation sent before it started is known before its first job arrives.
+    /// worker publishes, so that every cancellation sent before it started is known before its first job arrives;
+    /// then looks for dead workers' journals, which the reports read meanwhile may have dealt with already.
     func consumeControl() throws {
+        try readControlToItsEnd()
+        try findDeadWorkers()
+        try reportCrashes()
+    }
+
+    private func readControlToItsEnd() throws {
         try connection.openChannel(Self.controlChannel)
         try Topology.declareControl(on: connection, channel: Self.controlChannel)
         try connection.qos(prefetchCount: 500, channel: Self.controlChannel)
         try connection.consume(
             Topology.controlStream, arguments: ["x-stream-offset": "first"], channel: Self.controlChannel)
-        try findDeadWorkers()
-        try reportCrashes()
         let token = UUID().uuidString
         _ = try publish(
             try ControlMessage.sync(token: token).encoded(), exchange: Topology.controlExchange, routingKey: "",

@@ -52,9 +52,9 @@ extension WorkerSession {
             in: directory, broker: journalBroker, own: journal?.id, ignoring: &ignoredJournalFiles)
         jobsInOtherJournals = look.busy
         for orphan in look.orphans {
-            // Reported already, and still there: its directory is read-only.
+            // Reported and stored already (its reporter died before it removed it, or its directory is read-only).
             if let job = orphan.jobs.first, crashTally[job.id].contains(where: { $0.journal == orphan.id }) {
-                ignoredJournalFiles.insert("\(orphan.id).\(CrashJournal.fileExtension)")
+                if !orphan.discard() { ignoredJournalFiles.insert("\(orphan.id).\(CrashJournal.fileExtension)") }
                 continue
             }
             logger.warning(
@@ -69,8 +69,8 @@ extension WorkerSession {
         }
     }
 
-    /// Publishes a `crashed` report for each dead worker's journal not yet read back from the control stream;
-    /// before the marker that ends the start-up replay, so that the reports count before the first job arrives.
+    /// Publishes a `crashed` report for each dead worker's journal not yet read back from the control stream (this
+    /// worker counts them already).
     func reportCrashes() throws {
         for orphan in orphans { try publish(report(of: orphan)) }
     }
