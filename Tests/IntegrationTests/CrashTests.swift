@@ -10,6 +10,26 @@ extension Integration {
             JobRequest(type: "sleep", input: ["seconds": .number(seconds)], queue: queue)
         }
 
+        /// Enqueues two 1 s jobs, lets a worker of width 2 start both, runs `meanwhile` and kills the worker
+        /// (kill -9); returns the jobs' ids.
+        private static func jobsOfAKilledWorker(
+            queue: String, state: [String: String], producer: Producer, meanwhile: () throws -> Void = {}
+        ) throws -> [String] {
+            let jobs = try [1, 2].map { _ in try producer.enqueue(sleep(1, queue: queue)).id }
+            let doomed = try CLI.startWorker(queue: queue, arguments: ["--width", "2"], environment: state)
+            defer { doomed.terminate() }
+            for job in jobs { try doomed.waitForStart(of: job) }
+            try meanwhile()
+            doomed.signal(SIGKILL)
+            doomed.waitForExit()
+            return jobs
+        }
+
+        /// Whether a worker's log shows that job `id` ran alone.
+        private static func ranAlone(_ id: String, in log: String) -> Bool {
+            log.split(separator: "\n").contains { $0.contains("job=\(id)") && $0.contains("running the job alone") }
+        }
+
         @Test("a job that kills every worker it runs on is dead-lettered after --max-crashes deaths, with a failed result")
         func crashLoop() throws {
             let queue = TestEnvironment.uniqueName("crashloop")
@@ -112,25 +132,18 @@ extension Integration {
             let state = ["WARREN_STATE_DIR": try TestEnvironment.temporaryDirectory().path]
             let producer = try Producer.forTests()
             let tap = try MessageTap.results()
-            let suspects = try [1, 2].map { _ in try producer.enqueue(Self.sleep(1, queue: queue)) }
-            let doomed = try CLI.startWorker(queue: queue, arguments: ["--width", "2"], environment: state)
-            defer { doomed.terminate() }
-            for job in suspects { try doomed.waitForStart(of: job.id) }
-            let neighbours = try [1, 2].map { _ in
-                try CLI.startWorker(queue: queue, arguments: ["--width", "2", "--prefetch", "1"], environment: state)
-            }
+            var neighbours: [ChildProcess] = []
             defer { neighbours.forEach { $0.terminate() } }
-            doomed.signal(SIGKILL)
-            doomed.waitForExit()
-
-            let results = try tap.waitForResults(suspects.map(\.id))
-            #expect(results.allSatisfy { $0.status == .succeeded })
-            let logs = neighbours.map(\.stderr).joined(separator: "\n").split(separator: "\n")
-            for job in suspects {
-                #expect(
-                    logs.contains { $0.contains("job=\(job.id)") && $0.hasSuffix("running the job alone: it was executing when a worker died") },
-                    "\(job.id) ran alone:\n\(logs.joined(separator: "\n"))")
+            let suspects = try Self.jobsOfAKilledWorker(queue: queue, state: state, producer: producer) {
+                neighbours = try [1, 2].map { _ in
+                    try CLI.startWorker(queue: queue, arguments: ["--width", "2", "--prefetch", "1"], environment: state)
+                }
             }
+
+            let results = try tap.waitForResults(suspects)
+            #expect(results.allSatisfy { $0.status == .succeeded })
+            let logs = neighbours.map(\.stderr).joined(separator: "\n")
+            for job in suspects { #expect(Self.ranAlone(job, in: logs), "\(job) ran alone:\n\(logs)") }
         }
 
         @Test("a report from any AMQP client naming a job a worker holds, not started, sends it back to run alone")
@@ -154,10 +167,7 @@ extension Integration {
             #expect(results[1].redelivered, "it went back to the broker and came back")
             #expect(try #require(results[1].timings.startedAt) >= (try #require(results[0].timings.finishedAt)))
             #expect(worker.stderr.contains("sending the job back to the broker, to run alone"))
-            let ranAlone = worker.stderr.split(separator: "\n").contains {
-                $0.contains("job=\(held.id)") && $0.contains("running the job alone")
-            }
-            #expect(ranAlone)
+            #expect(Self.ranAlone(held.id, in: worker.stderr))
         }
 
         @Test("jobs executing when their worker died run one at a time when they come back; the others wait for them")
@@ -167,18 +177,12 @@ extension Integration {
             let state = ["WARREN_STATE_DIR": try TestEnvironment.temporaryDirectory().path]
             let producer = try Producer.forTests()
             let tap = try MessageTap.results()
-            let suspects = try [1, 2].map { _ in try producer.enqueue(Self.sleep(1, queue: queue)) }
-
-            let doomed = try CLI.startWorker(queue: queue, arguments: ["--width", "2"], environment: state)
-            defer { doomed.terminate() }
-            for job in suspects { try doomed.waitForStart(of: job.id) }
-            doomed.signal(SIGKILL)
-            doomed.waitForExit()
+            let suspects = try Self.jobsOfAKilledWorker(queue: queue, state: state, producer: producer)
             let others = try [1, 2].map { _ in try producer.enqueue(Self.sleep(0.5, queue: queue)) }
 
             let survivor = try CLI.startWorker(queue: queue, arguments: ["--width", "2", "--prefetch", "4"], environment: state)
             defer { survivor.terminate() }
-            let results = try tap.waitForResults((suspects + others).map(\.id))
+            let results = try tap.waitForResults(suspects + others.map(\.id))
             #expect(results.allSatisfy { $0.status == .succeeded })
             #expect(results.map(\.attempt) == [2, 2, 1, 1])
             let spans = try results.map { result in
