@@ -3,8 +3,8 @@ import Glibc
 import Synchronization
 
 /// The jobs a worker process is executing, kept in a file that outlives the process. When the process dies
-/// (killed, crashed, out of memory), the next worker started with the same state directory finds the file no
-/// longer locked, reports those jobs on the control stream and removes it (``orphans(in:)``).
+/// (killed, crashed, out of memory), a worker of the same broker with the same state directory finds the file no
+/// longer locked, reports those jobs on the control stream and removes it (``look(in:broker:own:ignoring:)``).
 ///
 /// One file per running worker, `DIRECTORY/ID.journal`, mapped into memory and under an exclusive `flock` for as
 /// long as the worker runs. A job's start and its end are each a store into the mapping, no system call: the
@@ -12,9 +12,10 @@ import Synchronization
 /// record per job slot, ``recordSize`` bytes each. The header holds ``header``, the broker the worker took its jobs
 /// from and the worker's id, each ending with a newline, NUL-padded; and in its last byte 1 once the worker was
 /// asked to stop (``markStopping()``): a worker killed while it stops was killed by whoever stopped it, not by its
-/// jobs, and its journal is not reported. Only a worker of the same broker reports a journal: its jobs live there. A slot holds a marker byte
-/// (1 while the slot holds an executing job), then the job's id, a tab and its type, NUL-padded. The marker is
-/// stored last, so that a process that dies while it writes a record leaves the slot empty.
+/// jobs, and its journal is not reported. Only a worker of the same broker reports a journal: its jobs live there.
+/// A slot holds a marker byte (1 while the slot holds an executing job), then the job's id, a tab and its type,
+/// NUL-padded. The marker is stored last, so that a process that dies while it writes a record leaves the slot
+/// empty.
 ///
 /// Thread safety: locked. Operations record their start and end from their queues' threads; an `NSLock` guards the
 /// mapping and its free slots (a `Mutex` would not let the records be copied from the strings' storage under it).
