@@ -63,8 +63,8 @@ final class CrashJournal: @unchecked Sendable {
             Glibc.close(descriptor)
             throw error
         }
-        let header = Self.headerPrefix(broker: broker) + Array("\(workerID)\n".utf8)
-            .prefix(Self.recordSize - 2 - Self.headerPrefix(broker: broker).count)
+        let prefix = Self.headerPrefix(broker: broker)
+        let header = prefix + Array("\(workerID)\n".utf8).prefix(Self.recordSize - 2 - prefix.count)
         header.withUnsafeBytes { base.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
         guard rename(temporary, path) == 0 else {
             let error = Self.failure("name", path)

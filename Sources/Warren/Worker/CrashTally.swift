@@ -16,13 +16,10 @@ struct CrashTally {
         let reportedAt: Date?
     }
 
-    let capacity: Int
-    private var deaths: [String: [Death]] = [:]
-    private var order: [String] = []
-    private var start = 0
+    private var deaths: BoundedDictionary<[Death]>
 
     init(capacity: Int = 100_000) {
-        self.capacity = capacity
+        deaths = BoundedDictionary(capacity: capacity)
     }
 
     /// The deaths `jobID` was executing at, oldest first.
@@ -36,23 +33,8 @@ struct CrashTally {
             journal: journal, worker: report.worker ?? "unknown", alone: report.jobIDs.count == 1,
             reportedAt: report.sentAt)
         for jobID in report.jobIDs {
-            guard let known = deaths[jobID] else {
-                deaths[jobID] = [death]
-                remember(jobID)
-                continue
-            }
-            if !known.contains(where: { $0.journal == journal }) { deaths[jobID]!.append(death) }
-        }
-    }
-
-    private mutating func remember(_ jobID: String) {
-        order.append(jobID)
-        guard order.count - start > capacity else { return }
-        deaths[order[start]] = nil
-        start += 1
-        if start > capacity {
-            order.removeFirst(start)
-            start = 0
+            let known = deaths[jobID] ?? []
+            if !known.contains(where: { $0.journal == journal }) { deaths.set(known + [death], for: jobID) }
         }
     }
 }

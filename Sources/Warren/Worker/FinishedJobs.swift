@@ -3,14 +3,13 @@
 ///
 /// Thread safety: confined to the worker's broker thread.
 struct FinishedJobs {
-    let capacity: Int
-    private var statuses: [String: JobStatus] = [:]
-    private var order: [String] = []
-    private var start = 0
+    private var statuses: BoundedDictionary<JobStatus>
 
     init(capacity: Int = 100_000) {
-        self.capacity = capacity
+        statuses = BoundedDictionary(capacity: capacity)
     }
+
+    var capacity: Int { statuses.capacity }
 
     subscript(jobID: String) -> JobStatus? {
         statuses[jobID]
@@ -18,15 +17,6 @@ struct FinishedJobs {
 
     mutating func record(_ jobID: String, _ status: JobStatus) {
         guard statuses[jobID] == nil else { return }
-        statuses[jobID] = status
-        order.append(jobID)
-        if order.count - start > capacity {
-            statuses[order[start]] = nil
-            start += 1
-            if start > capacity {
-                order.removeFirst(start)
-                start = 0
-            }
-        }
+        statuses.set(status, for: jobID)
     }
 }
