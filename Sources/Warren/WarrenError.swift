@@ -14,6 +14,8 @@ public struct WarrenError: Error, Sendable, CustomStringConvertible {
         public static let queueUnreachable = Code("queueUnreachable")
         /// A message could not be encoded or decoded.
         public static let wireFormat = Code("wireFormat")
+        /// A recurring job's schedule (its cron expression, interval or time zone) is not valid.
+        public static let invalidSchedule = Code("invalidSchedule")
         /// Waiting for something (a result, a confirm) took longer than allowed.
         public static let timeout = Code("timeout")
     }
