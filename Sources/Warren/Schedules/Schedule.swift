@@ -1,0 +1,111 @@
+import Foundation
+
+/// A job enqueued again and again: Celery beat's entries, Sidekiq's periodic jobs, a Kubernetes CronJob.
+///
+/// A ``Scheduler`` enqueues one job per tick of ``recurrence``, with the id `NAME:YYYYMMDDTHHMMSSZ` (the tick in
+/// UTC), so that the job of a tick is known by its id wherever it went.
+///
+/// ```swift
+/// let nightly = Schedule(
+///     name: "nightly-report", recurrence: .cron(try CronExpression("0 3 * * *"), TimeZone(identifier: "Europe/Paris")!),
+///     type: "report", input: ["scope": "all"])
+/// ```
+///
+/// Thread safety: immutable (a value).
+public struct Schedule: Sendable, Equatable {
+    /// Names the schedule among all the schedulers of a broker, and prefixes its jobs' ids: 1 to 64 letters,
+    /// digits, `-`, `_` or `.`.
+    public var name: String
+    public var recurrence: Recurrence
+    /// The operation type of its jobs.
+    public var type: String
+    public var input: JSONValue
+    /// Default: ``JobPriority/normal``.
+    public var priority: JobPriority
+    /// The key of its jobs (``JobRequest/key``). Default: none.
+    public var key: String?
+    /// With ``key``: each job cancels the earlier jobs of its key that still wait or run, as a Kubernetes CronJob's
+    /// `Replace` policy does. Default: `false`, a tick's job runs even while the one before still does.
+    public var supersede: Bool
+    /// The broker queue. Default: `warren.default`.
+    public var queue: String
+    /// How many times a job runs when its handler fails with a retryable error. Default: `nil`, the descriptor's
+    /// default (3).
+    public var maxAttempts: Int?
+    /// A job not started this long after it was enqueued is not started. Default: none.
+    public var deadline: Duration?
+    /// When no scheduler ran at a tick, the most recent tick missed is enqueued once, late, when one runs again;
+    /// one later than this is skipped instead. At least a second. Default: `nil`, enqueued however late (as Celery
+    /// beat and a CronJob without `startingDeadlineSeconds` do).
+    public var maxLateness: Duration?
+
+    public init(
+        name: String, recurrence: Recurrence, type: String, input: JSONValue = .null, priority: JobPriority = .normal,
+        key: String? = nil, supersede: Bool = false, queue: String = Topology.defaultQueue, maxAttempts: Int? = nil,
+        deadline: Duration? = nil, maxLateness: Duration? = nil
+    ) {
+        self.name = name
+        self.recurrence = recurrence
+        self.type = type
+        self.input = input
+        self.priority = priority
+        self.key = key
+        self.supersede = supersede
+        self.queue = queue
+        self.maxAttempts = maxAttempts
+        self.deadline = deadline
+        self.maxLateness = maxLateness
+    }
+
+    /// The longest ``name``, in bytes: the job ids it prefixes must fit in ``OperationDescriptor/maxIDLength``.
+    public static let maxNameLength = 64
+
+    /// Why this schedule cannot run, or `nil` when it can.
+    public var problem: String? {
+        guard !name.isEmpty, name.utf8.count <= Self.maxNameLength,
+            name.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || $0.properties.numericType != nil || "-_.".unicodeScalars.contains($0)) })
+        else {
+            return "schedule name '\(name.prefix(80))' must be 1 to \(Self.maxNameLength) letters, digits, '-', '_' or '.'"
+        }
+        if case .every(let interval) = recurrence, interval < Recurrence.shortestInterval || interval.components.attoseconds != 0 {
+            return "schedule '\(name)': its interval must be a whole number of seconds, at least 1 (got \(interval))"
+        }
+        if type.isEmpty { return "schedule '\(name)' names no operation type" }
+        if let problem = Topology.problem(withJobQueue: queue) { return "schedule '\(name)': \(problem)" }
+        if supersede, key == nil { return "schedule '\(name)': supersede needs a key" }
+        if let maxAttempts, maxAttempts < 1 { return "schedule '\(name)': maxAttempts must be at least 1" }
+        if let deadline, deadline < .zero { return "schedule '\(name)': deadline cannot be negative" }
+        if let maxLateness, maxLateness < .seconds(1) {
+            // A job is enqueued milliseconds after its tick: a smaller limit would skip every tick.
+            return "schedule '\(name)': maxLateness must be at least 1 s"
+        }
+        return nil
+    }
+
+    /// The job of `tick`, enqueued at `now`.
+    func request(for tick: Date, now: Date) -> JobRequest {
+        JobRequest(
+            type: type, input: input, priority: priority, key: key, supersede: supersede, queue: queue,
+            deadline: deadline.map { now.addingTimeInterval($0.seconds) }, maxAttempts: maxAttempts,
+            id: Self.jobID(name: name, tick: tick))
+    }
+
+    /// `NAME:YYYYMMDDTHHMMSSZ`.
+    static func jobID(name: String, tick: Date) -> String {
+        let utc = Calendar.utc.dateComponents([.year, .month, .day, .hour, .minute, .second], from: tick)
+        let digits = { (value: Int?, width: Int) in
+            String(repeating: "0", count: max(0, width - String(value ?? 0).count)) + String(value ?? 0)
+        }
+        return "\(name):\(digits(utc.year, 4))\(digits(utc.month, 2))\(digits(utc.day, 2))T"
+            + "\(digits(utc.hour, 2))\(digits(utc.minute, 2))\(digits(utc.second, 2))Z"
+    }
+}
+
+extension Calendar {
+    /// The Gregorian calendar in UTC.
+    static let utc: Calendar = {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        return calendar
+    }()
+}
