@@ -72,6 +72,13 @@ public struct WorkerOptions: ParsableArguments {
         help: "A job executing in this many worker processes when they died is dead-lettered instead of run again.")
     var maxCrashes: Int = 3
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Also run a scheduler of the recurring jobs in this file (see `warren schedule`); one of all schedulers leads.",
+            valueName: "file"))
+    var schedule: String?
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
@@ -155,10 +162,14 @@ public struct WorkerOptions: ParsableArguments {
         } catch let error as WarrenError where error.code == .invalidConfiguration {
             throw ValidationError(error.message)
         }
+        let scheduler = try schedule.map(makeScheduler(file:))
         let signals = [SIGINT, SIGTERM].map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { worker.stop() }
+            source.setEventHandler {
+                worker.stop()
+                scheduler?.stop()
+            }
             source.resume()
             return source
         }
@@ -174,6 +185,11 @@ public struct WorkerOptions: ParsableArguments {
             throw ValidationError(error.message)
         }
         defer { metrics?.stop() }
+        let schedulerEnded = scheduler.map { start($0, logger: logger) }
+        defer {
+            scheduler?.stop()
+            schedulerEnded?.wait()
+        }
         do {
             try worker.runOnCurrentThread()
         } catch let error as WarrenError where logFormat == .json {
@@ -181,6 +197,36 @@ public struct WorkerOptions: ParsableArguments {
             logger.critical("\(error.message)", metadata: ["error": "\(error.code)"])
             throw ExitCode.failure
         }
+    }
+
+    /// The scheduler of `--schedule`, beside the worker: same broker, same kinds of queue.
+    private func makeScheduler(file: String) throws -> Scheduler {
+        do {
+            var configuration = Scheduler.Configuration(url: broker.brokerURL, schedules: try ScheduleFile.load(file))
+            configuration.priorityQueues = priorityQueues
+            configuration.quorumQueues = quorumQueues
+            configuration.logger.logLevel = logLevel
+            return try Scheduler(configuration: configuration)
+        } catch let error as WarrenError where error.code != .broker {
+            throw ValidationError("--schedule \(file): \(error.message)")
+        }
+    }
+
+    /// Runs `scheduler` on a thread of its own; the semaphore is signalled when it ended. A scheduler that cannot
+    /// reach the broker at start ends with a critical log line; the worker goes on.
+    private func start(_ scheduler: Scheduler, logger: Logger) -> DispatchSemaphore {
+        let ended = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            do {
+                try scheduler.runOnCurrentThread()
+            } catch {
+                logger.critical("the scheduler cannot start", metadata: ["error": "\(error)"])
+            }
+            ended.signal()
+        }
+        thread.name = "warren.scheduler"
+        thread.start()
+        return ended
     }
 
     static func split(_ entry: String, option: String, form: String) throws -> (String, String) {

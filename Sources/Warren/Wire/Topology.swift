@@ -30,6 +30,8 @@ public enum Topology {
     public static let deadExchange = "warren.dead"
     /// Durable queue that keeps dead-lettered messages.
     public static let deadQueue = "warren.dead"
+    /// The queue that holds the state of the schedules, consumed by every ``Scheduler`` (single active consumer).
+    public static let scheduleQueue = "warren.schedules"
     /// The maximum AMQP priority of priority job queues: the five ``JobPriority`` levels.
     public static let maxPriority: Int64 = 5
 
@@ -73,7 +75,7 @@ public enum Topology {
             return "job queue name '\(name.prefix(40))…' is \(name.utf8.count) bytes; at most \(maxJobQueueNameLength)"
         }
         if name.hasPrefix("amq.") { return "job queue name '\(name)' starts with amq., which the broker reserves" }
-        if [deadQueue, resultsStream, controlStream].contains(name) || name.hasPrefix("warren.delay.") {
+        if [deadQueue, resultsStream, controlStream, scheduleQueue].contains(name) || name.hasPrefix("warren.delay.") {
             return "'\(name)' is one of Warren's own queues, not a job queue"
         }
         return nil
@@ -288,5 +290,15 @@ public enum Topology {
             arguments: ["x-queue-type": "stream", "x-max-age": .string(controlRetention)],
             channel: channel)
         try connection.bindQueue(controlStream, to: controlExchange, channel: channel)
+    }
+
+    /// Declares ``scheduleQueue``: durable, with one active consumer at a time (the leading scheduler), as a
+    /// quorum queue with `quorum`. One that exists is used as it is.
+    public static func declareScheduleQueue(quorum: Bool, on connection: AMQPConnection, channel: UInt16) throws {
+        guard try lookUp(scheduleQueue, on: connection) == nil else { return }
+        var arguments: AMQPTable = ["x-single-active-consumer": .bool(true)]
+        if quorum { arguments["x-queue-type"] = "quorum" }
+        // Refused (406) only if another scheduler declared it otherwise meanwhile.
+        _ = try declare(scheduleQueue, arguments: arguments, on: connection)
     }
 }

@@ -1,0 +1,98 @@
+import AMQP
+import Foundation
+
+/// The state connection: publishing with confirms, reading deliveries, losing and finding the broker.
+extension SchedulerSession {
+    /// Publishes `state` into `warren.schedules` and waits for the broker's confirm.
+    /// - Throws: ``WarrenError`` (`broker`) when the broker refuses it, the queue is gone, or the connection fails.
+    func publish(_ state: ScheduleState) throws {
+        let properties = MessageProperties(
+            contentType: WireCoding.contentType, persistent: true, type: ScheduleState.messageType, appID: "warren")
+        try brokerCall {
+            try connection.publish(
+                try state.encoded(), exchange: "", routingKey: Topology.scheduleQueue, properties: properties,
+                mandatory: true, channel: Self.channel)
+        }
+        publishCount += 1
+        let deadline = ContinuousClock.now + .seconds(30)
+        while confirmedCount < publishCount {
+            guard ContinuousClock.now < deadline else {
+                throw WarrenError(.timeout, "the broker did not confirm the schedule state within 30 s")
+            }
+            try brokerCall { _ = connection.waitForActivity(wakeUp: nil, timeout: .seconds(1)) }
+            try readEvents()
+        }
+    }
+
+    /// Reads every event the broker sent: state messages go to ``arrivals``, confirms are counted.
+    func readEvents() throws {
+        try brokerCall {
+            while let event = try connection.nextEvent() {
+                switch event {
+                case .delivery(let delivery):
+                    arrivals.append(delivery)
+                case .confirm(_, let tag, _, let ack):
+                    guard ack else { throw WarrenError(.broker, "the broker refused the schedule state (basic.nack)") }
+                    // One channel, confirmed in order: a confirm covers every publish up to its tag.
+                    confirmedCount = max(confirmedCount, tag)
+                case .returned:
+                    throw WarrenError(.broker, "queue '\(Topology.scheduleQueue)' is gone (the state came back)")
+                case .consumerCancelled:
+                    throw WarrenError(.broker, "the broker cancelled the consumer of '\(Topology.scheduleQueue)'")
+                case .channelClosed(let error):
+                    throw error
+                case .blocked, .unblocked:
+                    break
+                }
+            }
+        }
+    }
+
+    /// Whether ``Scheduler/stop()`` was called; empties the mailbox.
+    func stopRequested() -> Bool {
+        scheduler.mailbox.drain().contains { if case .stop = $0 { true } else { false } }
+    }
+
+    /// Runs `body`, with the library's errors as ``WarrenError`` (`broker`).
+    func brokerCall<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as AMQPError {
+            throw WarrenError(.broker, error.description)
+        }
+    }
+
+    /// Closes both connections after `error`, stops leading, and connects again with exponential backoff and
+    /// jitter, trying each broker address in turn. Returns `false` when the scheduler stopped first.
+    func reconnect(after error: any Error) -> Bool {
+        logger.warning(
+            "scheduler lost the broker; reconnecting",
+            metadata: ["error": "\(error)", "leading": "\(isLeading)"])
+        connection.close()
+        producer.close()
+        isLeading = false
+        lastPublished = nil
+        heldTag = nil
+        due = [:]
+        pausedUntil = nil
+        arrivals = []
+        var delay = Duration.milliseconds(100)
+        var attempt = 0
+        while true {
+            let wait = delay * Double.random(in: 0.75...1.25)
+            scheduler.mailbox.sleep { scheduler.mailbox.wakeUp.wait(timeout: wait) }
+            if stopRequested() { return false }
+            attempt += 1
+            do {
+                (connection, producer) = try Self.connect(scheduler)
+                try start()
+                logger.info("scheduler reconnected", metadata: ["attempts": "\(attempt)"])
+                return true
+            } catch {
+                connection.close()
+                logger.warning("scheduler cannot reconnect", metadata: ["error": "\(error)"])
+            }
+            delay = min(delay * 2, configuration.maxReconnectDelay)
+        }
+    }
+}

@@ -1,0 +1,237 @@
+import AMQP
+import Foundation
+import Logging
+
+/// A running ``Scheduler``: its connections, and whether it leads.
+///
+/// Leading is holding the schedule state. The broker delivers the messages of `warren.schedules` to one consumer
+/// only (single active consumer); the scheduler that receives one leads from then on, until its connection
+/// closes, and the broker requeues what it held for the next one. The leader keeps the message that carries the
+/// latest state unacknowledged, and acknowledges one only once a message with a newer state is confirmed, so that
+/// the queue never lacks the latest state, whenever the leader dies.
+///
+/// Thread safety: confined to the thread that runs it; others reach it through the scheduler's mailbox.
+final class SchedulerSession {
+    static let channel: UInt16 = 1
+
+    let scheduler: Scheduler
+    var configuration: Scheduler.Configuration { scheduler.configuration }
+    var logger: Logger
+    var connection: AMQPConnection
+    /// Publishes the jobs, on a connection of its own.
+    var producer: Producer
+    /// What this scheduler knows was dealt with: its own ticks and every state message it received.
+    var state = ScheduleState()
+    /// The latest state this scheduler published and the broker confirmed, since it leads.
+    var lastPublished: ScheduleState?
+    /// The highest delivery tag held unacknowledged: every delivery up to it that is not acknowledged yet is a
+    /// state message this scheduler holds.
+    var heldTag: UInt64?
+    var isLeading = false
+    /// While leading: the next tick of each schedule (in the past for a tick missed while no scheduler ran).
+    var due: [String: Date] = [:]
+    /// No job is enqueued before this instant: a job queue was unreachable.
+    var pausedUntil: Date?
+    /// State messages received while waiting for a confirm, handled next.
+    var arrivals: [Delivery] = []
+    var publishCount: UInt64 = 0
+    var confirmedCount: UInt64 = 0
+
+    init(scheduler: Scheduler) throws {
+        self.scheduler = scheduler
+        logger = scheduler.configuration.logger
+        (connection, producer) = try Self.connect(scheduler)
+        try start()
+    }
+
+    /// Opens the state connection (the first broker address that accepts) and the producer's.
+    static func connect(_ scheduler: Scheduler) throws -> (AMQPConnection, Producer) {
+        let connection = try scheduler.brokers.connect()
+        do {
+            let configuration = scheduler.configuration
+            let producer = try Producer(
+                url: configuration.url, sequences: configuration.sequences,
+                priorityQueues: configuration.priorityQueues, quorumQueues: configuration.quorumQueues)
+            return (connection, producer)
+        } catch {
+            connection.close()
+            throw error
+        }
+    }
+
+    /// Declares and consumes `warren.schedules`, and publishes an empty state into it: the queue is then sure to
+    /// hold a message, which makes the broker's active consumer the leader (an empty state adds nothing to the
+    /// leader's).
+    func start() throws {
+        try brokerCall {
+            try connection.openChannel(Self.channel)
+            try connection.enableConfirms(channel: Self.channel)
+            try Topology.declareScheduleQueue(quorum: configuration.quorumQueues, on: connection, channel: Self.channel)
+            try connection.qos(prefetchCount: 100, channel: Self.channel)
+            try connection.consume(Topology.scheduleQueue, channel: Self.channel)
+        }
+        publishCount = 0
+        confirmedCount = 0
+        try publish(ScheduleState())
+        logger.info(
+            "scheduler connected; it leads once the broker hands it the schedule state",
+            metadata: [
+                "broker": "\(connection.configuration.redactedURL)", "schedules": "\(configuration.schedules.count)",
+            ])
+    }
+
+    /// Schedules until stopped, reconnecting whenever a connection is lost.
+    func run() {
+        defer {
+            connection.close()
+            producer.close()
+        }
+        while true {
+            if stopRequested() {
+                logger.info("scheduler stopping", metadata: ["leading": "\(isLeading)"])
+                return
+            }
+            do {
+                try turn()
+            } catch {
+                guard reconnect(after: error) else { return }
+            }
+        }
+    }
+
+    /// Reads what came, enqueues what is due, then sleeps until the next tick, a message or a stop.
+    private func turn() throws {
+        try brokerCall { try producer.readReplies(waitingUpTo: .zero, wakeUp: scheduler.mailbox.wakeUp) }
+        try readEvents()
+        while !arrivals.isEmpty { try received(arrivals.removeFirst()) }
+        if isLeading {
+            try publishIfChanged()
+            try enqueueDue()
+        }
+        guard arrivals.isEmpty else { return }
+        let now = Date()
+        let wake = max(due.values.min() ?? .distantFuture, pausedUntil ?? .distantPast)
+        let untilTick = wake.timeIntervalSince(now)
+        let wait = Duration.milliseconds(Int(max(0, min(untilTick, 1)) * 1000))
+        scheduler.mailbox.sleep { connection.waitForActivity(wakeUp: scheduler.mailbox.wakeUp, timeout: wait) }
+    }
+
+    /// Takes a state message in: leads if this is the first, merges its news, and decides whether to hold it.
+    private func received(_ delivery: Delivery) throws {
+        let message: ScheduleState
+        do {
+            message = try ScheduleState.decode(delivery.body)
+        } catch {
+            logger.error(
+                "dropped a message of \(Topology.scheduleQueue) that is not a schedule state",
+                metadata: ["error": "\(error)", "bytes": "\(delivery.body.count)"])
+            try brokerCall { try connection.ack(delivery.deliveryTag, channel: Self.channel) }
+            return
+        }
+        let merged = state.merged(with: message)
+        let news = merged != state
+        state = merged
+        if !isLeading { lead() }
+        if !news, let lastPublished, message == lastPublished {
+            // The message of the latest state: the one to hold.
+            try brokerCall {
+                if let heldTag { try connection.ack(heldTag, multiple: true, channel: Self.channel) }
+            }
+            heldTag = delivery.deliveryTag
+        } else if !news, let lastPublished, lastPublished == state {
+            // Older than the latest, which the queue holds.
+            try brokerCall { try connection.ack(delivery.deliveryTag, channel: Self.channel) }
+        } else {
+            // The only message that carries this news, until the next publish.
+            heldTag = delivery.deliveryTag
+        }
+    }
+
+    /// Starts leading: plans every schedule's next tick from the state received.
+    private func lead() {
+        isLeading = true
+        let now = Date()
+        for schedule in configuration.schedules {
+            let through = state.through[schedule.name] ?? {
+                // A schedule never seen: its ticks start now.
+                let start = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
+                state.through[schedule.name] = start
+                return start
+            }()
+            due[schedule.name] = nextTick(of: schedule, through: through, now: now)
+        }
+        let foreign = Set(state.through.keys).subtracting(configuration.schedules.map(\.name))
+        logger.info(
+            "leading the schedules",
+            metadata: [
+                "schedules": "\(configuration.schedules.count)",
+                "next": "\(due.values.min().map { WireCoding.text(of: $0) } ?? "none")",
+            ])
+        if !foreign.isEmpty {
+            logger.warning(
+                "the schedule state names schedules this scheduler does not have: they are not enqueued while it leads",
+                metadata: ["schedules": "\(foreign.sorted().joined(separator: ", "))"])
+        }
+    }
+
+    /// The tick after `through`: the latest one missed, if any passed before `now`, else the next one.
+    private func nextTick(of schedule: Schedule, through: Date, now: Date) -> Date? {
+        schedule.recurrence.latestTick(after: through, notAfter: now) ?? schedule.recurrence.tick(after: through)
+    }
+
+    /// Enqueues the job of every tick that is due, oldest first, recording each in the state as soon as the job
+    /// is confirmed.
+    private func enqueueDue() throws {
+        let now = Date()
+        if let pausedUntil, pausedUntil > now { return }
+        pausedUntil = nil
+        let ready = configuration.schedules.compactMap { schedule in
+            due[schedule.name].flatMap { $0 <= now ? (schedule, $0) : nil }
+        }
+        for (schedule, tick) in ready.sorted(by: { $0.1 < $1.1 }) {
+            guard try dealWith(schedule, tick: tick, now: now) else { return }
+            state.through[schedule.name] = tick
+            due[schedule.name] = nextTick(of: schedule, through: tick, now: now)
+            try publishIfChanged()
+        }
+    }
+
+    /// Enqueues the job of `tick`, or skips it when it is later than the schedule allows or the producer refuses
+    /// it; returns `false` when its queue is unreachable (its cluster node is down): ticks then wait a second.
+    private func dealWith(_ schedule: Schedule, tick: Date, now: Date) throws -> Bool {
+        let lateness = now.timeIntervalSince(tick)
+        var metadata: Logger.Metadata = ["schedule": "\(schedule.name)", "tick": "\(WireCoding.text(of: tick))"]
+        if lateness >= 1 { metadata["late"] = "\(Int(lateness)) s" }
+        if let limit = schedule.maxLateness, lateness > limit.seconds {
+            logger.warning("skipped a tick missed by more than its maxLateness", metadata: metadata)
+            return true
+        }
+        let request = schedule.request(for: tick, now: now)
+        metadata["job"] = "\(request.id)"
+        do {
+            try producer.enqueue(request)
+            logger.info("enqueued", metadata: metadata)
+        } catch let error as WarrenError where error.code == .queueUnreachable {
+            metadata["error"] = "\(error)"
+            logger.warning("cannot enqueue a tick's job yet; trying again in a second", metadata: metadata)
+            pausedUntil = now.addingTimeInterval(1)
+            return false
+        } catch let error as WarrenError where error.code != .broker && error.code != .timeout {
+            metadata["error"] = "\(error)"
+            logger.error("the producer refused a tick's job; the tick is skipped", metadata: metadata)
+        }
+        return true
+    }
+
+    /// Publishes the state if it holds news since the last publish, then acknowledges every message held: the
+    /// confirmed one carries all they did.
+    private func publishIfChanged() throws {
+        guard state != lastPublished else { return }
+        try publish(state)
+        lastPublished = state
+        if let heldTag {
+            try brokerCall { try connection.ack(heldTag, multiple: true, channel: Self.channel) }
+            self.heldTag = nil
+        }
+    }
+}

@@ -1,0 +1,219 @@
+import AMQP
+import Foundation
+import Testing
+import Warren
+
+extension Integration {
+    /// Recurring jobs: `warren schedule FILE` and `warren worker --schedule FILE` enqueue a job per tick; one
+    /// scheduler of several leads, another takes over when it dies, and a tick missed meanwhile is enqueued late.
+    @Suite struct RecurringJobs {
+        /// A schedule file of one schedule, `every` seconds, of no-op `echo` jobs into `queue`.
+        private static func scheduleFile(name: String, queue: String, every: Int = 1, extra: String = "") throws -> String {
+            let path = try TestEnvironment.temporaryDirectory().appendingPathComponent("schedules.json").path
+            let json = #"{"schedules": [{"name": "\#(name)", "every": \#(every), "type": "echo", "input": {"tick": true}, "queue": "\#(queue)"\#(extra)}]}"#
+            try Data(json.utf8).write(to: URL(fileURLWithPath: path))
+            return path
+        }
+
+        /// Starts `warren schedule FILE` with debug logs.
+        private static func startScheduler(_ file: String, name: String) throws -> ChildProcess {
+            try ChildProcess(
+                TestEnvironment.warrenBinary,
+                ["schedule", file, "--url", try TestEnvironment.brokerURL, "--log-level", "debug"], name: name)
+        }
+
+        /// Removes the schedule state other tests left, so that each test starts with none.
+        private static func freshState() {
+            BrokerProbe.delete(Topology.scheduleQueue)
+        }
+
+        /// The ticks of the jobs taken from `queue` (their ids are `NAME:YYYYMMDDTHHMMSSZ`), in queue order.
+        private static func takeTicks(from queue: String, name: String) throws -> [Date] {
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
+            defer { connection.close() }
+            try connection.openChannel(1)
+            var ticks: [Date] = []
+            while let delivery = try connection.get(queue, noAck: true, channel: 1) {
+                let id = try #require(delivery.properties.messageID)
+                #expect(id.hasPrefix("\(name):"))
+                let stamp = String(id.dropFirst(name.count + 1))
+                ticks.append(try Date.ISO8601FormatStyle().year().month().day().dateTimeSeparator(.standard).time(includingFractionalSeconds: false).parse(
+                    "\(stamp.prefix(4))-\(stamp.dropFirst(4).prefix(2))-\(stamp.dropFirst(6).prefix(2))T\(stamp.dropFirst(9).prefix(2)):\(stamp.dropFirst(11).prefix(2)):\(stamp.dropFirst(13).prefix(2))Z"))
+            }
+            return ticks
+        }
+
+        /// Waits until `queue` holds at least `count` jobs.
+        private static func waitForJobs(in queue: String, count: UInt32, timeout: Duration = .seconds(30)) throws {
+            let deadline = ContinuousClock.now + timeout
+            while (try? BrokerProbe.depth(of: queue)) ?? 0 < count {
+                guard ContinuousClock.now < deadline else {
+                    Issue.record("\(queue) did not reach \(count) jobs within \(timeout)")
+                    throw ChildProcessError.timeout
+                }
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+        }
+
+        /// The schedule state the stopped schedulers left in `warren.schedules`.
+        private static func storedState() throws -> [String: String] {
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
+            defer { connection.close() }
+            try connection.openChannel(1)
+            var through: [String: String] = [:]
+            while let delivery = try connection.get(Topology.scheduleQueue, noAck: false, channel: 1) {
+                let object = try JSONDecoder().decode(JSONValue.self, from: Data(delivery.body))
+                guard case .object(let schedules)? = object["schedules"] else { continue }
+                for (name, entry) in schedules {
+                    if case .string(let date)? = entry["through"] { through[name] = max(through[name] ?? "", date) }
+                }
+            }
+            return through
+        }
+
+        @Test("a scheduler enqueues one job per tick, with the tick in its id, and leaves the state behind")
+        func everyTick() throws {
+            Self.freshState()
+            defer { Self.freshState() }
+            let queue = TestEnvironment.uniqueName("recurring")
+            defer { BrokerProbe.delete(queue) }
+            let name = TestEnvironment.uniqueName("beat")
+            let scheduler = try Self.startScheduler(try Self.scheduleFile(name: name, queue: queue), name: "scheduler")
+            defer { scheduler.terminate() }
+            try scheduler.waitForStderr(containing: "leading the schedules")
+            try Self.waitForJobs(in: queue, count: 4)
+            // While it runs, the leader holds the state: nothing is ready in the queue.
+            #expect(try BrokerProbe.depth(of: Topology.scheduleQueue) == 0)
+            scheduler.signal(SIGTERM)
+            #expect(scheduler.waitForExit() == 0)
+            let ticks = try Self.takeTicks(from: queue, name: name)
+            #expect(ticks.count >= 4)
+            for (tick, next) in zip(ticks, ticks.dropFirst()) {
+                #expect(next.timeIntervalSince(tick) == 1, "ticks \(ticks)")
+            }
+            #expect(scheduler.stderr.contains("enqueued"))
+            let state = try Self.storedState()
+            let through = try state[name].map { try Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse($0) }
+            #expect(through == ticks.last, "\(state)")
+        }
+
+        @Test("when the leading scheduler dies, another leads: no tick missed, none enqueued twice")
+        func failover() throws {
+            Self.freshState()
+            defer { Self.freshState() }
+            let queue = TestEnvironment.uniqueName("recurring")
+            defer { BrokerProbe.delete(queue) }
+            let name = TestEnvironment.uniqueName("beat")
+            let file = try Self.scheduleFile(name: name, queue: queue)
+            let first = try Self.startScheduler(file, name: "first")
+            defer { first.terminate() }
+            try first.waitForStderr(containing: "leading the schedules")
+            let second = try Self.startScheduler(file, name: "second")
+            defer { second.terminate() }
+            try second.waitForStderr(containing: "scheduler connected")
+            try Self.waitForJobs(in: queue, count: 3)
+            #expect(!second.stderr.contains("leading the schedules"))
+            first.signal(SIGKILL)
+            first.waitForExit()
+            try second.waitForStderr(containing: "leading the schedules")
+            let before = try BrokerProbe.depth(of: queue)
+            try Self.waitForJobs(in: queue, count: before + 3)
+            second.signal(SIGTERM)
+            #expect(second.waitForExit() == 0)
+            let ticks = try Self.takeTicks(from: queue, name: name)
+            let distinct = Set(ticks).sorted()
+            #expect(ticks.count - distinct.count <= 1, "a tick enqueued twice only if the leader died between its job and its state: \(ticks)")
+            for (tick, next) in zip(distinct, distinct.dropFirst()) {
+                #expect(next.timeIntervalSince(tick) == 1, "ticks \(distinct)")
+            }
+        }
+
+        @Test("a tick missed while no scheduler ran is enqueued once, late; with maxLateness it is skipped")
+        func missedTicks() throws {
+            Self.freshState()
+            defer { Self.freshState() }
+            let queue = TestEnvironment.uniqueName("recurring")
+            defer { BrokerProbe.delete(queue) }
+            let name = TestEnvironment.uniqueName("beat")
+            for (round, skips) in [(1, false), (2, true)] {
+                let file = try Self.scheduleFile(name: name, queue: queue, every: 4, extra: skips ? #", "maxLateness": 1"# : "")
+                let scheduler = try Self.startScheduler(file, name: "round \(round)")
+                defer { scheduler.terminate() }
+                try scheduler.waitForStderr(containing: "leading the schedules")
+                try Self.waitForJobs(in: queue, count: 1)
+                scheduler.signal(SIGTERM)
+                #expect(scheduler.waitForExit() == 0)
+                let last = try #require(try Self.takeTicks(from: queue, name: name).last)
+                // Down for more than a tick, and back 1.5 to 2 s after one: its job would be late by more than
+                // maxLateness, and the next tick is 2 s away.
+                Thread.sleep(forTimeInterval: 4)
+                while !(1.5..<2).contains(Date().timeIntervalSince1970.truncatingRemainder(dividingBy: 4)) {
+                    Thread.sleep(forTimeInterval: 0.01)
+                }
+
+                let restart = Date()
+                let restarted = try Self.startScheduler(file, name: "round \(round), restarted")
+                defer { restarted.terminate() }
+                try restarted.waitForStderr(containing: "leading the schedules")
+                try Self.waitForJobs(in: queue, count: 1)
+                restarted.signal(SIGTERM)
+                #expect(restarted.waitForExit() == 0)
+                let first = try #require(try Self.takeTicks(from: queue, name: name).first)
+                if skips {
+                    #expect(restarted.stderr.contains("skipped a tick missed by more than its maxLateness"))
+                    #expect(first > restart, "the first job after the restart is a tick to come: \(first) after \(last)")
+                } else {
+                    #expect(first > last && first < restart, "the missed tick: \(first) after \(last)")
+                    #expect(restart.timeIntervalSince(first) < 4, "only the latest missed tick: \(first) after \(last)")
+                    #expect(restarted.stderr.contains("late="))
+                }
+            }
+        }
+
+        @Test("warren worker --schedule runs the jobs it schedules")
+        func workerSchedules() throws {
+            Self.freshState()
+            defer { Self.freshState() }
+            let queue = TestEnvironment.uniqueName("recurring")
+            defer { BrokerProbe.delete(queue) }
+            let name = TestEnvironment.uniqueName("beat")
+            let tap = try MessageTap.results()
+            let worker = try CLI.startWorker(
+                queue: queue, arguments: ["--schedule", try Self.scheduleFile(name: name, queue: queue)])
+            defer { worker.terminate() }
+            try tap.read(timeout: .seconds(30)) { _ in
+                tap.arrivedResults.filter { $0.jobID.hasPrefix("\(name):") && $0.status == .succeeded }.count >= 2
+            }
+            let result = try #require(tap.arrivedResults.first { $0.jobID.hasPrefix("\(name):") })
+            #expect(result.output == ["tick": true])
+            worker.signal(SIGTERM)
+            #expect(worker.waitForExit() == 0)
+            #expect(worker.stderr.contains("leading the schedules"))
+        }
+
+        @Test("a bad schedule file is refused before anything connects, naming what is wrong")
+        func badFile() throws {
+            let path = try TestEnvironment.temporaryDirectory().appendingPathComponent("bad.json").path
+            try Data(#"{"schedules": [{"name": "x", "type": "echo", "cron": "0 25 * * *"}]}"#.utf8).write(to: URL(fileURLWithPath: path))
+            let run = try CLI.run(["schedule", path, "--url", "amqp://guest:guest@127.0.0.1:1/%2F"])
+            #expect(run.status == 64)
+            #expect(run.stderr.contains("schedules[0] ('x'): cron field 2 (hour)"), "\(run.stderr)")
+            let worker = try CLI.run(["worker", "--schedule", path, "--url", "amqp://guest:guest@127.0.0.1:1/%2F"])
+            #expect(worker.status == 64, "\(worker.stderr)")
+        }
+
+        @Test("--check prints the next ticks without a broker")
+        func check() throws {
+            let path = try TestEnvironment.temporaryDirectory().appendingPathComponent("check.json").path
+            try Data(#"{"schedules": [{"name": "nightly", "type": "echo", "cron": "30 2 * * *", "timeZone": "America/New_York"}]}"#.utf8)
+                .write(to: URL(fileURLWithPath: path))
+            let run = try CLI.run(["schedule", path, "--check", "--count", "2", "--url", "amqp://guest:guest@127.0.0.1:1/%2F"])
+            #expect(run.status == 0, "\(run.stderr)")
+            let lines = run.stdout.split(separator: "\n")
+            #expect(lines.count == 3)
+            #expect(lines.first == "nightly: echo on warren.default, cron 30 2 * * * (America/New_York)")
+            #expect(lines.dropFirst().allSatisfy { $0.contains("T07:30:00Z") || $0.contains("T06:30:00Z") }, "\(lines)")
+            #expect(lines.dropFirst().allSatisfy { $0.contains("02:30:00") && $0.hasSuffix("America/New_York)") }, "\(lines)")
+        }
+    }
+}
