@@ -170,6 +170,42 @@ extension Integration {
             }
         }
 
+        @Test("another AMQP client can write the state (to skip ticks); what is no state is dead-lettered, and the leader goes on")
+        func foreignState() throws {
+            Self.freshState()
+            defer { Self.freshState() }
+            let queue = TestEnvironment.uniqueName("recurring")
+            defer { BrokerProbe.delete(queue) }
+            let name = TestEnvironment.uniqueName("beat")
+            let url = try TestEnvironment.brokerURL
+            let dead = try MessageTap.deadLetters()
+            let scheduler = try Self.startScheduler(try Self.scheduleFile(name: name, queue: queue), name: "scheduler")
+            defer { scheduler.terminate() }
+            try scheduler.waitForStderr(containing: "leading the schedules")
+            try Self.waitForJobs(in: queue, count: 1)
+
+            try ForeignPublisher.publish(Array("not a state".utf8), url: url, routingKey: Topology.scheduleQueue)
+            try scheduler.waitForStderr(containing: "dead-lettered a message of warren.schedules that is not a schedule state")
+            try dead.read(timeout: .seconds(30)) { $0.contains { $0.body == Array("not a state".utf8) } }
+            let letter = try #require(dead.messages.first { $0.body == Array("not a state".utf8) })
+            #expect(letter.properties.headers?[Topology.deadReasonHeader]?.stringValue == "malformedMessage")
+            #expect(letter.properties.headers?[Topology.deadQueueHeader]?.stringValue == Topology.scheduleQueue)
+
+            // Every tick up to five seconds from now counts as dealt with: the next job is a later tick's.
+            let through = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down) + 5)
+            let text = through.formatted(.iso8601)
+            let state = #"{"version": 1, "schedules": {"\#(name)": {"through": "\#(text)"}}}"#
+            try ForeignPublisher.publish(Array(state.utf8), url: url, routingKey: Topology.scheduleQueue)
+            Thread.sleep(forTimeInterval: 1)
+            _ = try Self.takeTicks(from: queue, name: name)
+            try Self.waitForJobs(in: queue, count: 1)
+            let next = try #require(try Self.takeTicks(from: queue, name: name).first)
+            #expect(next > through, "\(next) after \(through)")
+            #expect(!scheduler.stderr.contains("scheduler lost the broker"))
+            scheduler.signal(SIGTERM)
+            #expect(scheduler.waitForExit() == 0)
+        }
+
         @Test("warren worker --schedule runs the jobs it schedules")
         func workerSchedules() throws {
             Self.freshState()

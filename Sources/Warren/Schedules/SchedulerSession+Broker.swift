@@ -8,16 +8,36 @@ extension SchedulerSession {
     func publish(_ state: ScheduleState) throws {
         let properties = MessageProperties(
             contentType: WireCoding.contentType, persistent: true, type: ScheduleState.messageType, appID: "warren")
+        try publishConfirmed(
+            try state.encoded(), exchange: "", routingKey: Topology.scheduleQueue, properties: properties, mandatory: true)
+    }
+
+    /// Republishes a message of `warren.schedules` that is no state to the dead-letter exchange, with `problem` in
+    /// its headers (reason `malformedMessage`), and waits for the broker's confirm.
+    func deadLetter(_ delivery: Delivery, problem: String) throws {
+        var properties = delivery.properties
+        var headers = properties.headers ?? [:]
+        headers[Topology.deadReasonHeader] = "malformedMessage"
+        headers[Topology.deadMessageHeader] = .string(problem)
+        headers[Topology.deadQueueHeader] = .string(Topology.scheduleQueue)
+        properties.headers = headers
+        properties.persistent = true
+        try publishConfirmed(delivery.body, exchange: Topology.deadExchange, routingKey: delivery.routingKey, properties: properties)
+    }
+
+    private func publishConfirmed(
+        _ body: [UInt8], exchange: String, routingKey: String, properties: MessageProperties, mandatory: Bool = false
+    ) throws {
         try brokerCall {
             try connection.publish(
-                try state.encoded(), exchange: "", routingKey: Topology.scheduleQueue, properties: properties,
-                mandatory: true, channel: Self.channel)
+                body, exchange: exchange, routingKey: routingKey, properties: properties, mandatory: mandatory,
+                channel: Self.channel)
         }
         publishCount += 1
         let deadline = ContinuousClock.now + .seconds(30)
         while confirmedCount < publishCount {
             guard ContinuousClock.now < deadline else {
-                throw WarrenError(.timeout, "the broker did not confirm the schedule state within 30 s")
+                throw WarrenError(.timeout, "the broker did not confirm a publish to '\(exchange)' within 30 s")
             }
             try brokerCall { _ = connection.waitForActivity(wakeUp: nil, timeout: .seconds(1)) }
             try readEvents()
@@ -32,7 +52,7 @@ extension SchedulerSession {
                 case .delivery(let delivery):
                     arrivals.append(delivery)
                 case .confirm(_, let tag, _, let ack):
-                    guard ack else { throw WarrenError(.broker, "the broker refused the schedule state (basic.nack)") }
+                    guard ack else { throw WarrenError(.broker, "the broker refused a publish (basic.nack)") }
                     // One channel, confirmed in order: a confirm covers every publish up to its tag.
                     confirmedCount = max(confirmedCount, tag)
                 case .returned:

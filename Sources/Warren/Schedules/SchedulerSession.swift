@@ -67,6 +67,7 @@ final class SchedulerSession {
             try connection.openChannel(Self.channel)
             try connection.enableConfirms(channel: Self.channel)
             try Topology.declareScheduleQueue(quorum: configuration.quorumQueues, on: connection, channel: Self.channel)
+            try Topology.declareDeadLetters(quorum: configuration.quorumQueues, on: connection, channel: Self.channel)
             try connection.qos(prefetchCount: 100, channel: Self.channel)
             try connection.consume(Topology.scheduleQueue, channel: Self.channel)
         }
@@ -123,15 +124,27 @@ final class SchedulerSession {
             message = try ScheduleState.decode(delivery.body)
         } catch {
             logger.error(
-                "dropped a message of \(Topology.scheduleQueue) that is not a schedule state",
+                "dead-lettered a message of \(Topology.scheduleQueue) that is not a schedule state",
                 metadata: ["error": "\(error)", "bytes": "\(delivery.body.count)"])
+            try deadLetter(delivery, problem: "\(error)")
             try brokerCall { try connection.ack(delivery.deliveryTag, channel: Self.channel) }
             return
         }
         let merged = state.merged(with: message)
         let news = merged != state
-        state = merged
-        if !isLeading { lead() }
+        if isLeading {
+            // Ticks another leader dealt with, or that an operator's state marks as dealt with, are not due here.
+            let now = Date()
+            for schedule in configuration.schedules {
+                if let through = merged.through[schedule.name], through != state.through[schedule.name] {
+                    due[schedule.name] = nextTick(of: schedule, through: through, now: now)
+                }
+            }
+            state = merged
+        } else {
+            state = merged
+            lead()
+        }
         if !news, let lastPublished, message == lastPublished {
             // The message of the latest state: the one to hold.
             try brokerCall {
