@@ -34,6 +34,8 @@ struct ScheduleCommand: ParsableCommand {
         help: "Create missing job queues, and warren.schedules, as quorum queues, replicated on the nodes of a cluster.")
     var quorumQueues = false
 
+    @OptionGroup var metrics: MetricsOptions
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
@@ -77,6 +79,8 @@ struct ScheduleCommand: ParsableCommand {
             return source
         }
         defer { signals.forEach { $0.cancel() } }
+        let metricsServer = try metrics.startServer(logger: configuration.logger)
+        defer { metricsServer?.stop() }
         try scheduler.runOnCurrentThread()
     }
 

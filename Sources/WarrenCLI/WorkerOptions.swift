@@ -85,21 +85,12 @@ public struct WorkerOptions: ParsableArguments {
     @Option(name: .customLong("log-format"), help: "text, or json: one object per line.")
     var logFormat: LogFormat = .text
 
-    @Option(
-        name: .customLong("metrics-port"),
-        help: "Serve Prometheus metrics at http://127.0.0.1:PORT/metrics; 0 picks a free port and logs it.")
-    var metricsPort: UInt16?
-
-    @Option(
-        name: .customLong("metrics-host"),
-        help: "With --metrics-port: the IPv4 address to listen on, e.g. 0.0.0.0 (default: 127.0.0.1).")
-    var metricsHost: String?
+    @OptionGroup public var metrics: MetricsOptions
 
     public init() {}
 
     /// Checks the options that depend on each other.
     public func validate() throws {
-        if metricsHost != nil && metricsPort == nil { throw ValidationError("--metrics-host needs --metrics-port") }
         if let problem = Topology.problem(creatingPriorityQueues: priorityQueues, quorumQueues: quorumQueues) {
             throw ValidationError("--priority-queues and --quorum-queues: \(problem)")
         }
@@ -176,15 +167,8 @@ public struct WorkerOptions: ParsableArguments {
         defer { signals.forEach { $0.cancel() } }
         var logger = worker.configuration.logger
         logger[metadataKey: "worker"] = "\(worker.configuration.workerID)"
-        let metrics: MetricsServer?
-        do {
-            metrics = try metricsPort.map {
-                try MetricsServer.start(host: metricsHost ?? "127.0.0.1", port: $0, logger: logger)
-            }
-        } catch let error as WarrenError where error.code == .invalidConfiguration {
-            throw ValidationError(error.message)
-        }
-        defer { metrics?.stop() }
+        let metricsServer = try metrics.startServer(logger: logger)
+        defer { metricsServer?.stop() }
         let schedulerEnded = scheduler.map { start($0, logger: logger) }
         defer {
             scheduler?.stop()

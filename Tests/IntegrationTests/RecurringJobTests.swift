@@ -16,10 +16,10 @@ extension Integration {
         }
 
         /// Starts `warren schedule FILE` with debug logs.
-        private static func startScheduler(_ file: String, name: String) throws -> ChildProcess {
+        private static func startScheduler(_ file: String, name: String, arguments: [String] = []) throws -> ChildProcess {
             try ChildProcess(
                 TestEnvironment.warrenBinary,
-                ["schedule", file, "--url", try TestEnvironment.brokerURL, "--log-level", "debug"], name: name)
+                ["schedule", file, "--url", try TestEnvironment.brokerURL, "--log-level", "debug"] + arguments, name: name)
         }
 
         /// Removes the schedule state other tests left, so that each test starts with none.
@@ -204,6 +204,40 @@ extension Integration {
             #expect(!scheduler.stderr.contains("scheduler lost the broker"))
             scheduler.signal(SIGTERM)
             #expect(scheduler.waitForExit() == 0)
+        }
+
+        @Test("--metrics-port: the leader's gauge is 1 and its counter moves; a standby's gauge is 0")
+        func metrics() async throws {
+            Self.freshState()
+            defer { Self.freshState() }
+            let queue = TestEnvironment.uniqueName("recurring")
+            defer { BrokerProbe.delete(queue) }
+            let name = TestEnvironment.uniqueName("beat")
+            let file = try Self.scheduleFile(name: name, queue: queue)
+            let leader = try Self.startScheduler(file, name: "leader", arguments: ["--metrics-port", "0"])
+            defer { leader.terminate() }
+            try leader.waitForStderr(containing: "leading the schedules")
+            let standby = try Self.startScheduler(file, name: "standby", arguments: ["--metrics-port", "0"])
+            defer { standby.terminate() }
+            try standby.waitForStderr(containing: "scheduler connected")
+            let schedule = ["schedule": name]
+
+            let led = try await MetricsScrape.fetch(try leader.metricsURL()) { metrics in
+                (metrics.value("warren_recurring_jobs_enqueued_total", schedule) ?? 0) >= 2
+            }
+            #expect(led.value("warren_scheduler_leading") == 1)
+            #expect((led.value("warren_recurring_jobs_enqueued_total", schedule) ?? 0) >= 2)
+            #expect(led.value("warren_recurring_ticks_skipped_total", schedule) == 0)
+            let waiting = try await MetricsScrape.fetch(try standby.metricsURL())
+            #expect(waiting.value("warren_scheduler_leading") == 0)
+            #expect(waiting.value("warren_recurring_jobs_enqueued_total", schedule) == 0)
+
+            leader.signal(SIGTERM)
+            #expect(leader.waitForExit() == 0)
+            let took = try await MetricsScrape.fetch(try standby.metricsURL()) { metrics in
+                (metrics.value("warren_recurring_jobs_enqueued_total", schedule) ?? 0) >= 1
+            }
+            #expect(took.value("warren_scheduler_leading") == 1)
         }
 
         @Test("warren worker --schedule runs the jobs it schedules")

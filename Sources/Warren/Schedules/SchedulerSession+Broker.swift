@@ -91,6 +91,7 @@ extension SchedulerSession {
         connection.close()
         producer.close()
         isLeading = false
+        metrics.leading(false)
         lastPublished = nil
         heldTag = nil
         due = [:]

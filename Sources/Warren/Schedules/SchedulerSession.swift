@@ -35,11 +35,13 @@ final class SchedulerSession {
     /// State messages received while waiting for a confirm, handled next.
     var arrivals: [Delivery] = []
     var publishCount: UInt64 = 0
+    let metrics: SchedulerMetrics
     var confirmedCount: UInt64 = 0
 
     init(scheduler: Scheduler) throws {
         self.scheduler = scheduler
         logger = scheduler.configuration.logger
+        metrics = SchedulerMetrics(schedules: scheduler.configuration.schedules.map(\.name))
         (connection, producer) = try Self.connect(scheduler)
         try start()
     }
@@ -86,6 +88,7 @@ final class SchedulerSession {
         defer {
             connection.close()
             producer.close()
+            metrics.leading(false)
         }
         while true {
             if stopRequested() {
@@ -163,6 +166,7 @@ final class SchedulerSession {
     /// Starts leading: plans every schedule's next tick from the state received.
     private func lead() {
         isLeading = true
+        metrics.leading(true)
         let now = Date()
         for schedule in configuration.schedules {
             let through = state.through[schedule.name] ?? {
@@ -217,6 +221,7 @@ final class SchedulerSession {
         if lateness >= 1 { metadata["late"] = "\(Int(lateness)) s" }
         if let limit = schedule.maxLateness, lateness > limit.seconds {
             logger.warning("skipped a tick missed by more than its maxLateness", metadata: metadata)
+            metrics.skipped(schedule.name)
             return true
         }
         let request = schedule.request(for: tick, now: now)
@@ -224,6 +229,7 @@ final class SchedulerSession {
         do {
             try producer.enqueue(request)
             logger.info("enqueued", metadata: metadata)
+            metrics.enqueued(schedule.name)
         } catch let error as WarrenError where error.code == .queueUnreachable {
             metadata["error"] = "\(error)"
             logger.warning("cannot enqueue a tick's job yet; trying again in a second", metadata: metadata)

@@ -1,0 +1,34 @@
+import ArgumentParser
+import Logging
+import Warren
+
+/// The Prometheus endpoint options of `warren worker` and `warren schedule`.
+public struct MetricsOptions: ParsableArguments {
+    @Option(
+        name: .customLong("metrics-port"),
+        help: "Serve Prometheus metrics at http://127.0.0.1:PORT/metrics; 0 picks a free port and logs it.")
+    var metricsPort: UInt16?
+
+    @Option(
+        name: .customLong("metrics-host"),
+        help: "With --metrics-port: the IPv4 address to listen on, e.g. 0.0.0.0 (default: 127.0.0.1).")
+    var metricsHost: String?
+
+    public init() {}
+
+    public func validate() throws {
+        if metricsHost != nil && metricsPort == nil { throw ValidationError("--metrics-host needs --metrics-port") }
+    }
+
+    /// Starts the endpoint, if asked for: before anything records a metric, since it bootstraps swift-metrics.
+    /// - Throws: `ValidationError` for a host that is no IPv4 address; ``WarrenError`` when the port is taken.
+    func startServer(logger: Logger) throws -> MetricsServer? {
+        do {
+            return try metricsPort.map {
+                try MetricsServer.start(host: metricsHost ?? "127.0.0.1", port: $0, logger: logger)
+            }
+        } catch let error as WarrenError where error.code == .invalidConfiguration {
+            throw ValidationError(error.message)
+        }
+    }
+}
