@@ -27,6 +27,31 @@ extension Integration {
             BrokerProbe.delete(Topology.scheduleQueue)
         }
 
+        /// Runs a scheduler of `file` until it leads and `queue` holds a job, then stops it (SIGTERM); returns it,
+        /// ended, for its log.
+        @discardableResult
+        private static func runUntilAJob(_ file: String, queue: String, name: String) throws -> ChildProcess {
+            let scheduler = try startScheduler(file, name: name)
+            defer { scheduler.terminate() }
+            try scheduler.waitForStderr(containing: "leading the schedules")
+            try waitForJobs(in: queue, count: 1)
+            scheduler.signal(SIGTERM)
+            #expect(scheduler.waitForExit() == 0)
+            return scheduler
+        }
+
+        /// Runs `body` with a job queue and a schedule name of its own, and no schedule state left by other tests;
+        /// removes the queue and the state afterwards.
+        private static func withFreshSchedule(_ body: (_ queue: String, _ name: String) async throws -> Void) async throws {
+            freshState()
+            let queue = TestEnvironment.uniqueName("recurring")
+            defer {
+                BrokerProbe.delete(queue)
+                freshState()
+            }
+            try await body(queue, TestEnvironment.uniqueName("beat"))
+        }
+
         /// The ticks of the jobs taken from `queue` (their ids are `NAME:YYYYMMDDTHHMMSSZ`), in queue order.
         private static func takeTicks(from queue: String, name: String) throws -> [Date] {
             let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
@@ -72,193 +97,165 @@ extension Integration {
         }
 
         @Test("a scheduler enqueues one job per tick, with the tick in its id, and leaves the state behind")
-        func everyTick() throws {
-            Self.freshState()
-            defer { Self.freshState() }
-            let queue = TestEnvironment.uniqueName("recurring")
-            defer { BrokerProbe.delete(queue) }
-            let name = TestEnvironment.uniqueName("beat")
-            let scheduler = try Self.startScheduler(try Self.scheduleFile(name: name, queue: queue), name: "scheduler")
-            defer { scheduler.terminate() }
-            try scheduler.waitForStderr(containing: "leading the schedules")
-            try Self.waitForJobs(in: queue, count: 4)
-            // While it runs, the leader holds the state: nothing is ready in the queue.
-            #expect(try BrokerProbe.depth(of: Topology.scheduleQueue) == 0)
-            scheduler.signal(SIGTERM)
-            #expect(scheduler.waitForExit() == 0)
-            let ticks = try Self.takeTicks(from: queue, name: name)
-            #expect(ticks.count >= 4)
-            for (tick, next) in zip(ticks, ticks.dropFirst()) {
-                #expect(next.timeIntervalSince(tick) == 1, "ticks \(ticks)")
+        func everyTick() async throws {
+            try await Self.withFreshSchedule { queue, name in
+                let scheduler = try Self.startScheduler(try Self.scheduleFile(name: name, queue: queue), name: "scheduler")
+                defer { scheduler.terminate() }
+                try scheduler.waitForStderr(containing: "leading the schedules")
+                try Self.waitForJobs(in: queue, count: 4)
+                // While it runs, the leader holds the state: nothing is ready in the queue.
+                #expect(try BrokerProbe.depth(of: Topology.scheduleQueue) == 0)
+                scheduler.signal(SIGTERM)
+                #expect(scheduler.waitForExit() == 0)
+                let ticks = try Self.takeTicks(from: queue, name: name)
+                #expect(ticks.count >= 4)
+                for (tick, next) in zip(ticks, ticks.dropFirst()) {
+                    #expect(next.timeIntervalSince(tick) == 1, "ticks \(ticks)")
+                }
+                #expect(scheduler.stderr.contains("enqueued"))
+                let state = try Self.storedState()
+                let through = try state[name].map { try Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse($0) }
+                #expect(through == ticks.last, "\(state)")
             }
-            #expect(scheduler.stderr.contains("enqueued"))
-            let state = try Self.storedState()
-            let through = try state[name].map { try Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse($0) }
-            #expect(through == ticks.last, "\(state)")
         }
 
         @Test("when the leading scheduler dies, another leads: no tick missed, none enqueued twice")
-        func failover() throws {
-            Self.freshState()
-            defer { Self.freshState() }
-            let queue = TestEnvironment.uniqueName("recurring")
-            defer { BrokerProbe.delete(queue) }
-            let name = TestEnvironment.uniqueName("beat")
-            let file = try Self.scheduleFile(name: name, queue: queue)
-            let first = try Self.startScheduler(file, name: "first")
-            defer { first.terminate() }
-            try first.waitForStderr(containing: "leading the schedules")
-            let second = try Self.startScheduler(file, name: "second")
-            defer { second.terminate() }
-            try second.waitForStderr(containing: "scheduler connected")
-            try Self.waitForJobs(in: queue, count: 3)
-            #expect(!second.stderr.contains("leading the schedules"))
-            first.signal(SIGKILL)
-            first.waitForExit()
-            try second.waitForStderr(containing: "leading the schedules")
-            let before = try BrokerProbe.depth(of: queue)
-            try Self.waitForJobs(in: queue, count: before + 3)
-            second.signal(SIGTERM)
-            #expect(second.waitForExit() == 0)
-            let ticks = try Self.takeTicks(from: queue, name: name)
-            let distinct = Set(ticks).sorted()
-            #expect(ticks.count - distinct.count <= 1, "a tick enqueued twice only if the leader died between its job and its state: \(ticks)")
-            for (tick, next) in zip(distinct, distinct.dropFirst()) {
-                #expect(next.timeIntervalSince(tick) == 1, "ticks \(distinct)")
+        func failover() async throws {
+            try await Self.withFreshSchedule { queue, name in
+                let file = try Self.scheduleFile(name: name, queue: queue)
+                let first = try Self.startScheduler(file, name: "first")
+                defer { first.terminate() }
+                try first.waitForStderr(containing: "leading the schedules")
+                let second = try Self.startScheduler(file, name: "second")
+                defer { second.terminate() }
+                try second.waitForStderr(containing: "scheduler connected")
+                try Self.waitForJobs(in: queue, count: 3)
+                #expect(!second.stderr.contains("leading the schedules"))
+                first.signal(SIGKILL)
+                first.waitForExit()
+                try second.waitForStderr(containing: "leading the schedules")
+                let before = try BrokerProbe.depth(of: queue)
+                try Self.waitForJobs(in: queue, count: before + 3)
+                second.signal(SIGTERM)
+                #expect(second.waitForExit() == 0)
+                let ticks = try Self.takeTicks(from: queue, name: name)
+                let distinct = Set(ticks).sorted()
+                #expect(ticks.count - distinct.count <= 1, "a tick enqueued twice only if the leader died between its job and its state: \(ticks)")
+                for (tick, next) in zip(distinct, distinct.dropFirst()) {
+                    #expect(next.timeIntervalSince(tick) == 1, "ticks \(distinct)")
+                }
             }
         }
 
         @Test("a tick missed while no scheduler ran is enqueued once, late; with maxLateness it is skipped")
-        func missedTicks() throws {
-            Self.freshState()
-            defer { Self.freshState() }
-            let queue = TestEnvironment.uniqueName("recurring")
-            defer { BrokerProbe.delete(queue) }
-            let name = TestEnvironment.uniqueName("beat")
-            for (round, skips) in [(1, false), (2, true)] {
-                let file = try Self.scheduleFile(name: name, queue: queue, every: 4, extra: skips ? #", "maxLateness": 1"# : "")
-                let scheduler = try Self.startScheduler(file, name: "round \(round)")
-                defer { scheduler.terminate() }
-                try scheduler.waitForStderr(containing: "leading the schedules")
-                try Self.waitForJobs(in: queue, count: 1)
-                scheduler.signal(SIGTERM)
-                #expect(scheduler.waitForExit() == 0)
-                let last = try #require(try Self.takeTicks(from: queue, name: name).last)
-                // Down for more than a tick, and back 1.5 to 2 s after one: its job would be late by more than
-                // maxLateness, and the next tick is 2 s away.
-                Thread.sleep(forTimeInterval: 4)
-                while !(1.5..<2).contains(Date().timeIntervalSince1970.truncatingRemainder(dividingBy: 4)) {
-                    Thread.sleep(forTimeInterval: 0.01)
-                }
+        func missedTicks() async throws {
+            try await Self.withFreshSchedule { queue, name in
+                for (round, skips) in [(1, false), (2, true)] {
+                    let file = try Self.scheduleFile(name: name, queue: queue, every: 4, extra: skips ? #", "maxLateness": 1"# : "")
+                    try Self.runUntilAJob(file, queue: queue, name: "round \(round)")
+                    let last = try #require(try Self.takeTicks(from: queue, name: name).last)
+                    // Down for more than a tick, and back 1.5 to 2 s after one: its job would be late by more than
+                    // maxLateness, and the next tick is 2 s away.
+                    try await Task.sleep(for: .seconds(4))
+                    while !(1.5..<2).contains(Date().timeIntervalSince1970.truncatingRemainder(dividingBy: 4)) {
+                        try await Task.sleep(for: .milliseconds(10))
+                    }
 
-                let restart = Date()
-                let restarted = try Self.startScheduler(file, name: "round \(round), restarted")
-                defer { restarted.terminate() }
-                try restarted.waitForStderr(containing: "leading the schedules")
-                try Self.waitForJobs(in: queue, count: 1)
-                restarted.signal(SIGTERM)
-                #expect(restarted.waitForExit() == 0)
-                let first = try #require(try Self.takeTicks(from: queue, name: name).first)
-                if skips {
-                    #expect(restarted.stderr.contains("skipped a tick missed by more than its maxLateness"))
-                    #expect(first > restart, "the first job after the restart is a tick to come: \(first) after \(last)")
-                } else {
-                    #expect(first > last && first < restart, "the missed tick: \(first) after \(last)")
-                    #expect(restart.timeIntervalSince(first) < 4, "only the latest missed tick: \(first) after \(last)")
-                    #expect(restarted.stderr.contains("late="))
+                    let restart = Date()
+                    let restarted = try Self.runUntilAJob(file, queue: queue, name: "round \(round), restarted")
+                    let first = try #require(try Self.takeTicks(from: queue, name: name).first)
+                    if skips {
+                        #expect(restarted.stderr.contains("skipped a tick missed by more than its maxLateness"))
+                        #expect(first > restart, "the first job after the restart is a tick to come: \(first) after \(last)")
+                    } else {
+                        #expect(first > last && first < restart, "the missed tick: \(first) after \(last)")
+                        #expect(restart.timeIntervalSince(first) < 4, "only the latest missed tick: \(first) after \(last)")
+                        #expect(restarted.stderr.contains("late="))
+                    }
                 }
             }
         }
 
         @Test("another AMQP client can write the state (to skip ticks); what is no state is dead-lettered, and the leader goes on")
-        func foreignState() throws {
-            Self.freshState()
-            defer { Self.freshState() }
-            let queue = TestEnvironment.uniqueName("recurring")
-            defer { BrokerProbe.delete(queue) }
-            let name = TestEnvironment.uniqueName("beat")
-            let url = try TestEnvironment.brokerURL
-            let dead = try MessageTap.deadLetters()
-            let scheduler = try Self.startScheduler(try Self.scheduleFile(name: name, queue: queue), name: "scheduler")
-            defer { scheduler.terminate() }
-            try scheduler.waitForStderr(containing: "leading the schedules")
-            try Self.waitForJobs(in: queue, count: 1)
+        func foreignState() async throws {
+            try await Self.withFreshSchedule { queue, name in
+                let url = try TestEnvironment.brokerURL
+                let dead = try MessageTap.deadLetters()
+                let scheduler = try Self.startScheduler(try Self.scheduleFile(name: name, queue: queue), name: "scheduler")
+                defer { scheduler.terminate() }
+                try scheduler.waitForStderr(containing: "leading the schedules")
+                try Self.waitForJobs(in: queue, count: 1)
 
-            try ForeignPublisher.publish(Array("not a state".utf8), url: url, routingKey: Topology.scheduleQueue)
-            try scheduler.waitForStderr(containing: "dead-lettered a message of warren.schedules that is not a schedule state")
-            try dead.read(timeout: .seconds(30)) { $0.contains { $0.body == Array("not a state".utf8) } }
-            let letter = try #require(dead.messages.first { $0.body == Array("not a state".utf8) })
-            #expect(letter.properties.headers?[Topology.deadReasonHeader]?.stringValue == "malformedMessage")
-            #expect(letter.properties.headers?[Topology.deadQueueHeader]?.stringValue == Topology.scheduleQueue)
+                try ForeignPublisher.publish(Array("not a state".utf8), url: url, routingKey: Topology.scheduleQueue)
+                try scheduler.waitForStderr(containing: "dead-lettered a message of warren.schedules that is not a schedule state")
+                try dead.read(timeout: .seconds(30)) { $0.contains { $0.body == Array("not a state".utf8) } }
+                let letter = try #require(dead.messages.first { $0.body == Array("not a state".utf8) })
+                #expect(letter.properties.headers?[Topology.deadReasonHeader]?.stringValue == "malformedMessage")
+                #expect(letter.properties.headers?[Topology.deadQueueHeader]?.stringValue == Topology.scheduleQueue)
 
-            // Every tick up to five seconds from now counts as dealt with: the next job is a later tick's.
-            let through = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down) + 5)
-            let text = through.formatted(.iso8601)
-            let state = #"{"version": 1, "schedules": {"\#(name)": {"through": "\#(text)"}}}"#
-            try ForeignPublisher.publish(Array(state.utf8), url: url, routingKey: Topology.scheduleQueue)
-            Thread.sleep(forTimeInterval: 1)
-            _ = try Self.takeTicks(from: queue, name: name)
-            try Self.waitForJobs(in: queue, count: 1)
-            let next = try #require(try Self.takeTicks(from: queue, name: name).first)
-            #expect(next > through, "\(next) after \(through)")
-            #expect(!scheduler.stderr.contains("scheduler lost the broker"))
-            scheduler.signal(SIGTERM)
-            #expect(scheduler.waitForExit() == 0)
+                // Every tick up to five seconds from now counts as dealt with: the next job is a later tick's.
+                let through = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down) + 5)
+                let text = through.formatted(.iso8601)
+                let state = #"{"version": 1, "schedules": {"\#(name)": {"through": "\#(text)"}}}"#
+                try ForeignPublisher.publish(Array(state.utf8), url: url, routingKey: Topology.scheduleQueue)
+                try await Task.sleep(for: .seconds(1))
+                _ = try Self.takeTicks(from: queue, name: name)
+                try Self.waitForJobs(in: queue, count: 1)
+                let next = try #require(try Self.takeTicks(from: queue, name: name).first)
+                #expect(next > through, "\(next) after \(through)")
+                #expect(!scheduler.stderr.contains("scheduler lost the broker"))
+                scheduler.signal(SIGTERM)
+                #expect(scheduler.waitForExit() == 0)
+            }
         }
 
         @Test("--metrics-port: the leader's gauge is 1 and its counter moves; a standby's gauge is 0")
         func metrics() async throws {
-            Self.freshState()
-            defer { Self.freshState() }
-            let queue = TestEnvironment.uniqueName("recurring")
-            defer { BrokerProbe.delete(queue) }
-            let name = TestEnvironment.uniqueName("beat")
-            let file = try Self.scheduleFile(name: name, queue: queue)
-            let leader = try Self.startScheduler(file, name: "leader", arguments: ["--metrics-port", "0"])
-            defer { leader.terminate() }
-            try leader.waitForStderr(containing: "leading the schedules")
-            let standby = try Self.startScheduler(file, name: "standby", arguments: ["--metrics-port", "0"])
-            defer { standby.terminate() }
-            try standby.waitForStderr(containing: "scheduler connected")
-            let schedule = ["schedule": name]
+            try await Self.withFreshSchedule { queue, name in
+                let file = try Self.scheduleFile(name: name, queue: queue)
+                let leader = try Self.startScheduler(file, name: "leader", arguments: ["--metrics-port", "0"])
+                defer { leader.terminate() }
+                try leader.waitForStderr(containing: "leading the schedules")
+                let standby = try Self.startScheduler(file, name: "standby", arguments: ["--metrics-port", "0"])
+                defer { standby.terminate() }
+                try standby.waitForStderr(containing: "scheduler connected")
+                let schedule = ["schedule": name]
 
-            let led = try await MetricsScrape.fetch(try leader.metricsURL()) { metrics in
-                (metrics.value("warren_recurring_jobs_enqueued_total", schedule) ?? 0) >= 2
-            }
-            #expect(led.value("warren_scheduler_leading") == 1)
-            #expect((led.value("warren_recurring_jobs_enqueued_total", schedule) ?? 0) >= 2)
-            #expect(led.value("warren_recurring_ticks_skipped_total", schedule) == 0)
-            let waiting = try await MetricsScrape.fetch(try standby.metricsURL())
-            #expect(waiting.value("warren_scheduler_leading") == 0)
-            #expect(waiting.value("warren_recurring_jobs_enqueued_total", schedule) == 0)
+                let led = try await MetricsScrape.fetch(try leader.metricsURL()) { metrics in
+                    (metrics.value("warren_recurring_jobs_enqueued_total", schedule) ?? 0) >= 2
+                }
+                #expect(led.value("warren_scheduler_leading") == 1)
+                #expect((led.value("warren_recurring_jobs_enqueued_total", schedule) ?? 0) >= 2)
+                #expect(led.value("warren_recurring_ticks_skipped_total", schedule) == 0)
+                let waiting = try await MetricsScrape.fetch(try standby.metricsURL())
+                #expect(waiting.value("warren_scheduler_leading") == 0)
+                #expect(waiting.value("warren_recurring_jobs_enqueued_total", schedule) == 0)
 
-            leader.signal(SIGTERM)
-            #expect(leader.waitForExit() == 0)
-            let took = try await MetricsScrape.fetch(try standby.metricsURL()) { metrics in
-                (metrics.value("warren_recurring_jobs_enqueued_total", schedule) ?? 0) >= 1
+                leader.signal(SIGTERM)
+                #expect(leader.waitForExit() == 0)
+                let took = try await MetricsScrape.fetch(try standby.metricsURL()) { metrics in
+                    (metrics.value("warren_recurring_jobs_enqueued_total", schedule) ?? 0) >= 1
+                }
+                #expect(took.value("warren_scheduler_leading") == 1)
             }
-            #expect(took.value("warren_scheduler_leading") == 1)
         }
 
         @Test("warren worker --schedule runs the jobs it schedules")
-        func workerSchedules() throws {
-            Self.freshState()
-            defer { Self.freshState() }
-            let queue = TestEnvironment.uniqueName("recurring")
-            defer { BrokerProbe.delete(queue) }
-            let name = TestEnvironment.uniqueName("beat")
-            let tap = try MessageTap.results()
-            let worker = try CLI.startWorker(
-                queue: queue, arguments: ["--schedule", try Self.scheduleFile(name: name, queue: queue)])
-            defer { worker.terminate() }
-            try tap.read(timeout: .seconds(30)) { _ in
-                tap.arrivedResults.filter { $0.jobID.hasPrefix("\(name):") && $0.status == .succeeded }.count >= 2
+        func workerSchedules() async throws {
+            try await Self.withFreshSchedule { queue, name in
+                let tap = try MessageTap.results()
+                let worker = try CLI.startWorker(
+                    queue: queue, arguments: ["--schedule", try Self.scheduleFile(name: name, queue: queue)])
+                defer { worker.terminate() }
+                try tap.read(timeout: .seconds(30)) { _ in
+                    tap.arrivedResults.filter { $0.jobID.hasPrefix("\(name):") && $0.status == .succeeded }.count >= 2
+                }
+                let result = try #require(tap.arrivedResults.first { $0.jobID.hasPrefix("\(name):") })
+                #expect(result.output == ["tick": true])
+                worker.signal(SIGTERM)
+                #expect(worker.waitForExit() == 0)
+                #expect(worker.stderr.contains("leading the schedules"))
             }
-            let result = try #require(tap.arrivedResults.first { $0.jobID.hasPrefix("\(name):") })
-            #expect(result.output == ["tick": true])
-            worker.signal(SIGTERM)
-            #expect(worker.waitForExit() == 0)
-            #expect(worker.stderr.contains("leading the schedules"))
         }
 
         @Test("a bad schedule file is refused before anything connects, naming what is wrong")
