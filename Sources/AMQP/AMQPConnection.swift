@@ -121,11 +121,14 @@ public final class AMQPConnection {
         "/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem",
     ].first { access($0, R_OK) == 0 }
 
-    /// Closes the connection politely (`connection.close`) and frees it. Safe to call twice.
+    /// Closes the connection politely (`connection.close`) and frees it, waiting at most 2 s for the broker's
+    /// answer (a broker that stopped reading, under a memory or disk alarm, never sends one). Safe to call twice.
     public func close() {
         guard isOpen else { return }
         isOpen = false
         flushOutput()
+        var limit = timeval(tv_sec: 2, tv_usec: 0)
+        _ = amqp_set_rpc_timeout(state, &limit)
         _ = amqp_connection_close(state, AMQP_REPLY_SUCCESS)
         amqp_destroy_connection(state)
     }

@@ -96,7 +96,7 @@ struct ScheduleCommand: ParsableCommand {
                     break
                 }
                 text += "  \(next.formatted(.iso8601))"
-                if case .cron(_, let zone) = schedule.recurrence, zone.secondsFromGMT(for: next) != 0 || zone.identifier != "UTC" {
+                if case .cron(_, let zone) = schedule.recurrence, !["UTC", "GMT"].contains(zone.identifier) {
                     var style = Date.ISO8601FormatStyle(timeZone: zone)
                     style = style.year().month().day().time(includingFractionalSeconds: false).timeZone(separator: .colon)
                     text += "  (\(next.formatted(style)) \(zone.identifier))"

@@ -176,6 +176,61 @@ extension Integration {
             }
         }
 
+        @Test("a job queue that refuses jobs holds up its own schedules only, which catch up once it takes them again")
+        func refusingQueue() async throws {
+            try await Self.withFreshSchedule { queue, name in
+                // Exclusive to another connection: the broker refuses the scheduler's publishes (405 RESOURCE_LOCKED).
+                let locked = TestEnvironment.uniqueName("locked")
+                let holder = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
+                defer { holder.close() }
+                try holder.openChannel(1)
+                try holder.declareQueue(locked, durable: false, exclusive: true, channel: 1)
+                let path = try TestEnvironment.temporaryDirectory().appendingPathComponent("two.json").path
+                let json = #"{"schedules": [{"name": "\#(name)", "every": 1, "type": "echo", "queue": "\#(queue)"}, "#
+                    + #"{"name": "\#(name)-locked", "every": 1, "type": "echo", "queue": "\#(locked)"}]}"#
+                try Data(json.utf8).write(to: URL(fileURLWithPath: path))
+                let scheduler = try Self.startScheduler(path, name: "scheduler")
+                defer { scheduler.terminate() }
+                try scheduler.waitForStderr(containing: "cannot enqueue the jobs of job queue '\(locked)'")
+                try Self.waitForJobs(in: queue, count: 5)
+                #expect(!scheduler.stderr.contains("scheduler lost the broker"), "\(scheduler.stderr)")
+
+                holder.close()
+                try scheduler.waitForStderr(containing: "skipped ticks missed while nothing enqueued them", timeout: .seconds(40))
+                try Self.waitForJobs(in: locked, count: 2, timeout: .seconds(40))
+                scheduler.signal(SIGTERM)
+                #expect(scheduler.waitForExit() == 0)
+                let ticks = try Self.takeTicks(from: queue, name: name)
+                for (tick, next) in zip(ticks, ticks.dropFirst()) {
+                    #expect(next.timeIntervalSince(tick) == 1, "the other schedule missed nothing: \(ticks)")
+                }
+                BrokerProbe.delete(locked)
+            }
+        }
+
+        @Test("a leader held up (SIGSTOP) enqueues every tick it fell behind on, late, when it goes on")
+        func fallingBehind() async throws {
+            try await Self.withFreshSchedule { queue, name in
+                let scheduler = try Self.startScheduler(try Self.scheduleFile(name: name, queue: queue), name: "scheduler")
+                defer { scheduler.terminate() }
+                try scheduler.waitForStderr(containing: "leading the schedules")
+                try Self.waitForJobs(in: queue, count: 1)
+                scheduler.signal(SIGSTOP)
+                try await Task.sleep(for: .seconds(3))
+                scheduler.signal(SIGCONT)
+                let before = try BrokerProbe.depth(of: queue)
+                try Self.waitForJobs(in: queue, count: before + 4)
+                scheduler.signal(SIGTERM)
+                #expect(scheduler.waitForExit() == 0)
+                let ticks = try Self.takeTicks(from: queue, name: name)
+                for (tick, next) in zip(ticks, ticks.dropFirst()) {
+                    #expect(next.timeIntervalSince(tick) == 1, "ticks \(ticks)")
+                }
+                #expect(scheduler.stderr.contains("late="))
+                #expect(!scheduler.stderr.contains("skipped"))
+            }
+        }
+
         @Test("another AMQP client can write the state (to skip ticks); what is no state is dead-lettered, and the leader goes on")
         func foreignState() async throws {
             try await Self.withFreshSchedule { queue, name in

@@ -58,6 +58,7 @@ import Testing
         (#"{"schedules": [{"name": "a", "type": "t", "cron": "@daily", "every": 5}]}"#, "both cron and every"),
         (#"{"schedules": [{"name": "a", "type": "t", "every": 5, "timeZone": "UTC"}]}"#, "timeZone goes with cron"),
         (#"{"schedules": [{"name": "a", "type": "t", "cron": "@daily", "timeZone": "Mars/Olympus"}]}"#, "time zone 'Mars/Olympus' is unknown"),
+        (#"{"schedules": [{"name": "a", "type": "t", "cron": "@daily", "timeZone": "GMT+5"}]}"#, "time zone 'GMT+5' is unknown"),
         (#"{"schedules": [{"name": "a", "type": "t", "cron": "61 * * * *"}]}"#, "schedules[0] ('a'): cron field 1 (minute)"),
         (#"{"schedules": [{"name": "a", "type": "t", "every": "0.5s"}]}"#, "whole number of seconds, at least 1"),
         (#"{"schedules": [{"name": "a", "type": "t", "every": "5 minutes"}]}"#, "every must be seconds, or a number with a unit"),
@@ -89,6 +90,18 @@ import Testing
             #expect(error.message.hasPrefix("the schedule file '\(path)': schedules[0] ('a'): every must be seconds"))
         }
         #expect(throws: WarrenError.self) { try ScheduleFile.load(path + ".missing") }
+    }
+
+    @Test func countsTheTicksBetweenTwoInstants() throws {
+        let since = try Self.date("2026-11-24T10:00:00Z")
+        let every = Recurrence.every(.seconds(2))
+        #expect(every.count(after: since, before: try Self.date("2026-11-24T10:00:06Z"), limit: 100) == 2)
+        #expect(every.count(after: since, before: try Self.date("2026-11-24T10:00:05Z"), limit: 100) == 2)
+        #expect(every.count(after: since, before: try Self.date("2026-11-24T10:00:02Z"), limit: 100) == 0)
+        #expect(every.count(after: since, before: try Self.date("2026-11-25T10:00:00Z"), limit: 100) == 100)
+        let hourly = Recurrence.cron(try CronExpression("@hourly"), TimeZone(identifier: "UTC")!)
+        #expect(hourly.count(after: since, before: try Self.date("2026-11-24T13:00:00Z"), limit: 100) == 2)
+        #expect(hourly.count(after: since, before: try Self.date("2026-11-24T13:00:01Z"), limit: 100) == 3)
     }
 
     @Test func intervalsTickOnMultiplesSinceTheEpoch() throws {

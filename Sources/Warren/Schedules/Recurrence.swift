@@ -45,10 +45,25 @@ public enum Recurrence: Sendable, Equatable, CustomStringConvertible {
         return first
     }
 
+    /// How many ticks fall after `since` and before `end`, counting up to `limit`.
+    public func count(after since: Date, before end: Date, limit: Int) -> Int {
+        if case .every(let interval) = self, let first = tick(after: since), first < end {
+            let step = interval.seconds
+            return min(limit, Int(((end.timeIntervalSince1970 - first.timeIntervalSince1970) / step).rounded(.up)))
+        }
+        var count = 0
+        var tick = since
+        while count < limit, let next = self.tick(after: tick), next < end {
+            count += 1
+            tick = next
+        }
+        return count
+    }
+
     public var description: String {
         switch self {
         case .cron(let expression, let zone):
-            zone.identifier == "GMT" || zone.identifier == "UTC" ? "cron \(expression)" : "cron \(expression) (\(zone.identifier))"
+            ["UTC", "GMT"].contains(zone.identifier) ? "cron \(expression)" : "cron \(expression) (\(zone.identifier))"
         case .every(let interval):
             "every \(interval.seconds.formatted(.number.grouping(.never))) s"
         }

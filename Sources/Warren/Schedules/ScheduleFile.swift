@@ -108,7 +108,11 @@ public enum ScheduleFile {
             switch (try string("cron"), try duration("every")) {
             case (let cron?, nil):
                 let zoneName = try string("timeZone") ?? "UTC"
-                guard let zone = TimeZone(identifier: zoneName) else {
+                // Foundation also takes abbreviations and offsets ("PST", "GMT+5"), which read otherwise than the
+                // IANA names they resemble ("Etc/GMT+5" is five hours behind UTC).
+                guard ["UTC", "GMT"].contains(zoneName) || TimeZone.knownTimeZoneIdentifiers.contains(zoneName),
+                    let zone = TimeZone(identifier: zoneName)
+                else {
                     throw WarrenError(
                         .invalidSchedule, "time zone '\(zoneName)' is unknown (an IANA name: Europe/Paris, UTC)")
                 }

@@ -39,7 +39,9 @@ extension SchedulerSession {
             guard ContinuousClock.now < deadline else {
                 throw WarrenError(.timeout, "the broker did not confirm a publish to '\(exchange)' within 30 s")
             }
-            try brokerCall { _ = connection.waitForActivity(wakeUp: nil, timeout: .seconds(1)) }
+            try brokerCall { _ = connection.waitForActivity(wakeUp: scheduler.mailbox.wakeUp, timeout: .seconds(1)) }
+            // The broker may hold the confirm for long (a memory alarm): a stop does not wait for it.
+            if stopRequested() { throw SchedulerStopped() }
             try readEvents()
         }
     }
@@ -68,6 +70,13 @@ extension SchedulerSession {
         }
     }
 
+    /// Closes the producer's connection, on which the broker may have closed the channel, and opens another.
+    /// - Throws: ``WarrenError`` (`broker`) when no broker address accepts one.
+    func replaceProducer() throws {
+        producer.close()
+        producer = try Self.makeProducer(configuration)
+    }
+
     /// Whether ``Scheduler/stop()`` was called; empties the mailbox.
     func stopRequested() -> Bool {
         scheduler.mailbox.drain().contains { if case .stop = $0 { true } else { false } }
@@ -82,6 +91,9 @@ extension SchedulerSession {
         }
     }
 
+    /// Thrown out of a wait when ``Scheduler/stop()`` was called meanwhile.
+    struct SchedulerStopped: Error {}
+
     /// Closes both connections after `error`, stops leading, and connects again with exponential backoff and
     /// jitter, trying each broker address in turn. Returns `false` when the scheduler stopped first.
     func reconnect(after error: any Error) -> Bool {
@@ -95,7 +107,7 @@ extension SchedulerSession {
         lastPublished = nil
         heldTag = nil
         due = [:]
-        pausedUntil = nil
+        retries = [:]
         arrivals = []
         var delay = Duration.milliseconds(100)
         var attempt = 0

@@ -30,8 +30,8 @@ final class SchedulerSession {
     var isLeading = false
     /// While leading: the next tick of each schedule (in the past for a tick missed while no scheduler ran).
     var due: [String: Date] = [:]
-    /// No job is enqueued before this instant: a job queue was unreachable.
-    var pausedUntil: Date?
+    /// Job queues that refused jobs (or whose node is down), and when to try each again.
+    var retries: [String: Retry] = [:]
     /// State messages received while waiting for a confirm, handled next.
     var arrivals: [Delivery] = []
     var publishCount: UInt64 = 0
@@ -50,15 +50,17 @@ final class SchedulerSession {
     static func connect(_ scheduler: Scheduler) throws -> (AMQPConnection, Producer) {
         let connection = try scheduler.brokers.connect()
         do {
-            let configuration = scheduler.configuration
-            let producer = try Producer(
-                url: configuration.url, sequences: configuration.sequences,
-                priorityQueues: configuration.priorityQueues, quorumQueues: configuration.quorumQueues)
-            return (connection, producer)
+            return (connection, try makeProducer(scheduler.configuration))
         } catch {
             connection.close()
             throw error
         }
+    }
+
+    static func makeProducer(_ configuration: Scheduler.Configuration) throws -> Producer {
+        try Producer(
+            url: configuration.url, sequences: configuration.sequences, priorityQueues: configuration.priorityQueues,
+            quorumQueues: configuration.quorumQueues)
     }
 
     /// Declares and consumes `warren.schedules`, and publishes an empty state into it: the queue is then sure to
@@ -97,6 +99,9 @@ final class SchedulerSession {
             }
             do {
                 try turn()
+            } catch is SchedulerStopped {
+                logger.info("scheduler stopping", metadata: ["leading": "\(isLeading)"])
+                return
             } catch {
                 guard reconnect(after: error) else { return }
             }
@@ -114,7 +119,7 @@ final class SchedulerSession {
         }
         guard arrivals.isEmpty else { return }
         let now = Date()
-        let wake = max(due.values.min() ?? .distantFuture, pausedUntil ?? .distantPast)
+        let wake = nextWake
         let untilTick = wake.timeIntervalSince(now)
         let wait = Duration.milliseconds(Int(max(0, min(untilTick, 1)) * 1000))
         scheduler.mailbox.sleep { connection.waitForActivity(wakeUp: scheduler.mailbox.wakeUp, timeout: wait) }
@@ -140,7 +145,7 @@ final class SchedulerSession {
             let now = Date()
             for schedule in configuration.schedules {
                 if let through = merged.through[schedule.name], through != state.through[schedule.name] {
-                    due[schedule.name] = nextTick(of: schedule, through: through, now: now)
+                    due[schedule.name] = catchUp(schedule, through: through, now: now)
                 }
             }
             state = merged
@@ -175,7 +180,7 @@ final class SchedulerSession {
                 state.through[schedule.name] = start
                 return start
             }()
-            due[schedule.name] = nextTick(of: schedule, through: through, now: now)
+            due[schedule.name] = catchUp(schedule, through: through, now: now)
         }
         let foreign = Set(state.through.keys).subtracting(configuration.schedules.map(\.name))
         logger.info(
@@ -191,60 +196,9 @@ final class SchedulerSession {
         }
     }
 
-    /// The tick after `through`: the latest one missed, if any passed before `now`, else the next one.
-    private func nextTick(of schedule: Schedule, through: Date, now: Date) -> Date? {
-        schedule.recurrence.latestTick(after: through, notAfter: now) ?? schedule.recurrence.tick(after: through)
-    }
-
-    /// Enqueues the job of every tick that is due, oldest first, recording each in the state as soon as the job
-    /// is confirmed.
-    private func enqueueDue() throws {
-        let now = Date()
-        if let pausedUntil, pausedUntil > now { return }
-        pausedUntil = nil
-        let ready = configuration.schedules.compactMap { schedule in
-            due[schedule.name].flatMap { $0 <= now ? (schedule, $0) : nil }
-        }
-        for (schedule, tick) in ready.sorted(by: { $0.1 < $1.1 }) {
-            guard try dealWith(schedule, tick: tick, now: now) else { return }
-            state.through[schedule.name] = tick
-            due[schedule.name] = nextTick(of: schedule, through: tick, now: now)
-            try publishIfChanged()
-        }
-    }
-
-    /// Enqueues the job of `tick`, or skips it when it is later than the schedule allows or the producer refuses
-    /// it; returns `false` when its queue is unreachable (its cluster node is down): ticks then wait a second.
-    private func dealWith(_ schedule: Schedule, tick: Date, now: Date) throws -> Bool {
-        let lateness = now.timeIntervalSince(tick)
-        var metadata: Logger.Metadata = ["schedule": "\(schedule.name)", "tick": "\(WireCoding.text(of: tick))"]
-        if lateness >= 1 { metadata["late"] = "\(Int(lateness)) s" }
-        if let limit = schedule.maxLateness, lateness > limit.seconds {
-            logger.warning("skipped a tick missed by more than its maxLateness", metadata: metadata)
-            metrics.skipped(schedule.name)
-            return true
-        }
-        let request = schedule.request(for: tick, now: now)
-        metadata["job"] = "\(request.id)"
-        do {
-            try producer.enqueue(request)
-            logger.info("enqueued", metadata: metadata)
-            metrics.enqueued(schedule.name)
-        } catch let error as WarrenError where error.code == .queueUnreachable {
-            metadata["error"] = "\(error)"
-            logger.warning("cannot enqueue a tick's job yet; trying again in a second", metadata: metadata)
-            pausedUntil = now.addingTimeInterval(1)
-            return false
-        } catch let error as WarrenError where error.code != .broker && error.code != .timeout {
-            metadata["error"] = "\(error)"
-            logger.error("the producer refused a tick's job; the tick is skipped", metadata: metadata)
-        }
-        return true
-    }
-
     /// Publishes the state if it holds news since the last publish, then acknowledges every message held: the
     /// confirmed one carries all they did.
-    private func publishIfChanged() throws {
+    func publishIfChanged() throws {
         guard state != lastPublished else { return }
         try publish(state)
         lastPublished = state
