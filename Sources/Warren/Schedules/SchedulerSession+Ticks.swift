@@ -18,7 +18,8 @@ extension SchedulerSession {
 
     /// The tick to enqueue next for a schedule dealt with up to `through`, after a time in which nothing enqueued
     /// its jobs (no scheduler ran, or its queue refused them): the latest tick missed, if any, else the next one.
-    /// The missed ticks before the latest are skipped, and said so.
+    /// The missed ticks before the latest are skipped, said so, and recorded as dealt with, so that they are counted
+    /// once.
     func catchUp(_ schedule: Schedule, through: Date, now: Date) -> Date? {
         let recurrence = schedule.recurrence
         guard let latest = recurrence.latestTick(after: through, notAfter: now) else {
@@ -33,6 +34,8 @@ extension SchedulerSession {
                     "after": "\(WireCoding.text(of: through))", "latest": "\(WireCoding.text(of: latest))",
                 ])
             metrics.skipped(schedule.name, count: skipped)
+            // Ticks are at least a second apart: every skipped one is at or before this instant, the latest after it.
+            state.through[schedule.name] = latest.addingTimeInterval(-1)
         }
         return latest
     }

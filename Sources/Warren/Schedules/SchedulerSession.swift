@@ -138,19 +138,18 @@ final class SchedulerSession {
             try brokerCall { try connection.ack(delivery.deliveryTag, channel: Self.channel) }
             return
         }
-        let merged = state.merged(with: message)
-        let news = merged != state
+        let previous = state
+        state = state.merged(with: message)
+        let news = state != previous
         if isLeading {
             // Ticks another leader dealt with, or that an operator's state marks as dealt with, are not due here.
             let now = Date()
             for schedule in configuration.schedules {
-                if let through = merged.through[schedule.name], through != state.through[schedule.name] {
+                if let through = state.through[schedule.name], through != previous.through[schedule.name] {
                     due[schedule.name] = catchUp(schedule, through: through, now: now)
                 }
             }
-            state = merged
         } else {
-            state = merged
             lead()
         }
         if !news, let lastPublished, message == lastPublished {
