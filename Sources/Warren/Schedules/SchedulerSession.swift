@@ -34,9 +34,10 @@ final class SchedulerSession {
     var retries: [String: Retry] = [:]
     /// State messages received while waiting for a confirm, handled next.
     var arrivals: [Delivery] = []
+    /// Publishes on the state connection, and how many of them the broker confirmed.
     var publishCount: UInt64 = 0
-    let metrics: SchedulerMetrics
     var confirmedCount: UInt64 = 0
+    let metrics: SchedulerMetrics
 
     init(scheduler: Scheduler) throws {
         self.scheduler = scheduler
@@ -92,20 +93,16 @@ final class SchedulerSession {
             producer.close()
             metrics.leading(false)
         }
-        while true {
-            if stopRequested() {
-                logger.info("scheduler stopping", metadata: ["leading": "\(isLeading)"])
-                return
-            }
+        while !stopRequested() {
             do {
                 try turn()
             } catch is SchedulerStopped {
-                logger.info("scheduler stopping", metadata: ["leading": "\(isLeading)"])
-                return
+                break
             } catch {
-                guard reconnect(after: error) else { return }
+                guard reconnect(after: error) else { break }
             }
         }
+        logger.info("scheduler stopping", metadata: ["leading": "\(isLeading)"])
     }
 
     /// Reads what came, enqueues what is due, then sleeps until the next tick, a message or a stop.
@@ -121,6 +118,7 @@ final class SchedulerSession {
         let now = Date()
         let wake = nextWake
         let untilTick = wake.timeIntervalSince(now)
+        // At least once a second: the producer's connection sends its heartbeats only when it is read.
         let wait = Duration.milliseconds(Int(max(0, min(untilTick, 1)) * 1000))
         scheduler.mailbox.sleep { connection.waitForActivity(wakeUp: scheduler.mailbox.wakeUp, timeout: wait) }
     }
