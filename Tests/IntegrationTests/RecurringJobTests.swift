@@ -208,6 +208,26 @@ extension Integration {
             }
         }
 
+        @Test("a scheduler whose first declaration the broker refuses keeps trying, and leads once it can")
+        func refusedAtStart() async throws {
+            try await Self.withFreshSchedule { queue, name in
+                // warren.schedules exclusive to another connection: the broker refuses it to everyone else (405).
+                let holder = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
+                defer { holder.close() }
+                try holder.openChannel(1)
+                try holder.declareQueue(Topology.scheduleQueue, durable: false, exclusive: true, channel: 1)
+                let scheduler = try Self.startScheduler(try Self.scheduleFile(name: name, queue: queue), name: "scheduler")
+                defer { scheduler.terminate() }
+                try scheduler.waitForStderr(containing: "scheduler cannot reconnect")
+                #expect(scheduler.process.isRunning)
+                holder.close()
+                try scheduler.waitForStderr(containing: "leading the schedules", timeout: .seconds(40))
+                try Self.waitForJobs(in: queue, count: 1)
+                scheduler.signal(SIGTERM)
+                #expect(scheduler.waitForExit() == 0)
+            }
+        }
+
         @Test("a leader held up (SIGSTOP) enqueues every tick it fell behind on, late, when it goes on")
         func fallingBehind() async throws {
             try await Self.withFreshSchedule { queue, name in

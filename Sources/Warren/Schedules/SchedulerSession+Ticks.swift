@@ -61,6 +61,8 @@ extension SchedulerSession {
             }
         }
         for (queue, ticks) in byQueue.sorted(by: { $0.value.map(\.tick).min()! < $1.value.map(\.tick).min()! }) {
+            // A batch may wait long for its confirm (a broker alarm): a stop asked for meanwhile ends the turn.
+            if stopRequested() { throw SchedulerStopped() }
             try enqueue(ticks.sorted { $0.tick < $1.tick }, to: queue)
             try publishIfChanged()
         }

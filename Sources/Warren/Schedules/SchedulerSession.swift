@@ -34,6 +34,8 @@ final class SchedulerSession {
     var retries: [String: Retry] = [:]
     /// State messages received while waiting for a confirm, handled next.
     var arrivals: [Delivery] = []
+    /// Why ``start()`` failed on the first connection, to reconnect first thing in ``run()``.
+    private var startFailure: (any Error)?
     /// Publishes on the state connection, and how many of them the broker confirmed.
     var publishCount: UInt64 = 0
     var confirmedCount: UInt64 = 0
@@ -44,7 +46,13 @@ final class SchedulerSession {
         logger = scheduler.configuration.logger
         metrics = SchedulerMetrics(schedules: scheduler.configuration.schedules.map(\.name))
         (connection, producer) = try Self.connect(scheduler)
-        try start()
+        do {
+            try start()
+        } catch {
+            // Connected, but the broker refused a declaration (the node of warren.schedules is down): as later, try
+            // again with backoff.
+            startFailure = error
+        }
     }
 
     /// Opens the state connection (the first broker address that accepts) and the producer's.
@@ -92,6 +100,10 @@ final class SchedulerSession {
             connection.close()
             producer.close()
             metrics.leading(false)
+        }
+        if let startFailure, !reconnect(after: startFailure) {
+            logger.info("scheduler stopping", metadata: ["leading": "false"])
+            return
         }
         while !stopRequested() {
             do {
