@@ -41,8 +41,8 @@ extension SchedulerSession {
     }
 
     /// Enqueues the job of every tick that is due, one batch (one confirm) per job queue, and records them in the
-    /// state once the broker confirmed them. A schedule that falls behind while this scheduler leads enqueues every
-    /// tick, late; one whose queue refused its jobs waits, with backoff, and then catches up (``catchUp``).
+    /// state once the broker confirmed them. A schedule whose queue refused its jobs waits, with backoff, and then
+    /// catches up (``catchUp``).
     func enqueueDue() throws {
         let now = Date()
         var byQueue: [String: [(schedule: Schedule, tick: Date)]] = [:]
@@ -115,10 +115,11 @@ extension SchedulerSession {
         }
     }
 
-    /// Records `tick` in the state; the schedule's next tick is the one after it, even if it passed already.
+    /// Records `tick` in the state; the schedule's next tick is the one after it, or the latest that passed
+    /// meanwhile (the leader was held up: a paused machine, a long confirm), as when no scheduler ran.
     private func dealtWith(_ schedule: Schedule, tick: Date) {
         state.through[schedule.name] = tick
-        due[schedule.name] = schedule.recurrence.tick(after: tick)
+        due[schedule.name] = catchUp(schedule, through: tick, now: Date())
     }
 
     private func metadata(_ schedule: Schedule, _ tick: Date) -> Logger.Metadata {
