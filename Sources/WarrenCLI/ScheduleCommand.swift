@@ -17,7 +17,10 @@ struct ScheduleCommand: ParsableCommand {
 
     @OptionGroup var broker: BrokerOptions
 
-    @Argument(help: ArgumentHelp("The schedules, as JSON: {\"schedules\": [{\"name\", \"type\", \"cron\" or \"every\", …}]}.", valueName: "file"))
+    @Argument(
+        help: ArgumentHelp(
+            "The schedules, as JSON: {\"schedules\": [{\"name\", \"type\", \"cron\" or \"every\", …}]}.",
+            valueName: "file"))
     var file: String
 
     @Flag(help: "Check the file and print each schedule's next ticks, in UTC and in its time zone; connect to nothing.")
@@ -31,7 +34,8 @@ struct ScheduleCommand: ParsableCommand {
 
     @Flag(
         name: .customLong("quorum-queues"),
-        help: "Create missing job queues, and warren.schedules, as quorum queues, replicated on the nodes of a cluster.")
+        help: "Create missing job queues, and warren.schedules, as quorum queues, replicated on the nodes of a cluster."
+    )
     var quorumQueues = false
 
     @OptionGroup var metrics: MetricsOptions
@@ -98,7 +102,8 @@ struct ScheduleCommand: ParsableCommand {
                 text += "  \(next.formatted(.iso8601))"
                 if case .cron(_, let zone) = schedule.recurrence, !["UTC", "GMT"].contains(zone.identifier) {
                     var style = Date.ISO8601FormatStyle(timeZone: zone)
-                    style = style.year().month().day().time(includingFractionalSeconds: false).timeZone(separator: .colon)
+                    style = style.year().month().day().time(includingFractionalSeconds: false).timeZone(
+                        separator: .colon)
                     text += "  (\(next.formatted(style)) \(zone.identifier))"
                 }
                 text += "\n"

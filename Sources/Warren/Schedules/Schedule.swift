@@ -63,11 +63,18 @@ public struct Schedule: Sendable, Equatable {
     /// Why this schedule cannot run, or `nil` when it can.
     public var problem: String? {
         guard !name.isEmpty, name.utf8.count <= Self.maxNameLength,
-            name.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || $0.properties.numericType != nil || "-_.".unicodeScalars.contains($0)) })
+            name.unicodeScalars.allSatisfy({
+                $0.isASCII
+                    && ($0.properties.isAlphabetic || $0.properties.numericType != nil
+                        || "-_.".unicodeScalars.contains($0))
+            })
         else {
-            return "schedule name '\(name.prefix(80))' must be 1 to \(Self.maxNameLength) letters, digits, '-', '_' or '.'"
+            return
+                "schedule name '\(name.prefix(80))' must be 1 to \(Self.maxNameLength) letters, digits, '-', '_' or '.'"
         }
-        if case .every(let interval) = recurrence, interval < Recurrence.shortestInterval || interval.components.attoseconds != 0 {
+        if case .every(let interval) = recurrence,
+            interval < Recurrence.shortestInterval || interval.components.attoseconds != 0
+        {
             return "schedule '\(name)': its interval must be a whole number of seconds, at least 1 (got \(interval))"
         }
         if type.isEmpty { return "schedule '\(name)' names no operation type" }

@@ -43,7 +43,8 @@ public enum ScheduleFile {
             throw WarrenError(.invalidSchedule, "not JSON")
         }
         guard case .object(let top) = document, case .array(let entries)? = top["schedules"], top.count == 1 else {
-            throw WarrenError(.invalidSchedule, "expected {\"schedules\": [{\"name\", \"type\", \"cron\" or \"every\", …}]}")
+            throw WarrenError(
+                .invalidSchedule, "expected {\"schedules\": [{\"name\", \"type\", \"cron\" or \"every\", …}]}")
         }
         guard !entries.isEmpty else { throw WarrenError(.invalidSchedule, "it lists no schedules") }
         var names: Set<String> = []
@@ -52,7 +53,8 @@ public enum ScheduleFile {
             do {
                 schedule = try Entry(entry).schedule()
             } catch let error as WarrenError {
-                let name = entry["name"].flatMap { if case .string(let name) = $0 { " ('\(name)')" } else { nil } } ?? ""
+                let name =
+                    entry["name"].flatMap { if case .string(let name) = $0 { " ('\(name)')" } else { nil } } ?? ""
                 throw WarrenError(.invalidSchedule, "schedules[\(index)]\(name): \(error.message)")
             }
             guard names.insert(schedule.name).inserted else {
@@ -71,7 +73,8 @@ public enum ScheduleFile {
             if let unknown = members.keys.sorted().first(where: { !ScheduleFile.members.contains($0) }) {
                 throw WarrenError(
                     .invalidSchedule,
-                    "unknown member '\(unknown)' (a schedule has \(ScheduleFile.members.sorted().joined(separator: ", ")))")
+                    "unknown member '\(unknown)' (a schedule has \(ScheduleFile.members.sorted().joined(separator: ", ")))"
+                )
             }
             self.members = members
         }
@@ -85,7 +88,8 @@ public enum ScheduleFile {
                 guard let level = JobPriority(rawValue: priority) else {
                     throw WarrenError(
                         .invalidSchedule,
-                        "priority '\(priority)' is none of \(JobPriority.allCases.map(\.rawValue).joined(separator: ", "))")
+                        "priority '\(priority)' is none of \(JobPriority.allCases.map(\.rawValue).joined(separator: ", "))"
+                    )
                 }
                 schedule.priority = level
             }
@@ -93,7 +97,8 @@ public enum ScheduleFile {
             schedule.supersede = try bool("supersede") ?? false
             schedule.queue = try string("queue") ?? Topology.defaultQueue
             if let attempts = members["maxAttempts"] {
-                guard case .number(let count) = attempts, count == count.rounded(), count >= 1, count <= 1_000_000 else {
+                guard case .number(let count) = attempts, count == count.rounded(), count >= 1, count <= 1_000_000
+                else {
                     throw WarrenError(.invalidSchedule, "maxAttempts must be a whole number, at least 1")
                 }
                 schedule.maxAttempts = Int(count)
@@ -131,13 +136,17 @@ public enum ScheduleFile {
 
         private func string(_ member: String) throws -> String? {
             guard let value = members[member] else { return nil }
-            guard case .string(let text) = value else { throw WarrenError(.invalidSchedule, "\(member) must be a string") }
+            guard case .string(let text) = value else {
+                throw WarrenError(.invalidSchedule, "\(member) must be a string")
+            }
             return text
         }
 
         private func bool(_ member: String) throws -> Bool? {
             guard let value = members[member] else { return nil }
-            guard case .bool(let flag) = value else { throw WarrenError(.invalidSchedule, "\(member) must be true or false") }
+            guard case .bool(let flag) = value else {
+                throw WarrenError(.invalidSchedule, "\(member) must be true or false")
+            }
             return flag
         }
 
@@ -158,7 +167,8 @@ public enum ScheduleFile {
             }
             guard let seconds, seconds >= 0, seconds <= 10 * 365 * 86_400 else {
                 throw WarrenError(
-                    .invalidSchedule, "\(member) must be seconds, or a number with a unit (30s, 10m, 2h, 1d), up to ten years")
+                    .invalidSchedule,
+                    "\(member) must be seconds, or a number with a unit (30s, 10m, 2h, 1d), up to ten years")
             }
             return .milliseconds(Int64((seconds * 1000).rounded()))
         }

@@ -18,8 +18,10 @@ struct SchedulerMetrics {
     /// Starts every schedule's counters at 0, so that they are there before their first tick.
     init(schedules: [String]) {
         for name in schedules {
-            enqueuedCounters[name] = Counter(label: "warren_recurring_jobs_enqueued_total", dimensions: [("schedule", name)])
-            skippedCounters[name] = Counter(label: "warren_recurring_ticks_skipped_total", dimensions: [("schedule", name)])
+            enqueuedCounters[name] = Counter(
+                label: "warren_recurring_jobs_enqueued_total", dimensions: [("schedule", name)])
+            skippedCounters[name] = Counter(
+                label: "warren_recurring_ticks_skipped_total", dimensions: [("schedule", name)])
             enqueuedCounters[name]?.increment(by: 0)
             skippedCounters[name]?.increment(by: 0)
         }

@@ -9,7 +9,8 @@ extension SchedulerSession {
         let properties = MessageProperties(
             contentType: WireCoding.contentType, persistent: true, type: ScheduleState.messageType, appID: "warren")
         try publishConfirmed(
-            try state.encoded(), exchange: "", routingKey: Topology.scheduleQueue, properties: properties, mandatory: true)
+            try state.encoded(), exchange: "", routingKey: Topology.scheduleQueue, properties: properties,
+            mandatory: true)
     }
 
     /// Republishes a message of `warren.schedules` that is no state to the dead-letter exchange, with `problem` in
@@ -22,7 +23,8 @@ extension SchedulerSession {
         headers[Topology.deadQueueHeader] = .string(Topology.scheduleQueue)
         properties.headers = headers
         properties.persistent = true
-        try publishConfirmed(delivery.body, exchange: Topology.deadExchange, routingKey: delivery.routingKey, properties: properties)
+        try publishConfirmed(
+            delivery.body, exchange: Topology.deadExchange, routingKey: delivery.routingKey, properties: properties)
     }
 
     private func publishConfirmed(

@@ -51,10 +51,9 @@ extension SchedulerSession {
             if let retry = retries[schedule.queue] {
                 guard retry.at <= now else { continue }
                 // The queue refused jobs for a while: from the latest tick missed meanwhile.
-                guard let latest = catchUp(schedule, through: state.through[schedule.name] ?? tick, now: now) else {
-                    continue
-                }
+                let latest = catchUp(schedule, through: state.through[schedule.name] ?? tick, now: now)
                 due[schedule.name] = latest
+                guard let latest, latest <= now else { continue }
                 byQueue[schedule.queue, default: []].append((schedule, latest))
             } else {
                 byQueue[schedule.queue, default: []].append((schedule, tick))
@@ -101,7 +100,10 @@ extension SchedulerSession {
             retries[queue] = Retry(at: Date().addingTimeInterval(wait.seconds), wait: wait)
             logger.warning(
                 "cannot enqueue the jobs of job queue '\(queue)'; trying again later",
-                metadata: ["schedules": "\(jobs.map(\.schedule.name).joined(separator: ", "))", "error": "\(error)", "wait": "\(wait)"])
+                metadata: [
+                    "schedules": "\(jobs.map(\.schedule.name).joined(separator: ", "))", "error": "\(error)",
+                    "wait": "\(wait)",
+                ])
             try replaceProducer()
             return
         }

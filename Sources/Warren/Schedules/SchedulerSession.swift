@@ -183,13 +183,11 @@ final class SchedulerSession {
         metrics.leading(true)
         let now = Date()
         for schedule in configuration.schedules {
-            let through = state.through[schedule.name] ?? {
+            if state.through[schedule.name] == nil {
                 // A schedule never seen: its ticks start now.
-                let start = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
-                state.through[schedule.name] = start
-                return start
-            }()
-            due[schedule.name] = catchUp(schedule, through: through, now: now)
+                state.through[schedule.name] = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
+            }
+            due[schedule.name] = catchUp(schedule, through: state.through[schedule.name]!, now: now)
         }
         let foreign = Set(state.through.keys).subtracting(configuration.schedules.map(\.name))
         logger.info(
