@@ -62,12 +62,9 @@ public struct Schedule: Sendable, Equatable {
 
     /// Why this schedule cannot run, or `nil` when it can.
     public var problem: String? {
-        guard !name.isEmpty, name.utf8.count <= Self.maxNameLength,
-            name.unicodeScalars.allSatisfy({
-                $0.isASCII
-                    && ($0.properties.isAlphabetic || $0.properties.numericType != nil
-                        || "-_.".unicodeScalars.contains($0))
-            })
+        // A job id's characters, but for the ':' that separates the tick in its jobs' ids.
+        guard name.utf8.count <= Self.maxNameLength, OperationDescriptor.problem(withID: name) == nil,
+            !name.contains(":")
         else {
             return
                 "schedule name '\(name.prefix(80))' must be 1 to \(Self.maxNameLength) letters, digits, '-', '_' or '.'"
@@ -99,20 +96,10 @@ public struct Schedule: Sendable, Equatable {
 
     /// `NAME:YYYYMMDDTHHMMSSZ`.
     static func jobID(name: String, tick: Date) -> String {
-        let utc = Calendar.utc.dateComponents([.year, .month, .day, .hour, .minute, .second], from: tick)
-        let digits = { (value: Int?, width: Int) in
-            String(repeating: "0", count: max(0, width - String(value ?? 0).count)) + String(value ?? 0)
-        }
-        return "\(name):\(digits(utc.year, 4))\(digits(utc.month, 2))\(digits(utc.day, 2))T"
-            + "\(digits(utc.hour, 2))\(digits(utc.minute, 2))\(digits(utc.second, 2))Z"
+        "\(name):\(tick.formatted(tickStamp))"
     }
-}
 
-extension Calendar {
-    /// The Gregorian calendar in UTC.
-    static let utc: Calendar = {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        return calendar
-    }()
+    /// The tick in a job id: ISO 8601 in UTC without separators or fractions.
+    private static let tickStamp = Date.ISO8601FormatStyle().year().month().day().dateSeparator(.omitted)
+        .time(includingFractionalSeconds: false).timeSeparator(.omitted).timeZone(separator: .omitted)
 }

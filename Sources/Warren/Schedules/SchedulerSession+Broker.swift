@@ -125,6 +125,7 @@ extension SchedulerSession {
                 return true
             } catch {
                 connection.close()
+                producer.close()
                 logger.warning("scheduler cannot reconnect", metadata: ["error": "\(error)"])
             }
             delay = min(delay * 2, configuration.maxReconnectDelay)
