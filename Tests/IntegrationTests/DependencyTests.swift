@@ -78,20 +78,80 @@ extension Integration {
             #expect(results.map(\.status) == [.cancelled, .succeeded])
         }
 
-        @Test("a dependency that ended before its dependent was enqueued, on another worker, is known")
+        @Test("a dependency that ended before its dependent was enqueued, on another worker, is known, with its output")
         func endedEarlier() throws {
             let queue = TestEnvironment.uniqueName("deps-earlier")
             defer { BrokerProbe.delete(queue) }
             let producer = try Producer.forTests()
             let first = try CLI.startWorker(queue: queue)
-            let done = try producer.enqueue(JobRequest(type: "echo", input: "done", queue: queue), watch: true)
+            let done = try producer.enqueue(JobRequest(type: "sum", input: ["numbers": [2, 3]], queue: queue), watch: true)
             #expect(try producer.waitForResult(of: done.id, timeout: .seconds(30)).status == .succeeded)
             first.signal(SIGTERM)
             first.waitForExit()
             let second = try CLI.startWorker(queue: queue)
             defer { second.terminate() }
-            let later = try producer.enqueue(JobRequest(type: "echo", input: "later", queue: queue, dependencies: [done.id]), watch: true)
-            #expect(try producer.waitForResult(of: later.id, timeout: .seconds(30)).status == .succeeded)
+            let later = try producer.enqueue(
+                JobRequest(type: "sum", input: ["addDependencySums": true], queue: queue, dependencies: [done.id]),
+                watch: true)
+            let result = try producer.waitForResult(of: later.id, timeout: .seconds(30))
+            #expect(result.status == .succeeded)
+            #expect(result.output?["sum"] == .number(5), "the result read back from the stream")
+        }
+
+        @Test("a job receives its dependencies' results: partial sums on two workers, then their total")
+        func resultsFlowAlongDependencies() throws {
+            let first = TestEnvironment.uniqueName("deps-map")
+            let second = TestEnvironment.uniqueName("deps-reduce")
+            defer { BrokerProbe.delete(first); BrokerProbe.delete(second) }
+            let tap = try MessageTap.results()
+            let one = try CLI.startWorker(queue: first, id: "map-1")
+            defer { one.terminate() }
+            let two = try CLI.startWorker(queue: second, id: "reduce-1")
+            defer { two.terminate() }
+            let producer = try Producer.forTests()
+            let slow = JobRequest(type: "sum", input: ["numbers": [1, 2, 3], "delayMs": 100], queue: first)
+            let local = JobRequest(type: "sum", input: ["numbers": [4, 5, 6]], queue: second)
+            let total = JobRequest(
+                type: "sum", input: ["numbers": [100], "addDependencySums": true], queue: second,
+                dependencies: [slow.id, local.id])
+            let failing = JobRequest(type: "fail", queue: first)
+            let broken = JobRequest(
+                type: "sum", input: ["addDependencySums": true], queue: second, dependencies: [local.id, failing.id])
+            try producer.enqueue([total, broken, slow, local, failing])
+            let results = try tap.waitForResults([total.id, broken.id])
+            #expect(results[0].status == .succeeded)
+            #expect(results[0].output?["sum"] == .number(121))
+            #expect(results[1].status == .failed)
+            #expect(results[1].error?.code == "dependencyOutput")
+            #expect(results[1].error?.message == "dependency \(failing.id) ended failed")
+        }
+
+        @Test("a dependency that ended while the worker read the stream has its result read again at its offset")
+        func resultReadAtItsOffset() throws {
+            let queue = TestEnvironment.uniqueName("deps-offset")
+            defer { BrokerProbe.delete(queue) }
+            let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "2"])
+            defer { worker.terminate() }
+            let producer = try Producer.forTests()
+            // A job parked for the whole test makes the worker read the results stream.
+            let long = JobRequest(type: "sleep", input: ["seconds": 120], queue: queue)
+            let parked = JobRequest(type: "echo", queue: queue, dependencies: [long.id])
+            try producer.enqueue([long, parked])
+            try worker.waitForStart(of: long.id)
+            let done = try producer.enqueue(JobRequest(type: "sum", input: ["numbers": [7, 8]], queue: queue), watch: true)
+            #expect(try producer.waitForResult(of: done.id, timeout: .seconds(30)).status == .succeeded)
+            // Its copy in the stream is read within moments; from then on the worker knows its offset.
+            Thread.sleep(forTimeInterval: 1)
+            let dependents = (1...3).map { number in
+                JobRequest(
+                    type: "sum", input: ["numbers": [.integer(Int64(number))], "addDependencySums": true], queue: queue,
+                    dependencies: [done.id])
+            }
+            for dependent in dependents { try producer.enqueue(dependent, watch: true) }
+            let sums = try dependents.map { try producer.waitForResult(of: $0.id, timeout: .seconds(30)).output?["sum"] }
+            #expect(sums == [.number(16), .number(17), .number(18)])
+            #expect(worker.stderr.contains("reading a dependency's result from the results stream"))
+            try producer.cancel(jobIDs: [long.id, parked.id])
         }
 
         @Test("cycles, self-dependencies and unknown ids are refused before anything is published")

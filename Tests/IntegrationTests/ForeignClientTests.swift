@@ -28,7 +28,7 @@ extension Integration {
             }
         }
 
-        @Test("pika publishes a job a Warren worker runs, receives its progress and result in its reply queue, and finds it in a stored result batch")
+        @Test("pika publishes a job a Warren worker runs, receives its progress and result in its reply queue, finds it in a stored result batch, and has a dependent job add its sum")
         func pikaClient() throws {
             let queue = TestEnvironment.uniqueName("pika")
             defer { BrokerProbe.delete(queue) }
@@ -42,7 +42,7 @@ extension Integration {
             let lines = try client.stdout.split(separator: "\n").map {
                 try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
             }
-            try #require(lines.count == 2, "\(client.stdout)\n\(client.stderr)")
+            try #require(lines.count == 3, "\(client.stdout)\n\(client.stderr)")
             let result = try #require(lines[0]["result"] as? [String: Any])
             let id = try #require(result["jobId"] as? String)
             #expect(result["status"] as? String == "succeeded")
@@ -55,6 +55,9 @@ extension Integration {
             #expect(stored["jobId"] as? String == id && stored["status"] as? String == "succeeded")
             #expect(lines[1]["type"] as? String == ResultBatch.messageType)
             #expect(lines[1]["offset"] is Int)
+            let dependent = try #require(lines[2]["dependent"] as? [String: Any])
+            #expect(dependent["status"] as? String == "succeeded")
+            #expect((dependent["output"] as? [String: Any])?["sum"] as? Int == 16)
         }
 
         @Test("amqp-publish sends a job a Warren worker runs; amqp-consume reads its result")

@@ -60,15 +60,29 @@ import Testing
 @Suite struct FinishedJobsTests {
     @Test func remembersStatusesAndForgetsTheOldestPastCapacity() {
         var finished = FinishedJobs(capacity: 2)
-        finished.record("a", .succeeded)
-        finished.record("b", .failed)
-        finished.record("a", .cancelled)
-        #expect(finished["a"] == .succeeded, "the first record of a job wins")
-        finished.record("c", .succeeded)
+        finished.record("a", .succeeded, offset: nil)
+        finished.record("b", .failed, offset: 4)
+        finished.record("a", .cancelled, offset: nil)
+        #expect(finished["a"]?.status == .succeeded, "the first record of a job wins")
+        finished.record("c", .succeeded, offset: nil)
         #expect(finished["a"] == nil)
-        #expect(finished["b"] == .failed)
-        #expect(finished["c"] == .succeeded)
-        for index in 0..<10 { finished.record("x\(index)", .succeeded) }
-        #expect(finished["x9"] == .succeeded && finished["x8"] == .succeeded && finished["x7"] == nil)
+        #expect(finished["b"]?.status == .failed)
+        #expect(finished["c"]?.status == .succeeded)
+        for index in 0..<10 { finished.record("x\(index)", .succeeded, offset: nil) }
+        #expect(finished["x9"] != nil && finished["x8"] != nil && finished["x7"] == nil)
+    }
+
+    @Test func aLaterSightingAddsOnlyTheOffsetTheFirstLacked() {
+        var finished = FinishedJobs(capacity: 2)
+        finished.record("own", .succeeded, offset: nil)
+        #expect(finished["own"]?.offset == nil)
+        finished.record("own", .failed, offset: 12)
+        #expect(finished["own"]?.status == .succeeded && finished["own"]?.offset == 12)
+        finished.record("own", .succeeded, offset: 30)
+        #expect(finished["own"]?.offset == 12, "the first result of a job is the one that counts")
+        finished.record("next", .succeeded, offset: 31)
+        finished.record("own", .succeeded, offset: 32)
+        finished.record("last", .succeeded, offset: nil)
+        #expect(finished["own"] == nil, "an update does not make a job the newest")
     }
 }

@@ -2,13 +2,28 @@ import Foundation
 
 /// Input of the built-in `sum` operation: ListAdder's `AdderOperation`.
 public struct SumInput: Codable, Sendable {
+    /// The numbers to add; may be left out with ``addDependencySums``.
     public var numbers: [Int]
     /// Milliseconds to sleep before adding each number, so cancellation can be watched. Default: 0.
     public var delayMs: Int?
+    /// Also add the `sum` of each of the job's dependencies (the reduce step after partial sums). Each must have
+    /// succeeded with a `sum` output, else the job fails (`dependencyOutput`). Default: `false`.
+    public var addDependencySums: Bool?
 
-    public init(numbers: [Int], delayMs: Int? = nil) {
+    public init(numbers: [Int], delayMs: Int? = nil, addDependencySums: Bool? = nil) {
         self.numbers = numbers
         self.delayMs = delayMs
+        self.addDependencySums = addDependencySums
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        delayMs = try container.decodeIfPresent(Int.self, forKey: .delayMs)
+        addDependencySums = try container.decodeIfPresent(Bool.self, forKey: .addDependencySums)
+        numbers =
+            addDependencySums == true
+            ? try container.decodeIfPresent([Int].self, forKey: .numbers) ?? []
+            : try container.decode([Int].self, forKey: .numbers)
     }
 }
 
@@ -47,8 +62,8 @@ public struct FailInput: Codable, Sendable {
 
 extension OperationRegistry {
     /// A registry holding the built-in operation types, for demos and tests:
-    /// - `sum` (blocking): adds `numbers`, sleeping `delayMs` before each, checking for cancellation between them and
-    ///   reporting progress.
+    /// - `sum` (blocking): adds `numbers` (with `addDependencySums`, also its dependencies' sums), sleeping `delayMs`
+    ///   before each, checking for cancellation between them and reporting progress.
     /// - `sleep` (asynchronous): waits `seconds` without holding a thread; cancellable.
     /// - `echo` (blocking): returns its input.
     /// - `fail` (blocking): fails with `code` (default `requestedFailure`), `message` and `retryable`; with
@@ -76,19 +91,39 @@ extension OperationRegistry {
     }
 
     @Sendable private static func sum(_ input: SumInput, job: JobContext) throws -> SumOutput {
+        let terms =
+            input.numbers.enumerated().map { ($0.element, "input.numbers[\($0.offset)]") }
+            + (input.addDependencySums == true ? try dependencySums(of: job) : [])
         var total = 0
-        for (index, number) in input.numbers.enumerated() {
-            job.reportProgress(Double(index) / Double(input.numbers.count), message: "adding \(number)")
+        for (index, (number, origin)) in terms.enumerated() {
+            job.reportProgress(Double(index) / Double(terms.count), message: "adding \(number)")
             try sleep(milliseconds: input.delayMs ?? 0, job: job)
             try job.checkCancellation()
             let (sum, overflows) = total.addingReportingOverflow(number)
             guard !overflows else {
-                throw JobError(
-                    code: "invalidInput", message: "input.numbers[\(index)]: the sum leaves the 64-bit integer range")
+                throw JobError(code: "invalidInput", message: "\(origin): the sum leaves the 64-bit integer range")
             }
             total = sum
         }
         return SumOutput(sum: total, formattedSum: total.formatted())
+    }
+
+    /// The `sum` of each dependency's output, in the order of the job's dependencies, each with where it came from.
+    private static func dependencySums(of job: JobContext) throws -> [(Int, String)] {
+        try job.dependencies.map { id in
+            guard let result = job.dependencyResult(of: id) else {
+                throw JobError(code: "dependencyOutput", message: "the result of dependency \(id) could not be read")
+            }
+            guard result.status == .succeeded else {
+                throw JobError(code: "dependencyOutput", message: "dependency \(id) ended \(result.status.rawValue)")
+            }
+            struct Sum: Decodable { let sum: Int }
+            guard let sum = try? result.output?.decode(as: Sum.self).sum else {
+                throw JobError(
+                    code: "dependencyOutput", message: "dependency \(id) succeeded without an integer 'sum' in its output")
+            }
+            return (sum, "the sum of dependency \(id)")
+        }
     }
 
     /// Sleeps `milliseconds` on the operation's thread, checking for cancellation at least every 10 ms.

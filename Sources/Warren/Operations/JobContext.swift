@@ -4,8 +4,8 @@ import Synchronization
 
 /// What an operation's code knows about the job it runs, and how it learns that it was cancelled.
 ///
-/// Thread safety: immutable fields; the cancellation state and the job's logger (built on first use) are behind
-/// `Mutex`es. Safe from any thread.
+/// Thread safety: immutable fields; the cancellation state, the dependencies' results and the job's logger (built on
+/// first use) are behind `Mutex`es. Safe from any thread.
 public final class JobContext: Sendable {
     /// The job's id.
     public let jobID: String
@@ -17,6 +17,8 @@ public final class JobContext: Sendable {
     /// 1 for the first delivery of this job.
     public let attempt: Int
     public let deadline: Date?
+    /// The ids of the jobs this one waited for (the descriptor's `dependencies`), in the order it lists them.
+    public let dependencies: [String]
     /// The worker's logger, which the job's own ``logger`` extends.
     private let workerLogger: Logger
     /// ``logger``, once it was first asked for: most jobs never log, so they never pay for its metadata.
@@ -25,6 +27,8 @@ public final class JobContext: Sendable {
     private let progressSink: @Sendable (Double, String?) -> Void
     /// When the last progress report went out, to send at most ten a second.
     private let lastProgress = Mutex<ContinuousClock.Instant?>(nil)
+    /// The results of ``dependencies``, by job id, as the worker gathered them before it queued the job.
+    private let gatheredResults = Mutex<[String: JobResult]>([:])
 
     init(
         descriptor: OperationDescriptor, attempt: Int, logger: Logger,
@@ -38,6 +42,7 @@ public final class JobContext: Sendable {
         priority = descriptor.priority
         self.attempt = attempt
         deadline = descriptor.deadline
+        dependencies = descriptor.dependencies ?? []
         workerLogger = logger
     }
 
@@ -59,6 +64,29 @@ public final class JobContext: Sendable {
     func debug(_ message: @autoclosure () -> Logger.Message, metadata: @autoclosure () -> Logger.Metadata? = nil) {
         guard workerLogger.logLevel <= .debug else { return }
         logger.debug(message(), metadata: metadata())
+    }
+
+    /// What each of ``dependencies`` ended with, in their order: its status, and its output, error or cancellation,
+    /// as it was published and stored. Data flows along dependencies as in Celery's chains and chords: an operation
+    /// that sums its dependencies' sums, or resizes the image its download dependency fetched.
+    ///
+    /// Complete when the operation starts, but for a dependency whose result the `warren.results` stream no longer
+    /// held when the worker read it (the stream keeps results 7 days, at most 2 GB): that one is missing, and the
+    /// worker logs a warning.
+    public var dependencyResults: [JobResult] {
+        let gathered = gatheredResults.withLock { $0 }
+        return dependencies.compactMap { gathered[$0] }
+    }
+
+    /// What dependency `jobID` ended with (see ``dependencyResults``); `nil` for a job that is no dependency of
+    /// this one, or whose result the worker could not read.
+    public func dependencyResult(of jobID: String) -> JobResult? {
+        gatheredResults.withLock { $0[jobID] }
+    }
+
+    /// Hands the job its dependencies' results, before it is queued.
+    func receiveDependencyResults(_ results: [String: JobResult]) {
+        gatheredResults.withLock { $0 = results }
     }
 
     /// Reports how far the job has come: `fraction` from 0 to 1, and a short message. `warren enqueue --wait` draws

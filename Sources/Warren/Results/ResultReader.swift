@@ -110,7 +110,7 @@ public final class ResultReader {
                     }
                     // Stream consumers acknowledge to get more deliveries; the ack removes nothing.
                     try connection.ack(delivery.deliveryTag, multiple: true, channel: Self.channel)
-                    let offset = Self.offset(of: delivery)
+                    let offset = delivery.streamOffset
                     pending = ResultBatch.results(in: delivery.body, type: delivery.properties.type)
                         .map { .result($0, offset: offset) }[...]
                     if let event = pending.popFirst() { return event }
@@ -124,12 +124,15 @@ public final class ResultReader {
         }
     }
 
-    private static func offset(of delivery: Delivery) -> UInt64? {
-        delivery.properties.headers?["x-stream-offset"]?.intValue.flatMap { UInt64(exactly: $0) }
-    }
-
     /// Closes the connection.
     public func close() {
         connection.close()
+    }
+}
+
+extension Delivery {
+    /// The offset of a message delivered from a stream (its `x-stream-offset` header).
+    var streamOffset: UInt64? {
+        properties.headers?["x-stream-offset"]?.intValue.flatMap { UInt64(exactly: $0) }
     }
 }

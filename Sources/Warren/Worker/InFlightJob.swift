@@ -24,6 +24,8 @@ final class InFlightJob {
     /// Whether its operation was given to its local queue, where it runs unless it is cancelled first, or waits in
     /// ``WorkerSession/operationsToQueue`` to be.
     var isQueued = false
+    /// The results of its dependencies gathered so far, by job id, while it is parked.
+    var dependencyResults: [String: JobResult] = [:]
 
     init(
         descriptor: OperationDescriptor, delivery: Delivery, generation: Int, queue: String, localQueue: String,

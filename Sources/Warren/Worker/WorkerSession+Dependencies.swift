@@ -1,16 +1,18 @@
 import AMQP
 import Foundation
 
-/// Jobs that wait for other jobs.
+/// Jobs that wait for other jobs, and receive what they ended with.
 ///
-/// A job whose dependencies have not all ended is *parked*: held by the worker, not yet in a local queue. Each
-/// parked job raises the channel's prefetch by one (on quorum queues, it stops counting against its queue's
-/// consumer: ``renewConsumersIfDue()``), so waiting jobs never starve the worker of the jobs they wait for (the
-/// Celery fix for ETA tasks); past ``Worker/Configuration/maxParkedJobs`` a job is parked through the
-/// broker instead (a delay queue sends it back a few seconds later). Which jobs ended, wherever they ran, the
-/// worker learns from the `warren.results` stream, which it starts reading (a day back) when it first parks a job;
-/// from then on it also remembers the jobs it ends itself. A cancelled or failed dependency counts as ended, unless
-/// the job asks for success.
+/// A job with dependencies is *parked*: held by the worker, not yet in a local queue, until it holds the result of
+/// every one of them (``JobContext/dependencyResults``). Each parked job raises the channel's prefetch by one (on
+/// quorum queues, it stops counting against its queue's consumer: ``renewConsumersIfDue()``), so waiting jobs
+/// never starve the worker of the jobs they wait for (the Celery fix for ETA tasks); past
+/// ``Worker/Configuration/maxParkedJobs`` a job is parked through the broker instead (a delay queue sends it back a
+/// few seconds later). Which jobs ended, wherever they ran, and what they ended with, the worker learns from the
+/// `warren.results` stream, which it starts reading (a day back) when it first parks a job; from then on it also
+/// remembers the jobs it ends itself, and where the stream holds each result. A dependency that ended before its
+/// dependent arrived has its result read again from that offset (``ResultFetches``). A cancelled or failed
+/// dependency counts as ended, unless the job asks for success.
 extension WorkerSession {
     /// What to do with a job that has dependencies, before it is queued: `true` when it was parked or settled.
     func holdForDependencies(_ job: InFlightJob) throws -> Bool {
@@ -20,16 +22,13 @@ extension WorkerSession {
             try rejectCycle([job], detail: "job \(job.descriptor.id) depends on itself")
             return true
         }
-        let pending = Set(dependencies.filter { finishedJobs[$0] == nil })
-        guard !pending.isEmpty else { return try releaseIfDependenciesAllow(job) }
         guard parked.count < configuration.maxParkedJobs else {
             job.operation.job.debug("parking through the broker: too many parked jobs")
             try delay(job.delivery, from: job.queue, milliseconds: 5_000, attempt: job.attempt)
             return true
         }
         inFlight[job.descriptor.id] = job
-        parked[job.descriptor.id] = pending
-        job.operation.job.debug("parked until its dependencies end", metadata: ["waitingOn": "\(pending.sorted())"])
+        parked[job.descriptor.id] = Set(dependencies)
         if let cycle = parkedCycle(from: job.descriptor.id) {
             let members = Set(cycle).compactMap { inFlight[$0] }
             try rejectCycle(members, detail: "dependency cycle: \(cycle.joined(separator: " -> "))")
@@ -37,42 +36,99 @@ extension WorkerSession {
         }
         try readResultsStream()
         try updatePrefetch()
+        let ended = Set(dependencies).filter { finishedJobs[$0] != nil }
+        job.operation.job.debug(
+            "parked until its dependencies end and their results are read",
+            metadata: ["waitingOn": "\(Set(dependencies).subtracting(ended).sorted())", "ended": "\(ended.sorted())"])
+        // A dependency that ended here without its offset has its result on the way to the stream, and gathered
+        // from there.
+        for dependency in ended.sorted() {
+            guard let offset = finishedJobs[dependency]?.offset else { continue }
+            job.operation.job.debug(
+                "reading a dependency's result from the results stream",
+                metadata: ["dependency": "\(dependency)", "offset": "\(offset)"])
+            try fetchResult(of: dependency, at: offset)
+        }
         return true
     }
 
-    /// A job ended (here, or anywhere as the stream tells): release the jobs that waited only for it. Remembered
-    /// only once dependencies are in play (the stream is read): until then no job waits, and a job that arrives
-    /// later with dependencies learns of earlier ends from the stream.
-    func dependencyEnded(_ jobID: String, status: JobStatus) throws {
+    /// A job ended (here, or anywhere as the stream tells, which then tells where it holds the result): hand its
+    /// result to the jobs that wait for it. Remembered only once dependencies are in play (the stream is read):
+    /// until then no job waits, and a job that arrives later with dependencies learns of earlier ends from the
+    /// stream.
+    func dependencyEnded(_ result: JobResult, offset: UInt64?) throws {
         guard readsResultsStream else { return }
-        finishedJobs.record(jobID, status)
+        finishedJobs.record(result.jobID, result.status, offset: offset)
+        try resolved(result.jobID, result: result)
+    }
+
+    /// Hands the parked jobs waiting for `jobID` its `result` (none when it cannot be read), and queues those that
+    /// wait for nothing more.
+    private func resolved(_ jobID: String, result: JobResult?) throws {
         var released: [InFlightJob] = []
         for (id, pending) in parked where pending.contains(jobID) {
+            guard let job = inFlight[id] else { continue }
+            if let result { job.dependencyResults[jobID] = result }
             var rest = pending
             rest.remove(jobID)
             parked[id] = rest.isEmpty ? nil : rest
-            if rest.isEmpty, let job = inFlight[id] { released.append(job) }
+            if rest.isEmpty { released.append(job) }
         }
         guard !released.isEmpty else { return }
-        for job in released { _ = try releaseIfDependenciesAllow(job) }
+        for job in released { release(job) }
         try updatePrefetch()
     }
 
-    /// Queues `job`, or ends it `cancelled` when it requires success and a dependency did not succeed.
-    @discardableResult
-    private func releaseIfDependenciesAllow(_ job: InFlightJob) throws -> Bool {
-        let failed = (job.descriptor.dependencies ?? []).filter { finishedJobs[$0].map { $0 != .succeeded } ?? false }
-        if job.descriptor.requireSuccess == true, let first = failed.first {
-            inFlight[job.descriptor.id] = job
+    /// Queues `job` with its dependencies' results, or ends it `cancelled` when it requires success and a
+    /// dependency did not succeed.
+    private func release(_ job: InFlightJob) {
+        let results = job.dependencyResults
+        job.dependencyResults = [:]
+        job.operation.job.receiveDependencyResults(results)
+        let statuses = (job.descriptor.dependencies ?? []).compactMap { id in
+            (results[id]?.status ?? finishedJobs[id]?.status).map { (id, $0) }
+        }
+        if job.descriptor.requireSuccess == true, let (id, status) = statuses.first(where: { $0.1 != .succeeded }) {
             job.operation.cancel(
                 Cancellation(
                     reason: "dependency",
-                    message: "dependency \(first) ended \(finishedJobs[first]!.rawValue), and the job requires success"))
-            return true
+                    message: "dependency \(id) ended \(status.rawValue), and the job requires success"))
+            return
         }
-        inFlight[job.descriptor.id] = job
         queueOperation(of: job)
-        return true
+    }
+
+    /// Reads the stream message at `offset` for `dependency`'s result, unless it is being read already.
+    private func fetchResult(of dependency: String, at offset: UInt64) throws {
+        guard resultFetches.want(dependency, at: offset) else { return }
+        let consumerTag = try connection.consume(
+            Topology.resultsStream, arguments: ["x-stream-offset": .int(Int64(clamping: offset))],
+            channel: Self.fetchChannel)
+        resultFetches.started(consumerTag, reading: offset)
+    }
+
+    /// A message read by a fetch (``fetchResult(of:at:)``): the results wanted from it go to the jobs that wait for
+    /// them. One the stream no longer holds (retention took its offset, and the read began further on) is resolved
+    /// without a result, with a warning: its dependents run rather than wait for good.
+    func handleFetchedResults(_ delivery: Delivery) throws {
+        try connection.ack(delivery.deliveryTag, multiple: true, channel: Self.fetchChannel)
+        guard let requested = resultFetches.offset(readBy: delivery.consumerTag) else { return }
+        let offset = delivery.streamOffset
+        if let offset, offset < requested { return }
+        try connection.cancelConsumer(delivery.consumerTag, channel: Self.fetchChannel)
+        var missing = resultFetches.finish(delivery.consumerTag)
+        if offset == requested {
+            for case .success(let result) in ResultBatch.results(in: delivery.body, type: delivery.properties.type)
+            where missing.remove(result.jobID) != nil {
+                try resolved(result.jobID, result: result)
+            }
+        }
+        for jobID in missing.sorted() {
+            logger.warning(
+                "the results stream no longer holds a dependency's result; its dependents run without it",
+                metadata: ["dependency": "\(jobID)", "offset": "\(requested)"])
+            try resolved(jobID, result: nil)
+        }
     }
 
     /// How far back the results stream is read for dependencies.
@@ -81,6 +137,9 @@ extension WorkerSession {
     /// Starts reading the results stream, from ``dependencyHorizon`` ago, the first time a job is parked.
     func readResultsStream() throws {
         guard !readsResultsStream else { return }
+        try connection.openChannel(Self.fetchChannel)
+        try connection.qos(prefetchCount: 1, channel: Self.fetchChannel)
+        resultFetches.removeAll()
         try connection.openChannel(Self.resultsChannel)
         try connection.qos(prefetchCount: 1000, channel: Self.resultsChannel)
         let since = UInt64(Date().timeIntervalSince1970 - Self.dependencyHorizon)
@@ -92,8 +151,9 @@ extension WorkerSession {
     /// A message of the `warren.results` stream: a batch of results, or one result.
     func handleStoredResult(_ delivery: Delivery) throws {
         try connection.ack(delivery.deliveryTag, multiple: true, channel: Self.resultsChannel)
+        let offset = delivery.streamOffset
         for case .success(let result) in ResultBatch.results(in: delivery.body, type: delivery.properties.type) {
-            try dependencyEnded(result.jobID, status: result.status)
+            try dependencyEnded(result, offset: offset)
         }
     }
 

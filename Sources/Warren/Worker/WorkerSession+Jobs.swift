@@ -77,9 +77,10 @@ extension WorkerSession {
     func finish(_ job: InFlightJob, _ finished: FinishedJob) throws {
         inFlight[finished.jobID] = nil
         aloneJobEnded(job)
+        let wasParked = !parked.isEmpty && parked.removeValue(forKey: finished.jobID) != nil
         if job.generation != generation { return finishOrphan(job, finished) }
         left(job)
-        if !parked.isEmpty, parked.removeValue(forKey: finished.jobID) != nil { try updatePrefetch() }
+        if wasParked { try updatePrefetch() }
         let timings = JobTimings(
             enqueuedAt: job.descriptor.createdAt, receivedAt: job.receivedAt, startedAt: finished.startedAt,
             finishedAt: finished.finishedAt)
@@ -218,7 +219,7 @@ extension WorkerSession {
     /// results stream, and returns the confirms that settle it.
     func publishResult(_ result: JobResult, replyTo: String?) throws -> [Settlement.Confirm] {
         totals[result.status.rawValue, default: 0] += 1
-        defer { try? dependencyEnded(result.jobID, status: result.status) }
+        defer { try? dependencyEnded(result, offset: nil) }
         let properties = MessageProperties(
             contentType: WireCoding.contentType, persistent: true, correlationID: result.jobID,
             timestamp: UInt64(Date().timeIntervalSince1970), type: result.status.messageType,

@@ -13,6 +13,8 @@ final class WorkerSession {
     static let resultsChannel: UInt16 = 4
     /// The confirm channel that appends result batches to the `warren.results` stream (``SentBatches``).
     static let storeChannel: UInt16 = 5
+    /// The channel whose consumers read single results of the `warren.results` stream (``ResultFetches``).
+    static let fetchChannel: UInt16 = 6
 
     let worker: Worker
     let localQueues: [String: LocalQueue]
@@ -78,10 +80,12 @@ final class WorkerSession {
     var isConsuming = false
     /// Broker queues this worker does not take jobs from (`warren pause`).
     var pausedQueues: Set<String> = []
-    /// Jobs waiting for dependencies, with the ids they still wait for.
+    /// Jobs waiting for dependencies, with the ids whose results they still wait for.
     var parked: [String: Set<String>] = [:]
     /// Jobs known to have ended, for dependencies.
     var finishedJobs = FinishedJobs()
+    /// Results of dependencies being read from the results stream.
+    var resultFetches = ResultFetches()
     /// Whether this connection reads the `warren.results` stream (for dependencies).
     var readsResultsStream = false
     /// Whether the prefetch limits the job consumer alone (`basic.qos` with global=false) rather than the jobs
@@ -362,6 +366,8 @@ final class WorkerSession {
                 try handleControl(delivery)
             case .delivery(let delivery) where delivery.channel == Self.resultsChannel:
                 try handleStoredResult(delivery)
+            case .delivery(let delivery) where delivery.channel == Self.fetchChannel:
+                try handleFetchedResults(delivery)
             case .delivery(let delivery):
                 acks.received(delivery.deliveryTag)
                 try containingMessageErrors(delivery.deliveryTag) { try handleJob(delivery) }
