@@ -36,6 +36,13 @@ public struct WorkerOptions: ParsableArguments {
         help: ArgumentHelp("Run an operation type on a local queue; repeat for several.", valueName: "type=queue"))
     var assign: [String] = []
 
+    @Option(
+        name: .customLong("rate-limit"),
+        help: ArgumentHelp(
+            "Start at most N jobs of an operation type per second, minute, hour or day on this worker, evenly spaced; "
+                + "repeat for several types.", valueName: "type=N/s|m|h|d"))
+    var rateLimits: [String] = []
+
     @Option(name: .long, help: "Most jobs held unacknowledged at once (default: the total local queue width).")
     var prefetch: Int?
 
@@ -117,6 +124,15 @@ public struct WorkerOptions: ParsableArguments {
             }
             guard named.insert(name).inserted else { throw ValidationError("--local-queue \(name) is given twice") }
             configuration.localQueues[name] = width
+        }
+        for entry in rateLimits {
+            let (type, value) = try Self.split(entry, option: "--rate-limit", form: "type=N/unit")
+            guard configuration.rateLimits[type] == nil else { throw ValidationError("--rate-limit \(type) is given twice") }
+            do {
+                configuration.rateLimits[type] = try RateLimit(parsing: value)
+            } catch let error as WarrenError {
+                throw ValidationError("--rate-limit \(entry): \(error.message)")
+            }
         }
         configuration.prefetch = prefetch
         configuration.priorityQueues = priorityQueues

@@ -58,6 +58,10 @@ public final class Worker: Sendable {
         /// and this worker's death is not reported. Default: `workers` in the state directory
         /// (`$WARREN_STATE_DIR`, else `$XDG_STATE_HOME/warren`, else `~/.local/state/warren`).
         public var crashJournalDirectory: String? = StateDirectory.path + "/workers"
+        /// Rate limits by operation type: jobs of such a type wait in the worker until their turn, then go to their
+        /// local queue. The limit is this worker's own (ten workers with `10/s` start up to 100 such jobs a second).
+        /// Default: none.
+        public var rateLimits: [String: RateLimit] = [:]
         /// The longest wait between reconnection attempts; waits double from 100 ms up to it. Default: 30 s.
         public var maxReconnectDelay: Duration = .seconds(30)
         /// Where the worker logs. Default: a logger labelled `warren.worker`.
@@ -83,7 +87,8 @@ public final class Worker: Sendable {
     /// - Throws: ``WarrenError`` (`invalidConfiguration`) for a bad URL, an empty queue list or a queue name that
     ///   cannot be a job queue's (``Topology/problem(withJobQueue:)``), a width or ``Configuration/maxCrashes``
     ///   below 1, a prefetch
-    ///   outside 1...65535, or an operation type registered on a local queue the configuration lacks.
+    ///   outside 1...65535, an operation type registered on a local queue the configuration lacks, or a rate limit
+    ///   for a type the registry lacks.
     public init(configuration: Configuration, registry: OperationRegistry) throws {
         self.configuration = configuration
         self.registry = registry
@@ -112,6 +117,12 @@ public final class Worker: Sendable {
         guard (1...65_535).contains(configuration.effectivePrefetch) else {
             throw WarrenError(
                 .invalidConfiguration, "prefetch \(configuration.effectivePrefetch) is outside 1...65535")
+        }
+        for type in configuration.rateLimits.keys.sorted() where registry[type] == nil {
+            throw WarrenError(
+                .invalidConfiguration,
+                "rate limit for operation type '\(type)', which this worker does not run (it runs: "
+                    + "\(registry.types.joined(separator: ", ")))")
         }
         for type in registry.types {
             let local = registry[type]!.localQueue

@@ -142,8 +142,10 @@ extension WorkerSession {
     }
 
     /// Hands `job` to its local queue with the others of this turn or, if it runs alone, to the line of jobs that
-    /// wait for the worker to be idle.
-    func queueOperation(of job: InFlightJob) {
+    /// wait for the worker to be idle; a job of a rate-limited type first waits for its turn (unless `throttling`
+    /// is `false`: its turn came).
+    func queueOperation(of job: InFlightJob, throttling: Bool = true) {
+        if throttling, waitsForItsTurn(job) { return }
         if job.runsAlone {
             aloneJobs.append(job)
         } else {

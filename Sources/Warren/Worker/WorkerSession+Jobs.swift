@@ -77,6 +77,7 @@ extension WorkerSession {
     func finish(_ job: InFlightJob, _ finished: FinishedJob) throws {
         inFlight[finished.jobID] = nil
         aloneJobEnded(job)
+        throttledJobEnded(job)
         let wasParked = !parked.isEmpty && parked.removeValue(forKey: finished.jobID) != nil
         if job.generation != generation { return finishOrphan(job, finished) }
         left(job)

@@ -112,6 +112,8 @@ final class WorkerSession {
             storedResults.hold.threshold = Int(currentPrefetch)
         }
     }
+    /// The jobs of rate-limited operation types waiting for their turn, by type (``WorkerSession+RateLimits``).
+    var throttles: [String: Throttle]
     /// Jobs ended, by result status.
     var totals: [String: Int] = [:]
     let startedAt = Date()
@@ -135,6 +137,7 @@ final class WorkerSession {
         localQueues = worker.configuration.localQueues.reduce(into: [:]) { queues, entry in
             queues[entry.key] = LocalQueue(name: entry.key, width: entry.value)
         }
+        throttles = worker.configuration.rateLimits.mapValues(Throttle.init)
         metrics = WorkerMetrics(operationTypes: worker.registry.types)
         metrics.watch(localQueues.values)
         metrics.startCounters()
@@ -239,6 +242,7 @@ final class WorkerSession {
         if let due = sentBatches.resendAt { timeout = min(timeout, due - now) }
         if let due = unreachableQueues.values.min() { timeout = min(timeout, due - now) }
         if let due = heldJobsRetryAt { timeout = min(timeout, due - now) }
+        if let due = throttledJobsDueAt { timeout = min(timeout, due - now) }
         if mayHoldDeadlines, let deadline = inFlight.values.compactMap({ $0.descriptor.deadline }).min() {
             timeout = min(timeout, .milliseconds(Int(deadline.timeIntervalSinceNow * 1000) + 1))
         }
@@ -562,6 +566,7 @@ final class WorkerSession {
     /// - Parameter readingEvents: Whether to read what the broker sent: not after a wait that only the mailbox ended.
     private func receive(readingEvents: Bool) throws {
         defer { queueOperations() }
+        releaseThrottledJobs()
         try worker.mailbox.handleEach { try handle($0) }
         if readingEvents { try readEvents() }
     }
