@@ -154,6 +154,44 @@ extension Integration {
             try producer.cancel(jobIDs: [long.id, parked.id])
         }
 
+        @Test("parked jobs that end while their worker waits to reconnect leave nothing parked: the prefetch comes back down")
+        func parkedAcrossAnOutage() throws {
+            let queue = TestEnvironment.uniqueName("deps-outage")
+            defer { BrokerProbe.delete(queue) }
+            let worker = try CLI.startWorker(queue: queue, id: "deps-outage", arguments: ["--prefetch", "2"])
+            defer { worker.terminate() }
+            let waiting = (1...3).map { _ in UUID().uuidString.lowercased() }
+            do {
+                let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
+                defer { connection.close() }
+                try connection.openChannel(1)
+                for id in waiting {
+                    let body = #"{"version":1,"id":"\#(id)","type":"echo","dependencies":["never-\#(id)"]}"#
+                    try connection.publish(Array(body.utf8), exchange: "", routingKey: queue, channel: 1)
+                }
+            }
+            func prefetch(becomes expected: Int) throws -> Int? {
+                let deadline = ContinuousClock.now + .seconds(60)
+                var seen: Int?
+                while ContinuousClock.now < deadline {
+                    let producer = try? Producer.forTests()
+                    seen = (try? producer?.workerStatuses())?.first { $0.workerID == "deps-outage" }?.prefetch
+                    producer?.close()
+                    if seen == expected { break }
+                    Thread.sleep(forTimeInterval: 0.2)
+                }
+                return seen
+            }
+            #expect(try prefetch(becomes: 5) == 5, "three jobs parked")
+            // The worker's first attempts to reconnect fail: the parked jobs, cancelled with the connection, end then.
+            try Chaos.brokerCtl(["stop_app"])
+            Thread.sleep(forTimeInterval: 1)
+            try Chaos.brokerCtl(["start_app"])
+            #expect(try prefetch(becomes: 5) == 5, "parked again once redelivered")
+            try Producer.forTests().cancel(jobIDs: waiting)
+            #expect(try prefetch(becomes: 2) == 2)
+        }
+
         @Test("cycles, self-dependencies and unknown ids are refused before anything is published")
         func refusedGraphs() throws {
             let url = try TestEnvironment.brokerURL

@@ -67,7 +67,10 @@ extension WorkerSession {
     private func resolved(_ jobID: String, result: JobResult?) throws {
         var released: [InFlightJob] = []
         for (id, pending) in parked where pending.contains(jobID) {
-            guard let job = inFlight[id] else { continue }
+            guard let job = inFlight[id] else {
+                parked[id] = nil
+                continue
+            }
             if let result { job.dependencyResults[jobID] = result }
             var rest = pending
             rest.remove(jobID)
@@ -75,7 +78,7 @@ extension WorkerSession {
             if rest.isEmpty { released.append(job) }
         }
         guard !released.isEmpty else { return }
-        for job in released { release(job) }
+        for job in released.sorted(by: { $0.receivedAt < $1.receivedAt }) { release(job) }
         try updatePrefetch()
     }
 
@@ -112,6 +115,7 @@ extension WorkerSession {
     /// without a result, with a warning: its dependents run rather than wait for good.
     func handleFetchedResults(_ delivery: Delivery) throws {
         try connection.ack(delivery.deliveryTag, multiple: true, channel: Self.fetchChannel)
+        if delivery.consumerTag == resultsStreamProbe { return try probedResultsStream(delivery) }
         guard let requested = resultFetches.offset(readBy: delivery.consumerTag) else { return }
         let offset = delivery.streamOffset
         if let offset, offset < requested { return }
@@ -135,6 +139,12 @@ extension WorkerSession {
     static let dependencyHorizon: TimeInterval = 86_400
 
     /// Starts reading the results stream, from ``dependencyHorizon`` ago, the first time a job is parked.
+    ///
+    /// Where it starts takes care. A timestamp that no chunk of the stream is as recent as (the stream is empty, or
+    /// has been silent for the whole horizon) resolves to the next chunk to be written, and RabbitMQ skips a chunk
+    /// written while such a consumer attaches: a dependency's result missed, its dependents parked for good. A
+    /// numeric offset has no such race. So an empty stream is read from offset 0; any other is first probed at its
+    /// last chunk (``probedResultsStream(_:)``).
     func readResultsStream() throws {
         guard !readsResultsStream else { return }
         try connection.openChannel(Self.fetchChannel)
@@ -142,10 +152,29 @@ extension WorkerSession {
         resultFetches.removeAll()
         try connection.openChannel(Self.resultsChannel)
         try connection.qos(prefetchCount: 1000, channel: Self.resultsChannel)
-        let since = UInt64(Date().timeIntervalSince1970 - Self.dependencyHorizon)
-        try connection.consume(
-            Topology.resultsStream, arguments: ["x-stream-offset": .timestamp(since)], channel: Self.resultsChannel)
         readsResultsStream = true
+        let stored = try connection.declareQueue(Topology.resultsStream, passive: true, channel: Self.resultsChannel)
+        guard stored.messageCount > 0 else { return try consumeResultsStream(from: .int(0)) }
+        resultsStreamProbe = try connection.consume(
+            Topology.resultsStream, arguments: ["x-stream-offset": "last"], channel: Self.fetchChannel)
+    }
+
+    /// The first message of the probe of the stream's last chunk: reading starts at the horizon's timestamp if that
+    /// chunk is more recent (the timestamp then resolves to a chunk that exists), else at the chunk's own offset.
+    private func probedResultsStream(_ delivery: Delivery) throws {
+        resultsStreamProbe = nil
+        try connection.cancelConsumer(delivery.consumerTag, channel: Self.fetchChannel)
+        let horizon = UInt64(max(0, Date().timeIntervalSince1970 - Self.dependencyHorizon))
+        if let last = delivery.streamOffset, let written = delivery.properties.timestamp, written < horizon {
+            try consumeResultsStream(from: .int(Int64(clamping: last)))
+        } else {
+            try consumeResultsStream(from: .timestamp(horizon))
+        }
+    }
+
+    private func consumeResultsStream(from offset: AMQPFieldValue) throws {
+        try connection.consume(
+            Topology.resultsStream, arguments: ["x-stream-offset": offset], channel: Self.resultsChannel)
     }
 
     /// A message of the `warren.results` stream: a batch of results, or one result.

@@ -79,7 +79,10 @@ extension WorkerSession {
         aloneJobEnded(job)
         throttledJobEnded(job)
         let wasParked = !parked.isEmpty && parked.removeValue(forKey: finished.jobID) != nil
-        if job.generation != generation { return finishOrphan(job, finished) }
+        if job.generation != generation {
+            if wasParked { try updatePrefetch() }
+            return finishOrphan(job, finished)
+        }
         left(job)
         if wasParked { try updatePrefetch() }
         let timings = JobTimings(

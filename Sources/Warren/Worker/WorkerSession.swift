@@ -86,8 +86,10 @@ final class WorkerSession {
     var finishedJobs = FinishedJobs()
     /// Results of dependencies being read from the results stream.
     var resultFetches = ResultFetches()
-    /// Whether this connection reads the `warren.results` stream (for dependencies).
+    /// Whether this connection reads the `warren.results` stream (for dependencies), or is about to.
     var readsResultsStream = false
+    /// The consumer that reads the stream's last chunk before the reading starts, until it did.
+    var resultsStreamProbe: String?
     /// Whether the prefetch limits the job consumer alone (`basic.qos` with global=false) rather than the jobs
     /// channel. Per consumer, the broker's queue counts the consumer's deliveries itself; channel-wide, it asks the
     /// channel's limiter process before each delivery, a round trip between two broker processes per job. A
@@ -267,6 +269,7 @@ final class WorkerSession {
         jobConsumers = [:]
         isConsuming = false
         readsResultsStream = false
+        resultsStreamProbe = nil
         acks.reset()
         publishCount = 0  // confirm numbers start at 1 on every new channel
         try connection.openChannel(Self.publishChannel)
