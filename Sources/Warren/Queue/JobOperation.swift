@@ -26,18 +26,21 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
     private let body: RegisteredOperation.Body
     private let report: @Sendable (FinishedJob) -> Void
     private let journal: CrashJournal?
+    private let startGate: StartGate?
     private let state = Mutex(State())
 
-    /// - Parameter journal: Where the job is recorded while its code runs, so that it is known if the process
-    ///   dies meanwhile.
+    /// - Parameters:
+    ///   - journal: Where the job is recorded while its code runs, so that it is known if the process dies meanwhile.
+    ///   - startGate: For a job of a rate-limited type: where it waits for its turn to start, on its thread.
     init(
         job: JobContext, input: JSONValue, body: RegisteredOperation.Body, journal: CrashJournal? = nil,
-        report: @escaping @Sendable (FinishedJob) -> Void
+        startGate: StartGate? = nil, report: @escaping @Sendable (FinishedJob) -> Void
     ) {
         self.job = job
         self.input = input
         self.body = body
         self.journal = journal
+        self.startGate = startGate
         self.report = report
         super.init()
         queuePriority = job.priority.queuePriority
@@ -71,7 +74,7 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
         let runs = state.withLock { state -> Bool in
             state.lifecycle = .executing
             guard !state.reported else { return false }
-            state.journalSlot = journal?.began(jobID: job.jobID, type: job.type)
+            if startGate == nil { state.journalSlot = journal?.began(jobID: job.jobID, type: job.type) }
             return true
         }
         willChangeValue(forKey: "isExecuting")
@@ -82,13 +85,21 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
         {
             return complete(startedAt: nil, outcome: .cancelled(job.cancellation!))
         }
-        let startedAt = Date()
-        job.debug("job started")
         switch body {
         case .blocking(let code):
+            guard waitForTurn() else { return complete(startedAt: nil, outcome: .cancelled(job.cancellation!)) }
+            let startedAt = began()
             complete(startedAt: startedAt, outcome: outcome { try code(input, job) })
         case .asynchronous(let code):
+            let startedAt = startGate == nil ? began() : nil
             let task = Task { [input, job] in
+                while let wait = startGate?.claim() {
+                    try? await Task.sleep(for: wait)
+                    if let cancellation = job.cancellation {
+                        return complete(startedAt: nil, outcome: .cancelled(cancellation))
+                    }
+                }
+                let startedAt = startedAt ?? began()
                 let result: Result<JSONValue, any Error>
                 do { result = .success(try await code(input, job)) } catch { result = .failure(error) }
                 complete(startedAt: startedAt, outcome: outcome { try result.get() })
@@ -99,6 +110,26 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
             }
             if cancelled { task.cancel() }
         }
+    }
+
+    /// Records that the job's code starts now, in the crash journal (unless done as the operation started), and
+    /// when.
+    private func began() -> Date {
+        if startGate != nil {
+            state.withLock { $0.journalSlot = journal?.began(jobID: job.jobID, type: job.type) }
+        }
+        job.debug("job started")
+        return Date()
+    }
+
+    /// Waits on the queue's thread for the job's turn to start (``StartGate``), checking for cancellation at least
+    /// every 10 ms; `false` if the job was cancelled meanwhile.
+    private func waitForTurn() -> Bool {
+        while let wait = startGate?.claim() {
+            guard !job.isCancelled else { return false }
+            Thread.sleep(forTimeInterval: min(wait, .milliseconds(10)).seconds)
+        }
+        return !job.isCancelled
     }
 
     /// Maps what the code did to an outcome. A job cancelled while it ran ends `cancelled` however it returned:

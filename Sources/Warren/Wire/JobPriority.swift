@@ -9,7 +9,13 @@ public enum JobPriority: String, Sendable, Codable, CaseIterable, Comparable {
 
     /// The AMQP message priority, 1 (very low) … 5 (very high).
     public var amqpPriority: UInt8 {
-        UInt8(Self.allCases.firstIndex(of: self)! + 1)
+        switch self {
+        case .veryLow: 1
+        case .low: 2
+        case .normal: 3
+        case .high: 4
+        case .veryHigh: 5
+        }
     }
 
     /// The priority for an AMQP message priority; values above 5 count as very high, 0 as very low.

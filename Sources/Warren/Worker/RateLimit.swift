@@ -11,13 +11,18 @@ public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
     /// The period: at least 1 s.
     public let period: Duration
 
-    /// - Throws: ``WarrenError`` (`invalidConfiguration`) for a count below 1 or a period shorter than a second.
+    /// - Throws: ``WarrenError`` (`invalidConfiguration`) for a count below 1, a period shorter than a second, or a
+    ///   rate above 1,000 jobs a second (beyond it, a worker's loop cannot space jobs).
     public init(_ count: Int, per period: Duration) throws {
         guard count >= 1 else {
             throw WarrenError(.invalidConfiguration, "a rate limit's count is \(count); it must be at least 1")
         }
         guard period >= .seconds(1) else {
             throw WarrenError(.invalidConfiguration, "a rate limit's period is \(period); it must be at least 1 s")
+        }
+        guard period / count >= .milliseconds(1) else {
+            throw WarrenError(
+                .invalidConfiguration, "a rate limit of \(count) per \(period) is above 1,000 jobs a second")
         }
         self.count = count
         self.period = period

@@ -60,7 +60,8 @@ extension WorkerSession {
             mailbox.post(.progress(jobID: jobID, fraction: fraction, message: message))
         }
         let operation = JobOperation(
-            job: context, input: descriptor.input, body: registered.body, journal: journal
+            job: context, input: descriptor.input, body: registered.body, journal: journal,
+            startGate: startGates.isEmpty ? nil : startGates[descriptor.type]
         ) { finished in
             mailbox.post(.finished(finished))
         }
@@ -77,7 +78,6 @@ extension WorkerSession {
     func finish(_ job: InFlightJob, _ finished: FinishedJob) throws {
         inFlight[finished.jobID] = nil
         aloneJobEnded(job)
-        throttledJobEnded(job)
         let wasParked = !parked.isEmpty && parked.removeValue(forKey: finished.jobID) != nil
         if job.generation != generation {
             if wasParked { try updatePrefetch() }

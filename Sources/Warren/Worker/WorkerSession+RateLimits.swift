@@ -28,10 +28,4 @@ extension WorkerSession {
         guard !throttles.isEmpty else { return nil }
         return throttles.values.compactMap(\.dueAt).min()
     }
-
-    /// Forgets `job` if it waited for its turn: it ended without one.
-    func throttledJobEnded(_ job: InFlightJob) {
-        guard !throttles.isEmpty else { return }
-        throttles[job.descriptor.type]?.remove(job.descriptor.id)
-    }
 }

@@ -67,7 +67,6 @@ extension WorkerSession {
                 case .finished(let finished):
                     if let job = inFlight.removeValue(forKey: finished.jobID) {
                         aloneJobEnded(job)
-                        throttledJobEnded(job)
                         parked[finished.jobID] = nil  // the next connection's prefetch counts what is left
                         finishOrphan(job, finished)
                     }

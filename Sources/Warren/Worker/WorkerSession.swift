@@ -114,8 +114,10 @@ final class WorkerSession {
             storedResults.hold.threshold = Int(currentPrefetch)
         }
     }
-    /// The jobs of rate-limited operation types waiting for their turn, by type (``WorkerSession+RateLimits``).
+    /// The jobs of rate-limited operation types waiting for their turn, by type (``WorkerSession+RateLimits``), and
+    /// where the operations of those types space their starts.
     var throttles: [String: Throttle]
+    let startGates: [String: StartGate]
     /// Jobs ended, by result status.
     var totals: [String: Int] = [:]
     let startedAt = Date()
@@ -140,6 +142,7 @@ final class WorkerSession {
             queues[entry.key] = LocalQueue(name: entry.key, width: entry.value)
         }
         throttles = worker.configuration.rateLimits.mapValues(Throttle.init)
+        startGates = worker.configuration.rateLimits.mapValues { StartGate(interval: $0.interval) }
         metrics = WorkerMetrics(operationTypes: worker.registry.types)
         metrics.watch(localQueues.values)
         metrics.startCounters()
@@ -568,8 +571,10 @@ final class WorkerSession {
     /// `finished` message is never dropped, or the job would stay in flight for good.
     /// - Parameter readingEvents: Whether to read what the broker sent: not after a wait that only the mailbox ended.
     private func receive(readingEvents: Bool) throws {
-        defer { queueOperations() }
-        releaseThrottledJobs()
+        defer {
+            releaseThrottledJobs()  // last, so that each turn taken is a hand-over now
+            queueOperations()
+        }
         try worker.mailbox.handleEach { try handle($0) }
         if readingEvents { try readEvents() }
     }
