@@ -11,7 +11,7 @@ struct Throttle {
     /// When the next turn comes; `nil`: now.
     private var next: ContinuousClock.Instant?
     /// The waiting jobs by priority, lowest first, each in arrival order from its `start`.
-    private var lines = Array(repeating: Line(), count: 5)
+    private var lines = Array(repeating: Line(), count: JobPriority.allCases.count)
 
     private struct Line {
         var jobs: [InFlightJob] = []
@@ -21,11 +21,6 @@ struct Throttle {
 
     init(_ limit: RateLimit) {
         interval = limit.interval
-    }
-
-    /// Jobs waiting, cancelled ones not dropped yet included.
-    var waitingCount: Int {
-        lines.reduce(0) { $0 + $1.jobs.count - $1.start }
     }
 
     /// When the first waiting job's turn comes; `nil` while none waits.
