@@ -50,6 +50,30 @@ extension Integration {
             #expect(try BrokerProbe.depth(of: queue) == 1, "the job that waited is back in its queue")
         }
 
+        @Test("a job that waits on its thread for its turn has not started: the worker stopping sends it back to the broker")
+        func waitingOnItsThread() throws {
+            let queue = TestEnvironment.uniqueName("rate-gate")
+            defer { BrokerProbe.delete(queue) }
+            let tap = try MessageTap.results()
+            let worker = try CLI.startWorker(
+                queue: queue, id: "rate-gate", arguments: ["--width", "1", "--prefetch", "3", "--rate-limit", "echo=12/m"])
+            let producer = try Producer.forTests()
+            // The sum holds the only thread for 4 s: the first echo starts then, and the second, handed over 5 s
+            // after the first, reaches the thread at once and waits there until 5 s after the first's start.
+            let busy = JobRequest(type: "sum", input: ["numbers": [1, 2], "delayMs": 2000], queue: queue)
+            let first = JobRequest(type: "echo", input: "first", queue: queue)
+            let second = JobRequest(type: "echo", input: "second", queue: queue)
+            try producer.enqueue([busy, first, second])
+            #expect(try tap.waitForResult(first.id).status == .succeeded)
+            // About 4 s in: the second is handed over a second from now, and waits on the thread until 9 s in.
+            Thread.sleep(forTimeInterval: 2.5)
+            let status = try producer.workerStatuses().first { $0.workerID == "rate-gate" }?.localQueues.first
+            #expect(status?.waiting == 1 && status?.executing == 0, "\(String(describing: status))")
+            worker.signal(SIGTERM)
+            #expect(worker.waitForExit() == 0)
+            #expect(try BrokerProbe.depth(of: queue) == 1, "the second echo is back in its queue, not run")
+        }
+
         @Test("--rate-limit refuses a malformed limit and a type the worker does not run, with exit 64")
         func badLimits() throws {
             let url = try TestEnvironment.brokerURL

@@ -16,6 +16,8 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
     private struct State {
         var lifecycle = Lifecycle.pending
         var reported = false
+        /// Whether the job's code started (``hasStarted``).
+        var started = false
         var task: Task<Void, Never>?
         /// The job's slot in the crash journal while its code runs.
         var journalSlot: Int?
@@ -49,6 +51,10 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
 
     override var isAsynchronous: Bool { true }
     override var isExecuting: Bool { state.withLock { $0.lifecycle == .executing } }
+    /// Whether the job's code has started. Until then the job has not started for the worker, and is sent back to
+    /// the broker when the worker stops or pauses, even while the operation executes: it may be waiting on its
+    /// thread for its turn under a rate limit (``StartGate``).
+    var hasStarted: Bool { state.withLock { $0.started } }
     override var isFinished: Bool { state.withLock { $0.lifecycle == .finished } }
 
     /// Cancels the job: it never starts if it has not, and its code sees `isCancelled` if it has.
@@ -74,7 +80,10 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
         let runs = state.withLock { state -> Bool in
             state.lifecycle = .executing
             guard !state.reported else { return false }
-            if startGate == nil { state.journalSlot = journal?.began(jobID: job.jobID, type: job.type) }
+            if startGate == nil {
+                state.journalSlot = journal?.began(jobID: job.jobID, type: job.type)
+                state.started = true
+            }
             return true
         }
         willChangeValue(forKey: "isExecuting")
@@ -116,7 +125,10 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
     /// when.
     private func began() -> Date {
         if startGate != nil {
-            state.withLock { $0.journalSlot = journal?.began(jobID: job.jobID, type: job.type) }
+            state.withLock { state in
+                state.journalSlot = journal?.began(jobID: job.jobID, type: job.type)
+                state.started = true
+            }
         }
         job.debug("job started")
         return Date()

@@ -64,7 +64,7 @@ extension WorkerSession {
             // place in its local queue, where a job waiting behind it would start before its own cancellation.
             var executing: [(InFlightJob, Cancellation)] = []
             for (job, cancellation) in cancelled {
-                if job.operation.isExecuting {
+                if job.operation.hasStarted {
                     executing.append((job, cancellation))
                 } else {
                     job.operation.cancel(cancellation)
@@ -105,7 +105,7 @@ extension WorkerSession {
             logger.info("paused", metadata: ["queue": "\(queue)"])
             try cancelConsumers(of: queue)
             consumerLimits[queue] = nil
-            for job in inFlight.values where job.queue == queue && !job.operation.isExecuting {
+            for job in inFlight.values where job.queue == queue && !job.operation.hasStarted {
                 job.operation.cancel(Cancellation(reason: "paused", message: "the worker was paused on \(queue)"))
             }
         } else {
@@ -120,9 +120,10 @@ extension WorkerSession {
         let process = ProcessInfo.processInfo
         let queues = localQueues.values.sorted { $0.name < $1.name }.map { local in
             let jobs = inFlight.values.filter { $0.localQueue == local.name }
-            let executing = jobs.filter { $0.operation.isExecuting }.count
+            let started = jobs.filter { $0.operation.hasStarted }
             return WorkerStatus.LocalQueueStatus(
-                name: local.name, width: local.width, executing: executing, waiting: jobs.count - executing)
+                name: local.name, width: local.width, executing: started.filter { !$0.operation.isFinished }.count,
+                waiting: jobs.count - started.count)
         }
         return WorkerStatus(
             version: WireCoding.version, workerID: configuration.workerID, host: process.hostName,

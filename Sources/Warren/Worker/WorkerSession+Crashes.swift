@@ -96,7 +96,7 @@ extension WorkerSession {
             metrics.deadWorkerReported()
         }
         for jobID in report.jobIDs {
-            guard let job = inFlight[jobID], !job.runsAlone, !job.operation.isExecuting else { continue }
+            guard let job = inFlight[jobID], !job.runsAlone, !job.operation.hasStarted else { continue }
             job.runsAlone = true
             guard parked[jobID] == nil else { continue }
             job.operation.job.logger.info("sending the job back to the broker, to run alone: a worker died while it ran it")

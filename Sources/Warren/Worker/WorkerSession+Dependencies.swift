@@ -173,6 +173,7 @@ extension WorkerSession {
     }
 
     private func consumeResultsStream(from offset: AMQPFieldValue) throws {
+        logger.debug("reading the results stream for dependencies", metadata: ["from": "\(offset)"])
         try connection.consume(
             Topology.resultsStream, arguments: ["x-stream-offset": offset], channel: Self.resultsChannel)
     }

@@ -26,7 +26,7 @@ extension WorkerSession {
         }
         jobConsumers = [:]
         let lost = Cancellation(reason: "connectionLost", message: "the worker lost the connection the job came on")
-        for job in inFlight.values where !job.operation.isExecuting && !job.operation.isFinished {
+        for job in inFlight.values where !job.operation.hasStarted && !job.operation.isFinished {
             job.operation.cancel(lost)
         }
     }

@@ -263,7 +263,7 @@ final class WorkerSession {
             guard let deadline = job.descriptor.deadline else { continue }
             mayHoldDeadlines = true
             guard deadline <= now, !job.operation.job.isCancelled else { continue }
-            let message = job.operation.isExecuting ? "the job's deadline passed" : "deadline passed before the job started"
+            let message = job.operation.hasStarted ? "the job's deadline passed" : "deadline passed before the job started"
             job.operation.cancel(Cancellation(reason: "deadline", message: message))
         }
     }
@@ -450,7 +450,7 @@ final class WorkerSession {
         stopDeadline = .now + grace
         abandonDeadline = .now + grace + grace
         jobConsumers = [:]
-        for job in inFlight.values where !job.operation.isExecuting {
+        for job in inFlight.values where !job.operation.hasStarted {
             job.operation.cancel(Cancellation(reason: "shutdown", message: "the worker is stopping"))
         }
     }
