@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 
-/// A length of time on the command line: seconds, or a number with a unit (`90`, `30s`, `10m`, `2h`, `1d`).
+/// A length of time on the command line: seconds, or a number with a unit (`90`, `250ms`, `30s`, `10m`, `2h`, `1d`).
 ///
 /// Thread safety: immutable.
 struct TimeSpan: ExpressibleByArgument, Equatable {
@@ -11,7 +11,10 @@ struct TimeSpan: ExpressibleByArgument, Equatable {
         let units: [Character: TimeInterval] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
         var number = Substring(argument)
         var unit: TimeInterval = 1
-        if let last = argument.last, let scale = units[last] {
+        if argument.hasSuffix("ms") {
+            number = number.dropLast(2)
+            unit = 0.001
+        } else if let last = argument.last, let scale = units[last] {
             number = number.dropLast()
             unit = scale
         }

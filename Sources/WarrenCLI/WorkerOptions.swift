@@ -43,6 +43,13 @@ public struct WorkerOptions: ParsableArguments {
                 + "repeat for several types.", valueName: "type=N/s|m|h|d"))
     var rateLimits: [String] = []
 
+    @Option(
+        name: .customLong("time-limit"),
+        help: ArgumentHelp(
+            "Cancel a job of an operation type whose code runs longer, and end it failed (timeLimit); repeat for "
+                + "several types.", valueName: "type=seconds|250ms|30s|10m|2h|1d"))
+    var timeLimits: [String] = []
+
     @Option(name: .long, help: "Most jobs held unacknowledged at once (default: the total local queue width).")
     var prefetch: Int?
 
@@ -133,6 +140,18 @@ public struct WorkerOptions: ParsableArguments {
             } catch let error as WarrenError {
                 throw ValidationError("--rate-limit \(entry): \(error.message)")
             }
+        }
+        for entry in timeLimits {
+            let (type, value) = try Self.split(entry, option: "--time-limit", form: "type=duration")
+            guard configuration.timeLimits[type] == nil else { throw ValidationError("--time-limit \(type) is given twice") }
+            guard let span = TimeSpan(argument: value) else {
+                throw ValidationError("--time-limit \(entry): '\(value)' is no duration (seconds, or 250ms, 30s, 10m, 2h, 1d)")
+            }
+            let limit = Duration.milliseconds((span.seconds * 1000).rounded())
+            guard span.seconds <= 31_536_000, limit >= .milliseconds(1) else {
+                throw ValidationError("--time-limit \(entry): expected 1 ms to a year")
+            }
+            configuration.timeLimits[type] = limit
         }
         configuration.prefetch = prefetch
         configuration.priorityQueues = priorityQueues

@@ -289,6 +289,42 @@ struct JobOperationTests {
         #expect(try await collector.waitForReport(of: operation.job.jobID).outcome.cancellation == .requested)
     }
 
+    @Test func aJobCancelledForItsTimeLimitFailsHoweverItReturns() async throws {
+        // Its code ignores the cancellation and returns a value: it did not do its work in time all the same.
+        let collector = ReportCollector()
+        let queue = LocalQueue(name: "test", width: 1)
+        let started = Locked(false)
+        let proceed = Gate()
+        let operation = TestJobs.blocking(collector: collector) { _, _ in
+            started.withLock { $0 = true }
+            proceed.wait()
+            return .string("late")
+        }
+        #expect(operation.startedAt == nil)
+        queue.add(operation)
+        try await waitUntil("the operation to start") { started.value }
+        #expect(operation.startedAt != nil)
+        operation.cancel(Cancellation(reason: "timeLimit", message: "ran longer than 1 s"))
+        proceed.open()
+        let report = try await collector.waitForReport(of: operation.job.jobID)
+        #expect(report.outcome.error == JobError(code: "timeLimit", message: "ran longer than 1 s", retryable: false))
+        #expect(report.startedAt != nil)
+    }
+
+    @Test func anAsynchronousJobCancelledForItsTimeLimitFails() async throws {
+        let collector = ReportCollector()
+        let queue = LocalQueue(name: "test", width: 1)
+        let operation = TestJobs.asynchronous(collector: collector) { _, _ in
+            try await Task.sleep(for: .seconds(60))
+            return .null
+        }
+        queue.add(operation)
+        try await waitUntil("the operation to start") { operation.hasStarted }
+        operation.cancel(Cancellation(reason: "timeLimit", message: "ran longer than 1 s"))
+        let report = try await collector.waitForReport(of: operation.job.jobID)
+        #expect(report.outcome.error?.code == "timeLimit")
+    }
+
     @Test func aRegisteredAsynchronousOperationCancelledWhileSleepingEndsCancelled() async throws {
         let collector = ReportCollector()
         let queue = LocalQueue(name: "test", width: 1)

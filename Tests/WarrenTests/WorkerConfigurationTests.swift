@@ -53,6 +53,18 @@ struct WorkerConfigurationTests {
         return error
     }
 
+    @Test func aTimeLimitForAnUnknownTypeOrOutOfRangeIsRejected() throws {
+        var configuration = Worker.Configuration(url: "amqp://localhost")
+        configuration.timeLimits = ["resize": .seconds(30)]
+        #expect(rejection(configuration)?.message.hasPrefix("time limit for operation type 'resize', which this worker does not run") == true)
+        configuration.timeLimits = ["sum": .zero]
+        #expect(rejection(configuration)?.message == "time limit 0.0 seconds for operation type 'sum' is outside 1 ms to a year")
+        configuration.timeLimits = ["sum": .seconds(31_536_001)]
+        #expect(rejection(configuration) != nil)
+        configuration.timeLimits = ["sum": .milliseconds(1), "sleep": .seconds(31_536_000)]
+        #expect(try Worker(configuration: configuration, registry: .builtIn).configuration.timeLimits.count == 2)
+    }
+
     @Test func aBadURLIsRejectedWithoutThePassword() {
         let error = rejection(Worker.Configuration(url: "http://u:secret@broker/"))
         #expect(error?.message.contains("secret") == false)

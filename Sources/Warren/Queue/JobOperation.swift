@@ -16,8 +16,8 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
     private struct State {
         var lifecycle = Lifecycle.pending
         var reported = false
-        /// Whether the job's code started (``hasStarted``).
-        var started = false
+        /// When the job's code started (``startedAt``).
+        var startedAt: ContinuousClock.Instant?
         var task: Task<Void, Never>?
         /// The job's slot in the crash journal while its code runs.
         var journalSlot: Int?
@@ -54,7 +54,9 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
     /// Whether the job's code has started. Until then the job has not started for the worker, and is sent back to
     /// the broker when the worker stops or pauses, even while the operation executes: it may be waiting on its
     /// thread for its turn under a rate limit (``StartGate``).
-    var hasStarted: Bool { state.withLock { $0.started } }
+    var hasStarted: Bool { state.withLock { $0.startedAt != nil } }
+    /// When the job's code started, for its time limit and `warren status --jobs`; `nil` until it has.
+    var startedAt: ContinuousClock.Instant? { state.withLock { $0.startedAt } }
     override var isFinished: Bool { state.withLock { $0.lifecycle == .finished } }
 
     /// Cancels the job: it never starts if it has not, and its code sees `isCancelled` if it has.
@@ -82,7 +84,7 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
             guard !state.reported else { return false }
             if startGate == nil {
                 state.journalSlot = journal?.began(jobID: job.jobID, type: job.type)
-                state.started = true
+                state.startedAt = .now
             }
             return true
         }
@@ -127,7 +129,7 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
         if startGate != nil {
             state.withLock { state in
                 state.journalSlot = journal?.began(jobID: job.jobID, type: job.type)
-                state.started = true
+                state.startedAt = .now
             }
         }
         job.debug("job started")
@@ -145,10 +147,14 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
     }
 
     /// Maps what the code did to an outcome. A job cancelled while it ran ends `cancelled` however it returned:
-    /// its result is no longer wanted (ListAdder's "is this still the operation I want?").
+    /// its result is no longer wanted (ListAdder's "is this still the operation I want?"). One cancelled because it
+    /// ran past its time limit ends `failed` (`timeLimit`) however it returned: it did not do its work in time.
     private func outcome(_ run: () throws -> JSONValue) -> JobOutcome {
         let result = Result { try run() }
-        if let cancellation = job.cancellation { return .cancelled(cancellation) }
+        if let cancellation = job.cancellation {
+            guard cancellation.reason == Cancellation.timeLimitReason else { return .cancelled(cancellation) }
+            return .failed(JobError(code: "timeLimit", message: cancellation.message))
+        }
         switch result {
         case .success(let output): return .succeeded(output)
         case .failure(let error as JobError): return .failed(error)

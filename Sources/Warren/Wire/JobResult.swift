@@ -51,7 +51,8 @@ public struct JobError: Sendable, Hashable, Codable, Error, CustomStringConverti
 
 /// Why a job was cancelled.
 public struct Cancellation: Sendable, Hashable, Codable {
-    /// `requested` (warren cancel), `superseded` (a newer job of the same key) or `deadline`.
+    /// `requested` (warren cancel), `superseded` (a newer job of the same key) or `deadline`; as a job's code sees
+    /// it, also `timeLimit` (it ran past its type's time limit) and the reasons that send it back to the broker.
     public var reason: String
     public var message: String
 
@@ -61,6 +62,10 @@ public struct Cancellation: Sendable, Hashable, Codable {
     }
 
     public static let requested = Cancellation(reason: "requested", message: "cancelled by request")
+
+    /// The reason of a job cancelled because it ran past its time limit; it ends `failed` (`timeLimit`), not
+    /// `cancelled`.
+    static let timeLimitReason = "timeLimit"
 
     /// Reasons a worker stops a job without ending it: its delivery goes back to the broker, and no result is
     /// published (the worker is stopping, paused on the job's queue, lost the connection the job came on, or learnt

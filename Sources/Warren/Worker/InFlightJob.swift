@@ -19,6 +19,8 @@ final class InFlightJob {
     let attempt: Int
     let receivedAt: Date
     let operation: JobOperation
+    /// How long its code may run (its type's time limit on this worker), if it is limited.
+    let timeLimit: Duration?
     /// Whether it was executing when a worker died, and so runs with nothing beside it (``WorkerSession+Crashes``).
     var runsAlone = false
     /// Whether its operation was given to its local queue, where it runs unless it is cancelled first, or waits in
@@ -29,7 +31,7 @@ final class InFlightJob {
 
     init(
         descriptor: OperationDescriptor, delivery: Delivery, generation: Int, queue: String, localQueue: String,
-        attempt: Int, receivedAt: Date, operation: JobOperation
+        attempt: Int, receivedAt: Date, operation: JobOperation, timeLimit: Duration? = nil
     ) {
         self.descriptor = descriptor
         self.delivery = delivery
@@ -39,6 +41,7 @@ final class InFlightJob {
         self.attempt = attempt
         self.receivedAt = receivedAt
         self.operation = operation
+        self.timeLimit = timeLimit
     }
 }
 

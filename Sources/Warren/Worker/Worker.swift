@@ -62,6 +62,11 @@ public final class Worker: Sendable {
         /// local queue. The limit is this worker's own (ten workers with `10/s` start up to 100 such jobs a second).
         /// Default: none.
         public var rateLimits: [String: RateLimit] = [:]
+        /// Time limits by operation type, Celery's `time_limit`: a job of such a type whose code runs longer is
+        /// cancelled, and ends `failed` with code `timeLimit` (not retried; dead-lettered like any failure) however
+        /// its code returns. Cancellation is cooperative: code that never checks ``JobContext/isCancelled`` runs on,
+        /// holding its thread, until it returns. From 1 ms to a year. Default: none.
+        public var timeLimits: [String: Duration] = [:]
         /// The longest wait between reconnection attempts; waits double from 100 ms up to it. Default: 30 s.
         public var maxReconnectDelay: Duration = .seconds(30)
         /// Where the worker logs. Default: a logger labelled `warren.worker`.
@@ -87,8 +92,8 @@ public final class Worker: Sendable {
     /// - Throws: ``WarrenError`` (`invalidConfiguration`) for a bad URL, an empty queue list or a queue name that
     ///   cannot be a job queue's (``Topology/problem(withJobQueue:)``), a width or ``Configuration/maxCrashes``
     ///   below 1, a prefetch
-    ///   outside 1...65535, an operation type registered on a local queue the configuration lacks, or a rate limit
-    ///   for a type the registry lacks.
+    ///   outside 1...65535, an operation type registered on a local queue the configuration lacks, a rate limit
+    ///   or time limit for a type the registry lacks, or a time limit outside 1 ms to a year.
     public init(configuration: Configuration, registry: OperationRegistry) throws {
         self.configuration = configuration
         self.registry = registry
@@ -118,11 +123,18 @@ public final class Worker: Sendable {
             throw WarrenError(
                 .invalidConfiguration, "prefetch \(configuration.effectivePrefetch) is outside 1...65535")
         }
-        for type in configuration.rateLimits.keys.sorted() where registry[type] == nil {
+        let limited = [("rate limit", Array(configuration.rateLimits.keys)), ("time limit", Array(configuration.timeLimits.keys))]
+        for (limit, types) in limited {
+            for type in types.sorted() where registry[type] == nil {
+                throw WarrenError(
+                    .invalidConfiguration,
+                    "\(limit) for operation type '\(type)', which this worker does not run (it runs: "
+                        + "\(registry.types.joined(separator: ", ")))")
+            }
+        }
+        for (type, limit) in configuration.timeLimits where !Self.timeLimitRange.contains(limit) {
             throw WarrenError(
-                .invalidConfiguration,
-                "rate limit for operation type '\(type)', which this worker does not run (it runs: "
-                    + "\(registry.types.joined(separator: ", ")))")
+                .invalidConfiguration, "time limit \(limit) for operation type '\(type)' is outside 1 ms to a year")
         }
         for type in registry.types {
             let local = registry[type]!.localQueue
@@ -134,6 +146,9 @@ public final class Worker: Sendable {
             }
         }
     }
+
+    /// The time limits a worker takes: 1 ms to a year.
+    static let timeLimitRange = Duration.milliseconds(1)...Duration.seconds(31_536_000)
 
     /// Connects and works until ``stop()``; the calling thread becomes the broker thread.
     ///

@@ -65,9 +65,12 @@ extension WorkerSession {
         ) { finished in
             mailbox.post(.finished(finished))
         }
+        let timeLimit = configuration.timeLimits.isEmpty ? nil : configuration.timeLimits[descriptor.type]
+        if timeLimit != nil { mayHoldTimeLimits = true }
         let job = InFlightJob(
             descriptor: descriptor, delivery: delivery, generation: generation, queue: queue,
-            localQueue: registered.localQueue, attempt: attempt, receivedAt: receivedAt, operation: operation)
+            localQueue: registered.localQueue, attempt: attempt, receivedAt: receivedAt, operation: operation,
+            timeLimit: timeLimit)
         job.runsAlone = !deaths.isEmpty || (delivery.redelivered && jobsInOtherJournals.contains(descriptor.id))
         if try holdForDependencies(job) { return }
         inFlight[descriptor.id] = job

@@ -29,6 +29,8 @@ final class WorkerSession {
     /// Whether a job with a deadline may be in flight. The deadline checks pass over every job in flight, each turn
     /// of the loop: only while this is set.
     var mayHoldDeadlines = false
+    /// Whether a job of a type with a time limit may be in flight (``WorkerSession+TimeLimits``).
+    var mayHoldTimeLimits = false
     /// Settlements waiting for the broker to confirm a publish.
     var unconfirmed = PendingConfirms()
     /// Results published and not yet appended to the results stream, to append together when due.
@@ -207,6 +209,7 @@ final class WorkerSession {
             deadLettersReachable = nil
             if let stopDeadline, ContinuousClock.now >= stopDeadline { cancelAll(reason: "shutdown") }
             enforceDeadlines()
+            enforceTimeLimits()
             connection.flushOutput()
             if isDone { return logJobsLeft() }
             brokerSentSomething = true
@@ -248,6 +251,7 @@ final class WorkerSession {
         if let due = unreachableQueues.values.min() { timeout = min(timeout, due - now) }
         if let due = heldJobsRetryAt { timeout = min(timeout, due - now) }
         if let due = throttledJobsDueAt { timeout = min(timeout, due - now) }
+        if let due = timeLimitsDueAt { timeout = min(timeout, due - now) }
         if mayHoldDeadlines, let deadline = inFlight.values.compactMap({ $0.descriptor.deadline }).min() {
             timeout = min(timeout, .milliseconds(Int(deadline.timeIntervalSinceNow * 1000) + 1))
         }
