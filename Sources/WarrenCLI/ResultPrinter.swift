@@ -24,8 +24,13 @@ enum ResultPrinter {
     }
 
     static func line(_ report: ProgressMessage) -> String {
-        "progress \(report.jobID) \(Int((report.fraction * 100).rounded()))% worker=\(report.workerID)"
+        "progress \(report.jobID) \(percent(report.fraction)) worker=\(report.workerID)"
             + (report.message.map { " \($0)" } ?? "")
+    }
+
+    /// A progress fraction as a whole percentage: `42%`.
+    static func percent(_ fraction: Double) -> String {
+        "\(Int((fraction * 100).rounded()))%"
     }
 
     static func json(_ result: JobResult, verdict: StaleResultFilter.Verdict, offset: UInt64? = nil) throws -> String {

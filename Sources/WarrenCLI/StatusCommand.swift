@@ -24,18 +24,28 @@ struct StatusCommand: ParsableCommand {
             valueName: "name"))
     var queue: [String] = []
 
+    @Flag(
+        name: .long,
+        help: "Also list the jobs each worker holds: executing ones (longest running first), then waiting ones.")
+    var jobs = false
+
+    @Option(name: .customLong("jobs-limit"), help: "With --jobs: list at most this many jobs per worker.")
+    var jobsLimit = 100
+
     @Flag(name: .long, help: "Print one JSON object per line: each worker, each queue, then the dead letters.")
     var json = false
 
     func validate() throws {
         if !(0...3600).contains(timeout) { throw ValidationError("--timeout \(timeout): expected seconds from 0 to 3600") }
+        if !(1...100_000).contains(jobsLimit) { throw ValidationError("--jobs-limit \(jobsLimit): expected 1 to 100000") }
         try QueueArgument.validate(queue)
     }
 
     func run() throws {
         let producer = try Producer(url: broker.brokerURL)
         defer { producer.close() }
-        let statuses = try producer.workerStatuses(timeout: .milliseconds(Int(timeout * 1000)))
+        let statuses = try producer.workerStatuses(
+            timeout: .milliseconds(Int(timeout * 1000)), jobs: jobs ? jobsLimit : nil)
         let names = Set(queue + statuses.flatMap(\.queues))
         let queues = try (names.isEmpty ? [Topology.defaultQueue] : names.sorted()).map { name in
             (name, try Self.reachable { try producer.jobQueueStatus(name) })
@@ -93,9 +103,29 @@ struct StatusCommand: ParsableCommand {
         }
         let totals = JobStatus.allCases.map { "\($0.rawValue)=\(status.totals[$0.rawValue] ?? 0)" }
         print("  totals \(totals.joined(separator: " "))")
+        for job in status.jobs ?? [] { print("  " + jobLine(job)) }
+        if let more = status.moreJobs, more > 0 { print("  … and \(more) more jobs") }
     }
 
+    /// `job ID type=T executing for 12s attempt=1 priority=normal queue=Q local=L progress=42% MESSAGE`, with the
+    /// key, the time limit and a cancellation the job has not acted on yet when there are.
+    static func jobLine(_ job: WorkerStatus.Job) -> String {
+        var line = "job \(job.id) type=\(job.type) \(job.state.rawValue) for "
+        line += duration(job.executingSeconds ?? job.heldSeconds)
+        line += " attempt=\(job.attempt) priority=\(job.priority.rawValue) queue=\(job.queue) local=\(job.localQueue)"
+        if let key = job.key { line += " key=\(key) seq=\(job.sequence)" }
+        if let limit = job.timeLimitSeconds { line += " time-limit=\(duration(limit))" }
+        if let cancelled = job.cancelled { line += " cancelled=\(cancelled)" }
+        if let progress = job.progress {
+            line += " progress=\(ResultPrinter.percent(progress))"
+            if let message = job.progressMessage { line += " \(message)" }
+        }
+        return line
+    }
+
+    /// `2.5s` (under 10 s), `42s`, `3m12s`, `2h5m`.
     static func duration(_ seconds: Double) -> String {
+        if seconds < 10 { return "\((seconds * 10).rounded(.down) / 10)s" }
         let total = Int(seconds)
         if total < 60 { return "\(total)s" }
         if total < 3600 { return "\(total / 60)m\(total % 60)s" }

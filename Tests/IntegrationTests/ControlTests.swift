@@ -92,6 +92,58 @@ extension Integration {
             #expect(total == 1)
         }
 
+        @Test("warren status --jobs lists each job a worker holds: executing with its progress, and what the others wait for")
+        func jobListing() throws {
+            let queue = TestEnvironment.uniqueName("status-jobs")
+            defer { BrokerProbe.delete(queue) }
+            let url = try TestEnvironment.brokerURL
+            let worker = try CLI.startWorker(
+                queue: queue, id: "\(queue)-w",
+                arguments: ["--width", "1", "--prefetch", "4", "--rate-limit", "echo=1/h", "--time-limit", "sum=1h"])
+            defer { worker.terminate() }
+            let producer = try Producer.forTests()
+            let tap = try MessageTap.results()
+            // The sum holds the only thread (a minute, reporting progress); the first echo waits for the thread,
+            // the second for its turn under the rate limit, and the last job for the sum to end.
+            let busy = JobRequest(type: "sum", input: .numbers(Array(1...300), delayMs: 200), queue: queue)
+            try producer.enqueue(busy)
+            try worker.waitForStart(of: busy.id)
+            let first = JobRequest(type: "echo", input: "first", priority: .high, queue: queue)
+            let second = JobRequest(type: "echo", input: "second", queue: queue)
+            let after = JobRequest(type: "echo", input: "after", queue: queue, dependencies: [busy.id])
+            try producer.enqueue([first, second, after])
+
+            var status: WorkerStatus?
+            let deadline = ContinuousClock.now + .seconds(30)
+            repeat {
+                Thread.sleep(forTimeInterval: 0.2)
+                status = try producer.workerStatuses(timeout: .seconds(1), jobs: 10).first { $0.workerID == "\(queue)-w" }
+            } while (status?.jobs?.count != 4 || status?.jobs?.first?.progress == nil) && ContinuousClock.now < deadline
+            let jobs = try #require(status?.jobs)
+            #expect(jobs.map(\.id) == [busy.id, first.id, second.id, after.id], "executing first, then by priority and arrival")
+            #expect(jobs.map(\.state) == [.executing, .waiting, .waitingForTurn, .waitingForDependencies])
+            #expect(jobs[0].executingSeconds != nil && jobs[1].executingSeconds == nil)
+            #expect(jobs[0].timeLimitSeconds == 3600 && jobs[1].timeLimitSeconds == nil)
+            #expect((jobs[0].progress ?? 0) > 0 && jobs[0].progressMessage?.hasPrefix("adding") == true)
+            #expect(jobs[1].priority == .high && jobs.allSatisfy { $0.queue == queue && $0.attempt == 1 })
+            #expect(status?.moreJobs == 0)
+
+            let text = try CLI.run(["status", "--jobs", "--jobs-limit", "2", "--url", url])
+            #expect(text.status == 0, "\(text.stderr)")
+            #expect(text.stdout.contains("  job \(busy.id) type=sum executing for "), "\(text.stdout)")
+            #expect(text.stdout.contains("time-limit=1h0m"))
+            #expect(text.stdout.contains("  job \(first.id) type=echo waiting for "))
+            #expect(!text.stdout.contains(second.id))
+            #expect(text.stdout.contains("  … and 2 more jobs"))
+            let json = try CLI.run(["status", "--jobs", "--json", "--url", url])
+            #expect(json.stdout.contains("\"state\":\"waitingForTurn\""), "\(json.stdout)")
+            let plain = try CLI.run(["status", "--url", url])
+            #expect(!plain.stdout.contains(busy.id), "without --jobs, no jobs")
+
+            try producer.cancel(jobIDs: [busy.id, first.id, second.id, after.id])
+            _ = try tap.waitForResults([busy.id, first.id, second.id, after.id])
+        }
+
         @Test("warren status shows each job queue's waiting, delayed and consumers, and the dead letters")
         func queueStatus() throws {
             let queue = TestEnvironment.uniqueName("depth")

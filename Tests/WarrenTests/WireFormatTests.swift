@@ -253,6 +253,35 @@ struct WireFormatTests {
         #expect(bare.beforeSequence == 5)
     }
 
+    @Test func aStatusRequestAsksForJobsOnlyWhenGivenANumber() throws {
+        #expect(try json(ControlMessage.status(replyTo: "q").encoded())["jobs"] == nil)
+        #expect(try json(ControlMessage.status(replyTo: "q", jobs: 25).encoded())["jobs"] as? Int == 25)
+        let foreign = try ControlMessage.decode(Array(#"{"version":1,"kind":"status","replyTo":"q","jobs":3}"#.utf8))
+        #expect(foreign.jobs == 3)
+    }
+
+    @Test func aWorkerStatusListsItsJobsOnlyWhenAsked() throws {
+        let plain = #"{"version":1,"workerId":"w","host":"h","pid":1,"startedAt":"2026-11-24T09:00:00Z","#
+            + #""uptimeSeconds":1,"queues":["warren.default"],"pausedQueues":[],"prefetch":2,"localQueues":[],"totals":{}}"#
+        let status = try WorkerStatus.decode(Array(plain.utf8))
+        #expect(status.jobs == nil && status.moreJobs == nil)
+        var listed = status
+        listed.jobs = [
+            WorkerStatus.Job(
+                id: "j", type: "sum", state: .waitingForTurn, queue: "warren.default", localQueue: "default",
+                priority: .high, key: nil, sequence: 7, attempt: 2, heldSeconds: 1.5, executingSeconds: nil,
+                progress: 0.25, progressMessage: "a quarter", timeLimitSeconds: 30, cancelled: nil)
+        ]
+        listed.moreJobs = 4
+        let object = try json(Array(WireCoding.encoder.encode(listed)))
+        let job = try #require((object["jobs"] as? [[String: Any]])?.first)
+        #expect(job["state"] as? String == "waitingForTurn")
+        #expect(job["priority"] as? String == "high")
+        #expect(job["timeLimitSeconds"] as? Double == 30)
+        #expect(object["moreJobs"] as? Int == 4)
+        #expect(try WorkerStatus.decode(Array(WireCoding.encoder.encode(listed))) == listed)
+    }
+
     @Test func supersedeCancellationNamesTheKeyAndSequence() {
         let cancellation = ControlMessage.supersede(key: "list", before: 12).cancellation
         #expect(cancellation.reason == "superseded")

@@ -209,7 +209,9 @@ public final class Producer {
     }
 
     /// Asks every live worker for its status and returns the answers that arrive within `timeout`, by worker id.
-    public func workerStatuses(timeout: Duration = .seconds(2)) throws -> [WorkerStatus] {
+    /// - Parameter jobs: With a number, each worker also lists up to that many of the jobs it holds
+    ///   (``WorkerStatus/jobs``); workers of versions that predate the listing leave it out.
+    public func workerStatuses(timeout: Duration = .seconds(2), jobs: Int? = nil) throws -> [WorkerStatus] {
         try brokerCall {
             let channel: UInt16 = 3
             try connection.openChannel(channel)
@@ -218,7 +220,7 @@ public final class Producer {
                 "", durable: false, exclusive: true, autoDelete: true, channel: channel
             ).name
             try connection.consume(replyQueue, noAck: true, channel: channel)
-            try publishControl(.status(replyTo: replyQueue))
+            try publishControl(.status(replyTo: replyQueue, jobs: jobs))
             try waitForConfirms()
             var statuses: [String: WorkerStatus] = [:]
             try readEvents(until: ContinuousClock.now + timeout, done: { false }) { delivery in

@@ -9,7 +9,8 @@ import Foundation
 /// - `cancelAll`: cancel every job whose sequence is below ``beforeSequence``, of ``queue`` or of every queue.
 /// - `pause` / `resume`: stop (or start again) taking jobs, on every worker or on ``worker``, from every queue or
 ///   from ``queue``. Executing jobs go on; jobs waiting in a paused worker go back to the broker.
-/// - `status`: every live worker publishes a ``WorkerStatus`` to the queue named ``replyTo``.
+/// - `status`: every live worker publishes a ``WorkerStatus`` to the queue named ``replyTo``; listing up to ``jobs``
+///   of the jobs it holds, if set.
 /// - `sync`: a marker a worker publishes to itself at start-up; once it reads its own ``token`` back, it has read
 ///   every earlier control message. Other workers ignore it.
 /// - `crashed`: jobs ``jobIDs`` were executing when worker ``worker`` died; ``token`` names the dead worker's
@@ -34,14 +35,17 @@ public struct ControlMessage: Sendable, Hashable, Codable {
     public var queue: String?
     /// For `status`: the queue to publish the replies to (through the default exchange).
     public var replyTo: String?
+    /// For `status`: how many of the jobs it holds each worker lists in its reply (``WorkerStatus/jobs``); none when
+    /// absent.
+    public var jobs: Int?
 
     enum CodingKeys: String, CodingKey {
-        case version, kind, jobIDs = "jobIds", key, beforeSequence, reason, sentAt, token, worker, queue, replyTo
+        case version, kind, jobIDs = "jobIds", key, beforeSequence, reason, sentAt, token, worker, queue, replyTo, jobs
     }
 
     init(kind: String, jobIDs: [String] = [], key: String? = nil, beforeSequence: UInt64? = nil,
          reason: String = "requested", token: String? = nil, worker: String? = nil, queue: String? = nil,
-         replyTo: String? = nil) {
+         replyTo: String? = nil, jobs: Int? = nil) {
         self.version = WireCoding.version
         self.kind = kind
         self.jobIDs = jobIDs
@@ -53,6 +57,7 @@ public struct ControlMessage: Sendable, Hashable, Codable {
         self.worker = worker
         self.queue = queue
         self.replyTo = replyTo
+        self.jobs = jobs
     }
 
     /// Cancels jobs by id.
@@ -80,9 +85,10 @@ public struct ControlMessage: Sendable, Hashable, Codable {
         ControlMessage(kind: "resume", worker: worker, queue: queue)
     }
 
-    /// Asks every live worker for its ``WorkerStatus``, published to `replyTo`.
-    public static func status(replyTo: String) -> ControlMessage {
-        ControlMessage(kind: "status", replyTo: replyTo)
+    /// Asks every live worker for its ``WorkerStatus``, published to `replyTo`, listing up to `jobs` of the jobs it
+    /// holds if set.
+    public static func status(replyTo: String, jobs: Int? = nil) -> ControlMessage {
+        ControlMessage(kind: "status", replyTo: replyTo, jobs: jobs)
     }
 
     static func sync(token: String) -> ControlMessage {
@@ -117,6 +123,7 @@ public struct ControlMessage: Sendable, Hashable, Codable {
         worker = try container.decodeIfPresent(String.self, forKey: .worker)
         queue = try container.decodeIfPresent(String.self, forKey: .queue)
         replyTo = try container.decodeIfPresent(String.self, forKey: .replyTo)
+        jobs = try container.decodeIfPresent(Int.self, forKey: .jobs)
     }
 
     /// The cancellation recorded in the results of the jobs this message cancels. Only `superseded` (with a key)

@@ -13,6 +13,73 @@ public struct WorkerStatus: Sendable, Hashable, Codable {
         public var waiting: Int
     }
 
+    /// One job a worker holds, as `warren status --jobs` lists it (Celery's `inspect active` and `reserved`).
+    public struct Job: Sendable, Hashable, Codable {
+        /// Where a held job is: running, or what it waits for.
+        public enum State: String, Sendable, Hashable, Codable {
+            /// Its code runs (or has just returned).
+            case executing
+            /// In its local queue, waiting for a thread (or, on one, for its turn under a rate limit).
+            case waiting
+            /// Parked until the jobs it depends on end.
+            case waitingForDependencies
+            /// Waiting for its turn under its type's rate limit, before its local queue.
+            case waitingForTurn
+            /// Waiting for the worker to be idle: it was executing when a worker died, and runs alone.
+            case waitingToRunAlone
+        }
+
+        public var id: String
+        public var type: String
+        public var state: State
+        /// The broker queue it came from, and the local queue it runs on.
+        public var queue: String
+        public var localQueue: String
+        public var priority: JobPriority
+        public var key: String?
+        public var sequence: UInt64
+        public var attempt: Int
+        /// Seconds since the worker received it.
+        public var heldSeconds: Double
+        /// Seconds since its code started; `nil` until it has.
+        public var executingSeconds: Double?
+        /// Its latest progress report, if it made one.
+        public var progress: Double?
+        public var progressMessage: String?
+        /// Its type's time limit on the worker, in seconds, if it has one.
+        public var timeLimitSeconds: Double?
+        /// Why it was cancelled, for a job cancelled while it executes and not ended yet (its code has not seen
+        /// `isCancelled`, or ignores it).
+        public var cancelled: String?
+
+        enum CodingKeys: String, CodingKey {
+            case id, type, state, queue, localQueue, priority, key, sequence, attempt, heldSeconds, executingSeconds,
+                progress, progressMessage, timeLimitSeconds, cancelled
+        }
+
+        public init(
+            id: String, type: String, state: State, queue: String, localQueue: String, priority: JobPriority,
+            key: String?, sequence: UInt64, attempt: Int, heldSeconds: Double, executingSeconds: Double?,
+            progress: Double?, progressMessage: String?, timeLimitSeconds: Double?, cancelled: String?
+        ) {
+            self.id = id
+            self.type = type
+            self.state = state
+            self.queue = queue
+            self.localQueue = localQueue
+            self.priority = priority
+            self.key = key
+            self.sequence = sequence
+            self.attempt = attempt
+            self.heldSeconds = heldSeconds
+            self.executingSeconds = executingSeconds
+            self.progress = progress
+            self.progressMessage = progressMessage
+            self.timeLimitSeconds = timeLimitSeconds
+            self.cancelled = cancelled
+        }
+    }
+
     public var version: Int
     public var workerID: String
     public var host: String
@@ -27,10 +94,15 @@ public struct WorkerStatus: Sendable, Hashable, Codable {
     public var localQueues: [LocalQueueStatus]
     /// Jobs it ended, by status (`succeeded`, `failed`, `cancelled`).
     public var totals: [String: Int]
+    /// The jobs it holds, when the request asked for them (`warren status --jobs`): executing ones first, longest
+    /// running first, then the others by priority and arrival; at most as many as asked for.
+    public var jobs: [Job]?
+    /// How many more jobs it holds than ``jobs`` lists.
+    public var moreJobs: Int?
 
     enum CodingKeys: String, CodingKey {
         case version, workerID = "workerId", host, pid, startedAt, uptimeSeconds, queues, pausedQueues, prefetch,
-            localQueues, totals
+            localQueues, totals, jobs, moreJobs
     }
 
     /// Decodes a status message body.

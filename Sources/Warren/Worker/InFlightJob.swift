@@ -21,6 +21,8 @@ final class InFlightJob {
     let operation: JobOperation
     /// How long its code may run (its type's time limit on this worker), if it is limited.
     let timeLimit: Duration?
+    /// Its latest progress report, for `warren status --jobs`.
+    var progress: (fraction: Double, message: String?)?
     /// Whether it was executing when a worker died, and so runs with nothing beside it (``WorkerSession+Crashes``).
     var runsAlone = false
     /// Whether its operation was given to its local queue, where it runs unless it is cancelled first, or waits in

@@ -211,6 +211,7 @@ extension WorkerSession {
     /// transient, best effort, no settlement waits for it.
     func publishProgress(jobID: String, fraction: Double, message: String?) throws {
         guard let job = inFlight[jobID] else { return }
+        job.progress = (fraction, message)
         let progress = ProgressMessage(jobID: jobID, fraction: fraction, message: message, workerID: configuration.workerID)
         let body = Array(try WireCoding.encoder.encode(progress))
         let properties = MessageProperties(

@@ -1,0 +1,55 @@
+import ArgumentParser
+import Foundation
+import Testing
+import Warren
+
+@testable import WarrenCLI
+
+@Suite("warren worker --time-limit and warren status --jobs")
+struct TimeLimitAndJobListingTests {
+    private func limits(_ arguments: [String]) throws -> [String: Duration] {
+        try WorkerOptions.parse(arguments.flatMap { ["--time-limit", $0] }).configuration().timeLimits
+    }
+
+    @Test func timeLimitsTakeSecondsAndUnits() throws {
+        let parsed = try limits(["sum=90", "sleep=250ms", "echo=1.5m", "fail=2h"])
+        #expect(parsed == ["sum": .seconds(90), "sleep": .milliseconds(250), "echo": .seconds(90), "fail": .seconds(7200)])
+    }
+
+    @Test(arguments: [
+        ("sum=soon", "--time-limit sum=soon: 'soon' is no duration (seconds, or 250ms, 30s, 10m, 2h, 1d)"),
+        ("sum", "--time-limit sum: expected type=duration"),
+        ("sum=0", "--time-limit sum=0: expected 1 ms to a year"),
+        ("sum=0.1ms", "--time-limit sum=0.1ms: expected 1 ms to a year"),
+        ("sum=366d", "--time-limit sum=366d: expected 1 ms to a year"),
+        ("sum=-5s", "--time-limit sum=-5s: '-5s' is no duration (seconds, or 250ms, 30s, 10m, 2h, 1d)"),
+    ])
+    func badTimeLimitsAreRefused(entry: String, message: String) {
+        let error = #expect(throws: ValidationError.self) { try limits([entry]) }
+        #expect(error?.message == message)
+    }
+
+    @Test func aTypeGivenTwiceIsRefused() {
+        let error = #expect(throws: ValidationError.self) { try limits(["sum=1s", "sum=2s"]) }
+        #expect(error?.message == "--time-limit sum is given twice")
+    }
+
+    @Test func aJobLineSaysWhereTheJobIsAndForHowLong() {
+        var job = WorkerStatus.Job(
+            id: "j-1", type: "sum", state: .executing, queue: "warren.default", localQueue: "cpu", priority: .high,
+            key: nil, sequence: 5, attempt: 2, heldSeconds: 400, executingSeconds: 75, progress: 0.424,
+            progressMessage: "adding 7", timeLimitSeconds: 3600, cancelled: "timeLimit")
+        #expect(
+            StatusCommand.jobLine(job)
+                == "job j-1 type=sum executing for 1m15s attempt=2 priority=high queue=warren.default local=cpu "
+                + "time-limit=1h0m cancelled=timeLimit progress=42% adding 7")
+        job = WorkerStatus.Job(
+            id: "j-2", type: "echo", state: .waitingForDependencies, queue: "q", localQueue: "default",
+            priority: .normal, key: "totals", sequence: 9, attempt: 1, heldSeconds: 2.54, executingSeconds: nil,
+            progress: nil, progressMessage: nil, timeLimitSeconds: nil, cancelled: nil)
+        #expect(
+            StatusCommand.jobLine(job)
+                == "job j-2 type=echo waitingForDependencies for 2.5s attempt=1 priority=normal queue=q local=default "
+                + "key=totals seq=9")
+    }
+}
