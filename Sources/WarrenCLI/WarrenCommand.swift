@@ -11,7 +11,7 @@ public struct WarrenCommand: ParsableCommand {
             """,
         subcommands: [
             WorkerCommand.self, EnqueueCommand.self, CancelCommand.self, ResultsCommand.self, StatusCommand.self,
-            PauseCommand.self, ResumeCommand.self, DeadCommand.self, ScheduleCommand.self, BenchCommand.self,
+            PauseCommand.self, ResumeCommand.self, ResizeCommand.self, DeadCommand.self, ScheduleCommand.self, BenchCommand.self,
         ]
     )
 

@@ -144,6 +144,51 @@ extension Integration {
             _ = try tap.waitForResults([busy.id, first.id, second.id, after.id])
         }
 
+        @Test("warren resize widens a local queue live: waiting jobs start and the prefetch follows; a late worker keeps its width")
+        func resize() throws {
+            let queue = TestEnvironment.uniqueName("resize")
+            defer { BrokerProbe.delete(queue) }
+            let url = try TestEnvironment.brokerURL
+            let id = "\(queue)-w"
+            let worker = try CLI.startWorker(queue: queue, id: id, arguments: ["--width", "1", "--local-queue", "io=2"])
+            defer { worker.terminate() }
+            let producer = try Producer.forTests()
+            let tap = try MessageTap.results()
+            let jobs = (1...4).map { _ in JobRequest(type: "sleep", input: ["seconds": 60], queue: queue) }
+            try producer.enqueue(jobs)
+            try worker.waitForStart(of: jobs[0].id)
+
+            let output = try CLI.run(["resize", "default=3", "--url", url, "--timeout", "1"])
+            #expect(output.status == 0, "\(output.stderr)")
+            #expect(output.stdout.contains("\(id) local default width=3"), "\(output.stdout)")
+            try jobs.prefix(3).forEach { try worker.waitForStart(of: $0.id) }
+            let status = try #require(try producer.workerStatuses().first { $0.workerID == id })
+            let widened = status.localQueues.first { $0.name == "default" }
+            #expect(widened?.width == 3 && widened?.executing == 3 && widened?.waiting == 1, "\(status.localQueues)")
+            #expect(status.prefetch == 5, "the prefetch follows the widths: 3 + 2")
+            #expect(!worker.logsStart(of: jobs[3].id), "the fourth, now held by the worker, waits for a thread")
+
+            // Narrower: the executing jobs go on.
+            try producer.resize(localQueue: "default", width: 1, worker: id)
+            try producer.cancel(jobIDs: [jobs[0].id, jobs[1].id])
+            _ = try tap.waitForResults([jobs[0].id, jobs[1].id])
+            let narrowed = try #require(try producer.workerStatuses().first { $0.workerID == id })
+            #expect(narrowed.localQueues.first { $0.name == "default" }?.width == 1)
+            #expect(narrowed.localQueues.first { $0.name == "default" }?.executing == 1, "\(narrowed.localQueues)")
+            #expect(narrowed.prefetch == 3)
+
+            // A worker started after the resize keeps its own width; a local queue nobody has is reported.
+            let late = try CLI.startWorker(queue: queue, id: "\(queue)-late", arguments: ["--width", "1"])
+            defer { late.terminate() }
+            let lateStatus = try producer.workerStatuses().first { $0.workerID == "\(queue)-late" }
+            #expect(lateStatus?.localQueues.first?.width == 1)
+            let unknown = try CLI.run(["resize", "gpu=2", "--url", url, "--timeout", "0.5"])
+            #expect(unknown.status == 1)
+            #expect(unknown.stderr.contains("warren: no live worker reported local queue gpu within 0.5 s"))
+            try producer.cancel(jobIDs: jobs.map(\.id))
+            _ = try tap.waitForResults(jobs.map(\.id))
+        }
+
         @Test("warren status shows each job queue's waiting, delayed and consumers, and the dead letters")
         func queueStatus() throws {
             let queue = TestEnvironment.uniqueName("depth")

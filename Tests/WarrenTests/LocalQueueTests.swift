@@ -156,6 +156,49 @@ struct LocalQueueTests {
         #expect(reports.allSatisfy { $0.outcome.output == .bool(true) })
     }
 
+    @Test func wideningStartsWaitingOperationsAtOnceAndNarrowingLetsExecutingOnesFinish() async throws {
+        let collector = ReportCollector()
+        let queue = LocalQueue(name: "test", width: 1)
+        let meter = ConcurrencyMeter()
+        let gate = Gate()
+        for _ in 0..<4 {
+            queue.add(
+                TestJobs.blocking(collector: collector) { _, _ in
+                    meter.enter()
+                    gate.wait()
+                    meter.leave()
+                    return .null
+                })
+        }
+        try await waitUntil("one operation to start") { meter.current == 1 }
+        queue.resize(to: 3)
+        #expect(queue.width == 3)
+        try await waitUntil("three operations to run at once") { meter.current == 3 }
+        queue.resize(to: 1)
+        #expect(meter.current == 3, "executing operations go on")
+        gate.open()
+        _ = try await collector.waitForReports(4, timeout: .seconds(30))
+        #expect(meter.most == 3)
+    }
+
+    @Test func afterNarrowingTheNextOperationsStartOneAtATime() async throws {
+        let collector = ReportCollector()
+        let queue = LocalQueue(name: "test", width: 4)
+        queue.resize(to: 1)
+        let meter = ConcurrencyMeter()
+        for _ in 0..<4 {
+            queue.add(
+                TestJobs.blocking(collector: collector) { _, _ in
+                    meter.enter()
+                    Thread.sleep(forTimeInterval: 0.01)
+                    meter.leave()
+                    return .null
+                })
+        }
+        _ = try await collector.waitForReports(4, timeout: .seconds(30))
+        #expect(meter.most == 1)
+    }
+
     @Test func operationCountIncludesWaitingAndExecutingOperations() async throws {
         let collector = ReportCollector()
         let queue = LocalQueue(name: "test", width: 1)

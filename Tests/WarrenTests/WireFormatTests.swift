@@ -260,6 +260,24 @@ struct WireFormatTests {
         #expect(foreign.jobs == 3)
     }
 
+    @Test func aResizeNamesTheLocalQueueAndWidth() throws {
+        let object = try json(ControlMessage.resize(localQueue: "io", width: 32, worker: "w-2").encoded())
+        #expect(object["kind"] as? String == "resize")
+        #expect(object["localQueue"] as? String == "io")
+        #expect(object["width"] as? Int == 32)
+        #expect(object["worker"] as? String == "w-2")
+        #expect(object["sentAt"] != nil)
+    }
+
+    @Test func onlyAMessageSentInTheLast30SecondsIsFresh() throws {
+        var message = ControlMessage.status(replyTo: "q")
+        #expect(message.isFresh)
+        message.sentAt = Date(timeIntervalSinceNow: -31)
+        #expect(!message.isFresh)
+        message.sentAt = nil
+        #expect(!message.isFresh, "a request without sentAt is never answered (§4.4): it may be replayed for a day")
+    }
+
     @Test func aWorkerStatusListsItsJobsOnlyWhenAsked() throws {
         let plain = #"{"version":1,"workerId":"w","host":"h","pid":1,"startedAt":"2026-11-24T09:00:00Z","#
             + #""uptimeSeconds":1,"queues":["warren.default"],"pausedQueues":[],"prefetch":2,"localQueues":[],"totals":{}}"#

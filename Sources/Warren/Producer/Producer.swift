@@ -200,6 +200,24 @@ public final class Producer {
         }
     }
 
+    /// Sets the width of local queue `localQueue` to `width` on every live worker that has it, or on `worker` alone,
+    /// as setting an `OperationQueue`'s `maxConcurrentOperationCount` does: wider, waiting jobs start at once;
+    /// narrower, executing ones go on. A worker whose prefetch follows its widths (no `--prefetch`) takes more or
+    /// fewer jobs accordingly. Until the worker restarts; workers that start later keep their own widths.
+    /// - Throws: ``WarrenError``: `invalidConfiguration` for a width outside ``LocalQueue/widths``; `broker` when
+    ///   the connection fails.
+    public func resize(localQueue: String, width: Int, worker: String? = nil) throws {
+        guard LocalQueue.widths.contains(width) else {
+            throw WarrenError(
+                .invalidConfiguration,
+                "width \(width) is outside \(LocalQueue.widths.lowerBound)...\(LocalQueue.widths.upperBound)")
+        }
+        try brokerCall {
+            try publishControl(.resize(localQueue: localQueue, width: width, worker: worker))
+            try waitForConfirms()
+        }
+    }
+
     /// Resumes what ``pause(worker:queue:)`` paused.
     public func resume(worker: String? = nil, queue: String? = nil) throws {
         try brokerCall {

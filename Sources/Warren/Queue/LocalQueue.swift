@@ -1,22 +1,36 @@
 import Foundation
+import Synchronization
 
 /// One of a worker's local operation queues: a Foundation `OperationQueue` with a width and a name.
 ///
 /// A worker has one per kind of resource ("one queue per disk"): a CPU queue as wide as the cores, an I/O queue
 /// much wider. Ready operations start in priority order.
 ///
-/// Thread safety: immutable fields; Foundation's `OperationQueue` is thread safe.
+/// Thread safety: locked. The name is immutable, the width atomic (changed on the broker thread, read by metrics
+/// and status); Foundation's `OperationQueue` is thread safe.
 public final class LocalQueue: @unchecked Sendable {
     /// The name operation types are registered on.
     public let name: String
-    /// The most operations that execute at once (`maxConcurrentOperationCount`).
-    public let width: Int
+    private let currentWidth: Atomic<Int>
     private let queue = OperationQueue()
 
     init(name: String, width: Int) {
         self.name = name
-        self.width = width
+        currentWidth = Atomic(width)
         queue.name = "warren.\(name)"
+        queue.maxConcurrentOperationCount = width
+    }
+
+    /// The widths a local queue may be resized to (``resize(to:)``).
+    public static let widths = 1...10_000
+
+    /// The most operations that execute at once (`maxConcurrentOperationCount`).
+    public var width: Int { currentWidth.load(ordering: .relaxed) }
+
+    /// Changes the width live, as setting an `OperationQueue`'s `maxConcurrentOperationCount` does: wider, waiting
+    /// operations start at once; narrower, executing ones go on and the next start once fewer than `width` execute.
+    func resize(to width: Int) {
+        currentWidth.store(width, ordering: .relaxed)
         queue.maxConcurrentOperationCount = width
     }
 

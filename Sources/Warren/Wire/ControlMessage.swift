@@ -9,6 +9,9 @@ import Foundation
 /// - `cancelAll`: cancel every job whose sequence is below ``beforeSequence``, of ``queue`` or of every queue.
 /// - `pause` / `resume`: stop (or start again) taking jobs, on every worker or on ``worker``, from every queue or
 ///   from ``queue``. Executing jobs go on; jobs waiting in a paused worker go back to the broker.
+/// - `resize`: set the width of local queue ``localQueue`` to ``width``, on every worker that has it or on ``worker``,
+///   until it restarts. A worker acts on those sent (``sentAt``) since it started: one started later keeps its own
+///   widths.
 /// - `status`: every live worker publishes a ``WorkerStatus`` to the queue named ``replyTo``; listing up to ``jobs``
 ///   of the jobs it holds, if set.
 /// - `sync`: a marker a worker publishes to itself at start-up; once it reads its own ``token`` back, it has read
@@ -29,23 +32,27 @@ public struct ControlMessage: Sendable, Hashable, Codable {
     public var sentAt: Date?
     /// For `sync`: the marker's unique token. For `crashed`: the dead worker's journal.
     public var token: String?
-    /// For `pause` and `resume`: only this worker (by id); all when absent. For `crashed`: the worker that died.
+    /// For `pause`, `resume` and `resize`: only this worker (by id); all when absent. For `crashed`: the worker that died.
     public var worker: String?
     /// For `cancelAll`, `pause` and `resume`: only this broker queue; all when absent.
     public var queue: String?
     /// For `status`: the queue to publish the replies to (through the default exchange).
     public var replyTo: String?
+    /// For `resize`: the local queue, and its new width.
+    public var localQueue: String?
+    public var width: Int?
     /// For `status`: how many of the jobs it holds each worker lists in its reply (``WorkerStatus/jobs``); none when
     /// absent.
     public var jobs: Int?
 
     enum CodingKeys: String, CodingKey {
-        case version, kind, jobIDs = "jobIds", key, beforeSequence, reason, sentAt, token, worker, queue, replyTo, jobs
+        case version, kind, jobIDs = "jobIds", key, beforeSequence, reason, sentAt, token, worker, queue, replyTo, jobs,
+            localQueue, width
     }
 
     init(kind: String, jobIDs: [String] = [], key: String? = nil, beforeSequence: UInt64? = nil,
          reason: String = "requested", token: String? = nil, worker: String? = nil, queue: String? = nil,
-         replyTo: String? = nil, jobs: Int? = nil) {
+         replyTo: String? = nil, jobs: Int? = nil, localQueue: String? = nil, width: Int? = nil) {
         self.version = WireCoding.version
         self.kind = kind
         self.jobIDs = jobIDs
@@ -58,6 +65,8 @@ public struct ControlMessage: Sendable, Hashable, Codable {
         self.queue = queue
         self.replyTo = replyTo
         self.jobs = jobs
+        self.localQueue = localQueue
+        self.width = width
     }
 
     /// Cancels jobs by id.
@@ -83,6 +92,11 @@ public struct ControlMessage: Sendable, Hashable, Codable {
     /// Resumes what ``pause(worker:queue:)`` paused.
     public static func resume(worker: String? = nil, queue: String? = nil) -> ControlMessage {
         ControlMessage(kind: "resume", worker: worker, queue: queue)
+    }
+
+    /// Sets the width of local queue `localQueue` to `width` on every live worker that has it, or on `worker`.
+    public static func resize(localQueue: String, width: Int, worker: String? = nil) -> ControlMessage {
+        ControlMessage(kind: "resize", worker: worker, localQueue: localQueue, width: width)
     }
 
     /// Asks every live worker for its ``WorkerStatus``, published to `replyTo`, listing up to `jobs` of the jobs it
@@ -124,6 +138,14 @@ public struct ControlMessage: Sendable, Hashable, Codable {
         queue = try container.decodeIfPresent(String.self, forKey: .queue)
         replyTo = try container.decodeIfPresent(String.self, forKey: .replyTo)
         jobs = try container.decodeIfPresent(Int.self, forKey: .jobs)
+        localQueue = try container.decodeIfPresent(String.self, forKey: .localQueue)
+        width = try container.decodeIfPresent(Int.self, forKey: .width)
+    }
+
+    /// Whether it was sent less than 30 s ago by the receiver's clock: workers answer only such `status` requests,
+    /// and not the older ones they read again from the stream when they start.
+    var isFresh: Bool {
+        (sentAt?.timeIntervalSinceNow ?? -.infinity) > -30
     }
 
     /// The cancellation recorded in the results of the jobs this message cancels. Only `superseded` (with a key)

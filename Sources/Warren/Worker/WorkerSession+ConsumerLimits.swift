@@ -19,12 +19,12 @@ extension WorkerSession {
     func left(_ job: InFlightJob) {
         guard renewsConsumers, !consumerLimitsStale else { return }
         consumerLimitsStale =
-            jobConsumers[job.delivery.consumerTag] == nil || consumerLimits[job.queue] != configuration.effectivePrefetch
+            jobConsumers[job.delivery.consumerTag] == nil || consumerLimits[job.queue] != basePrefetch
     }
 
     /// A job delivery came from `queue`: its consumer may be full now, with a limit below the budget.
     func delivered(from queue: String) {
-        if renewsConsumers, consumerLimits[queue] != configuration.effectivePrefetch { consumerLimitsStale = true }
+        if renewsConsumers, consumerLimits[queue] != basePrefetch { consumerLimitsStale = true }
     }
 
     /// Starts the consumer of each job queue again whose limit falls short of its budget, with the limit the budget
@@ -32,7 +32,7 @@ extension WorkerSession {
     func renewConsumersIfDue() throws {
         guard consumerLimitsStale, isConsuming, stopDeadline == nil else { return }
         consumerLimitsStale = false
-        let budget = configuration.effectivePrefetch
+        let budget = basePrefetch
         var running: [String: Int] = [:]  // held from the queue and not parked, from any consumer
         var fromConsumer: [String: Int] = [:]  // held from the queue's consumer, parked or not
         for job in inFlight.values where job.generation == generation {

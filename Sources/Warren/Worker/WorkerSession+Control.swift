@@ -80,9 +80,16 @@ extension WorkerSession {
             for queue in scope where configuration.queues.contains(queue) {
                 try setPaused(message.kind == "pause", queue: queue)
             }
+        case "resize":
+            // Only those sent since this worker started: one started later keeps its own widths (and one that
+            // reconnects reads the same ones again, in order, ending where it was).
+            guard message.worker == nil || message.worker == configuration.workerID,
+                let sentAt = message.sentAt, sentAt > startedAt
+            else { return nil }
+            try resize(message)
         case "status":
             // A request replayed from the stream at start-up is long answered: only fresh ones get a reply.
-            guard let replyTo = message.replyTo, (message.sentAt?.timeIntervalSinceNow ?? 0) > -30 else { return nil }
+            guard let replyTo = message.replyTo, message.isFresh else { return nil }
             _ = try publish(
                 Array(try WireCoding.encoder.encode(status(listingJobs: message.jobs))), exchange: "", routingKey: replyTo,
                 properties: MessageProperties(contentType: WireCoding.contentType, type: "warren.status"))
@@ -113,6 +120,29 @@ extension WorkerSession {
             logger.info("resumed", metadata: ["queue": "\(queue)"])
             try startConsumer(of: queue)
         }
+    }
+
+    /// Sets a local queue's width, as `warren resize` asks; the prefetch follows when it follows the widths.
+    private func resize(_ message: ControlMessage) throws {
+        guard let name = message.localQueue, let local = localQueues[name] else {
+            // A message to every worker names a local queue some of them may not have.
+            guard message.worker != nil else { return }
+            return logger.warning(
+                "ignoring a resize of local queue '\(message.localQueue ?? "")', which this worker does not have",
+                metadata: ["localQueues": "\(localQueues.keys.sorted())"])
+        }
+        guard let width = message.width, LocalQueue.widths.contains(width) else {
+            let widths = LocalQueue.widths
+            return logger.warning(
+                "ignoring a resize of local queue '\(name)' to width \(message.width.map(String.init) ?? "none"): expected \(widths.lowerBound) to \(widths.upperBound)")
+        }
+        guard width != local.width else { return }
+        logger.info("resizing local queue", metadata: ["localQueue": "\(name)", "from": "\(local.width)", "to": "\(width)"])
+        local.resize(to: width)
+        guard configuration.prefetch == nil else { return }
+        basePrefetch = min(localQueues.values.reduce(0) { $0 + $1.width }, 65_535)
+        consumerLimitsMayFallShort()
+        try updatePrefetch()
     }
 
     /// This worker's answer to `warren status`, listing up to `limit` of the jobs it holds if set.

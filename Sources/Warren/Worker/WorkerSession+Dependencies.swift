@@ -189,7 +189,7 @@ extension WorkerSession {
 
     /// Prefetch: the configured one, plus one for each parked job and each held one (``hold(_:_:_:_:)``).
     func updatePrefetch() throws {
-        let prefetch = UInt16(min(configuration.effectivePrefetch + parked.count + heldJobs.count, 65_535))
+        let prefetch = UInt16(min(basePrefetch + parked.count + heldJobs.count, 65_535))
         guard prefetch != currentPrefetch, isConsuming else { return }
         if renewsConsumers {
             currentPrefetch = prefetch

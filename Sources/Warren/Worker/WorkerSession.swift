@@ -106,6 +106,9 @@ final class WorkerSession {
     var consumerLimits: [String: Int] = [:]
     /// Whether a consumer's limit may fall short of what its queue's budget allows: checked when the turn ends.
     var consumerLimitsStale = false
+    /// The prefetch the worker's configuration asks for (``Worker/Configuration/effectivePrefetch``); when it follows
+    /// the local queues' widths, it follows them as `warren resize` changes them.
+    var basePrefetch: Int
     /// The prefetch in force on the jobs channel.
     var currentPrefetch: UInt16 = 0 {
         didSet {
@@ -143,6 +146,7 @@ final class WorkerSession {
         localQueues = worker.configuration.localQueues.reduce(into: [:]) { queues, entry in
             queues[entry.key] = LocalQueue(name: entry.key, width: entry.value)
         }
+        basePrefetch = worker.configuration.effectivePrefetch
         throttles = worker.configuration.rateLimits.mapValues(Throttle.init)
         startGates = worker.configuration.rateLimits.mapValues { StartGate(interval: $0.interval) }
         metrics = WorkerMetrics(operationTypes: worker.registry.types)
@@ -172,7 +176,7 @@ final class WorkerSession {
             "worker started",
             metadata: [
                 "broker": "\(connection.configuration.redactedURL)", "queues": "\(configuration.queues)",
-                "prefetch": "\(configuration.effectivePrefetch)",
+                "prefetch": "\(basePrefetch)",
                 "localQueues": "\(localQueues.values.map { "\($0.name)=\($0.width)" }.sorted())",
             ])
         while true {
@@ -308,17 +312,17 @@ final class WorkerSession {
         }
         renewsConsumers = !channelWide
         retiredConsumers = [:]
-        currentPrefetch = UInt16(min(configuration.effectivePrefetch + parked.count, 65_535))  // none held yet
+        currentPrefetch = UInt16(min(basePrefetch + parked.count, 65_535))  // none held yet
         prefetchPerConsumer =
             renewsConsumers
             || parked.isEmpty && configuration.queues.count == 1 && pausedQueues.isDisjoint(with: configuration.queues)
         if renewsConsumers {
             consumerLimits = [:]
             for queue in configuration.queues where !pausedQueues.contains(queue) {
-                consumerLimits[queue] = configuration.effectivePrefetch
+                consumerLimits[queue] = basePrefetch
             }
             try connection.qos(
-                prefetchCount: UInt16(configuration.effectivePrefetch), global: false, channel: Self.jobsChannel)
+                prefetchCount: UInt16(basePrefetch), global: false, channel: Self.jobsChannel)
         } else {
             try connection.qos(prefetchCount: currentPrefetch, global: !prefetchPerConsumer, channel: Self.jobsChannel)
         }
