@@ -25,6 +25,7 @@ extension Integration {
             }
             #expect(before.value("warren_local_queue_executing", ["queue": "default"]) == 0)
             #expect(before.value("warren_local_queue_waiting", ["queue": "default"]) == 0)
+            #expect(before.value("warren_local_queue_width", ["queue": "default"]) == 2)
             let echoes = ["type": "echo", "status": "succeeded"]
             let echoesBefore = before.value("warren_jobs_total", echoes) ?? 0
 

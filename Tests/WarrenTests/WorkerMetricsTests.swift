@@ -82,8 +82,10 @@ struct WorkerMetricsTests {
         metrics.watch([queue])
         let executing = try backend.expectGauge("warren_local_queue_executing", [("queue", name)])
         let waiting = try backend.expectGauge("warren_local_queue_waiting", [("queue", name)])
+        let width = try backend.expectGauge("warren_local_queue_width", [("queue", name)])
         #expect(executing.lastValue == 0)
         #expect(waiting.lastValue == 0)
+        #expect(width.lastValue == 1)
 
         let started = Gate()
         queue.add(
@@ -103,8 +105,10 @@ struct WorkerMetricsTests {
         gate.open()
         try await collector.waitForReports(3)
         try await waitUntil("the queue to drain") { queue.operationCount == 0 }
+        queue.resize(to: 4)
         WorkerMetrics.sampleLocalQueues()
         #expect(executing.lastValue == 0)
         #expect(waiting.lastValue == 0)
+        #expect(width.lastValue == 4)
     }
 }

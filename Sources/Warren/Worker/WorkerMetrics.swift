@@ -29,6 +29,7 @@ public final class WorkerMetrics: Sendable {
         var deadLetters: [String: CoreMetrics.Counter] = [:]
         var executing: [String: Gauge] = [:]
         var waiting: [String: Gauge] = [:]
+        var width: [String: Gauge] = [:]
         var prefetch: Gauge?
         /// Counters without labels, by name.
         var counters: [String: CoreMetrics.Counter] = [:]
@@ -206,18 +207,22 @@ public final class WorkerMetrics: Sendable {
     // MARK: - Local queues
 
     /// Sets the gauges of local queue `name`.
-    func localQueue(_ name: String, executing: Int, waiting: Int) {
-        let gauges: (executing: Gauge, waiting: Gauge) = handles.withLock { handles in
+    func localQueue(_ name: String, executing: Int, waiting: Int, width: Int) {
+        let gauges: (executing: Gauge, waiting: Gauge, width: Gauge) = handles.withLock { handles in
             let executing = Self.cached(name, in: &handles.executing) {
                 Gauge(label: "warren_local_queue_executing", dimensions: [("queue", name)], factory: currentFactory)
             }
             let waiting = Self.cached(name, in: &handles.waiting) {
                 Gauge(label: "warren_local_queue_waiting", dimensions: [("queue", name)], factory: currentFactory)
             }
-            return (executing, waiting)
+            let width = Self.cached(name, in: &handles.width) {
+                Gauge(label: "warren_local_queue_width", dimensions: [("queue", name)], factory: currentFactory)
+            }
+            return (executing, waiting, width)
         }
         gauges.executing.record(executing)
         gauges.waiting.record(waiting)
+        gauges.width.record(width)
     }
 
     /// Reports these local queues' gauges from now on, at each ``sampleLocalQueues()``, for as long as they live.
@@ -227,8 +232,8 @@ public final class WorkerMetrics: Sendable {
         Self.sample(added)
     }
 
-    /// Reads the executing and waiting operations of every watched local queue in the process into its gauges,
-    /// adding up queues of the same name (several workers in one process); the gauges of a queue whose worker is
+    /// Reads the executing and waiting operations and the width of every watched local queue in the process into its
+    /// gauges, adding up queues of the same name (several workers in one process); the gauges of a queue whose worker is
     /// gone read 0, and it is forgotten. The metrics endpoint calls it before each scrape. Safe from any thread.
     public static func sampleLocalQueues() {
         let entries = watched.withLock { watched in
@@ -243,14 +248,16 @@ public final class WorkerMetrics: Sendable {
         // own (a test's) reports alone.
         let byBackend = Dictionary(grouping: entries) { $0.metrics.factory == nil ? nil : ObjectIdentifier($0.metrics) }
         for entries in byBackend.values {
-            var counts: [String: (executing: Int, waiting: Int)] = [:]
+            var counts: [String: (executing: Int, waiting: Int, width: Int)] = [:]
             for entry in entries {
                 let (executing, waiting) = entry.queue?.executingAndWaiting ?? (0, 0)
-                counts[entry.name, default: (0, 0)].executing += executing
-                counts[entry.name, default: (0, 0)].waiting += waiting
+                counts[entry.name, default: (0, 0, 0)].executing += executing
+                counts[entry.name, default: (0, 0, 0)].waiting += waiting
+                counts[entry.name, default: (0, 0, 0)].width += entry.queue?.width ?? 0
             }
             for (name, count) in counts {
-                entries[0].metrics.localQueue(name, executing: count.executing, waiting: count.waiting)
+                entries[0].metrics.localQueue(
+                    name, executing: count.executing, waiting: count.waiting, width: count.width)
             }
         }
     }
