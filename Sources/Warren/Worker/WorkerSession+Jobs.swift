@@ -66,7 +66,7 @@ extension WorkerSession {
             mailbox.post(.finished(finished))
         }
         let timeLimit = configuration.timeLimits.isEmpty ? nil : configuration.timeLimits[descriptor.type]
-        if timeLimit != nil { mayHoldTimeLimits = true }
+        if let timeLimit { timeLimitedJobArrived(limit: timeLimit) }
         let job = InFlightJob(
             descriptor: descriptor, delivery: delivery, generation: generation, queue: queue,
             localQueue: registered.localQueue, attempt: attempt, receivedAt: receivedAt, operation: operation,

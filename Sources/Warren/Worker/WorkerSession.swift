@@ -29,8 +29,9 @@ final class WorkerSession {
     /// Whether a job with a deadline may be in flight. The deadline checks pass over every job in flight, each turn
     /// of the loop: only while this is set.
     var mayHoldDeadlines = false
-    /// Whether a job of a type with a time limit may be in flight (``WorkerSession+TimeLimits``).
-    var mayHoldTimeLimits = false
+    /// When a job's time limit may pass next, while a job of a time-limited type is in flight
+    /// (``WorkerSession+TimeLimits``).
+    var timeLimitCheckAt: ContinuousClock.Instant?
     /// Settlements waiting for the broker to confirm a publish.
     var unconfirmed = PendingConfirms()
     /// Results published and not yet appended to the results stream, to append together when due.
@@ -255,7 +256,7 @@ final class WorkerSession {
         if let due = unreachableQueues.values.min() { timeout = min(timeout, due - now) }
         if let due = heldJobsRetryAt { timeout = min(timeout, due - now) }
         if let due = throttledJobsDueAt { timeout = min(timeout, due - now) }
-        if let due = timeLimitsDueAt { timeout = min(timeout, due - now) }
+        if let due = timeLimitCheckAt { timeout = min(timeout, due - now) }
         if mayHoldDeadlines, let deadline = inFlight.values.compactMap({ $0.descriptor.deadline }).min() {
             timeout = min(timeout, .milliseconds(Int(deadline.timeIntervalSinceNow * 1000) + 1))
         }
