@@ -92,6 +92,6 @@ struct DeadCommand: ParsableCommand {
         if let queue = letter.queue { fields.append("queue=\(queue)") }
         if let type = letter.type { fields.append("type=\(type)") }
         fields.append("bytes=\(letter.size)")
-        return fields.joined(separator: " ") + (letter.message.map { ": \($0)" } ?? "")
+        return fields.joined(separator: " ") + (letter.message.map { ": \(ResultPrinter.printable($0))" } ?? "")
     }
 }

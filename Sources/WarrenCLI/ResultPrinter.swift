@@ -12,20 +12,40 @@ enum ResultPrinter {
         }
         if let type = result.type { fields.append("type=\(type)") }
         fields.append("seq=\(result.sequence)")
-        if let key = result.key { fields.append("key=\(key)") }
+        if let key = result.key { fields.append("key=\(printable(key))") }
         fields.append("worker=\(result.workerID)")
         fields.append("attempt=\(result.attempt)")
         if let output = result.output, let text = try? String(decoding: JSONEncoder.sorted.encode(output), as: UTF8.self) {
             fields.append("output=\(text)")
         }
-        if let error = result.error { fields.append("error=\(error.code): \(error.message)") }
-        if let cancellation = result.cancellation { fields.append("reason=\(cancellation.reason): \(cancellation.message)") }
+        if let error = result.error { fields.append("error=\(printable(error.code)): \(printable(error.message))") }
+        if let cancellation = result.cancellation {
+            fields.append("reason=\(printable(cancellation.reason)): \(printable(cancellation.message))")
+        }
         return fields.joined(separator: " ")
     }
 
     static func line(_ report: ProgressMessage) -> String {
         "progress \(report.jobID) \(percent(report.fraction)) worker=\(report.workerID)"
-            + (report.message.map { " \($0)" } ?? "")
+            + (report.message.map { " \(printable($0))" } ?? "")
+    }
+
+    /// Text a job or its code chose (a key, a message), with control characters escaped (`\n`, `\u{1B}`), so that it
+    /// cannot end a line and forge the next one, nor move a terminal's cursor.
+    static func printable(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return text }
+        var escaped = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\n": escaped += "\\n"
+            case "\r": escaped += "\\r"
+            case "\t": escaped += "\\t"
+            case _ where scalar.properties.generalCategory == .control:
+                escaped += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+            default: escaped.unicodeScalars.append(scalar)
+            }
+        }
+        return escaped
     }
 
     /// A progress fraction as a whole percentage: `42%`.

@@ -29,15 +29,17 @@ struct StatusCommand: ParsableCommand {
         help: "Also list the jobs each worker holds: executing ones (longest running first), then waiting ones.")
     var jobs = false
 
-    @Option(name: .customLong("jobs-limit"), help: "With --jobs: list at most this many jobs per worker.")
-    var jobsLimit = 100
+    @Option(name: .customLong("jobs-limit"), help: "List at most this many jobs per worker (implies --jobs; default: 100).")
+    var jobsLimit: Int?
 
     @Flag(name: .long, help: "Print one JSON object per line: each worker, each queue, then the dead letters.")
     var json = false
 
     func validate() throws {
         if !(0...3600).contains(timeout) { throw ValidationError("--timeout \(timeout): expected seconds from 0 to 3600") }
-        if !(1...100_000).contains(jobsLimit) { throw ValidationError("--jobs-limit \(jobsLimit): expected 1 to 100000") }
+        if let jobsLimit, !(1...100_000).contains(jobsLimit) {
+            throw ValidationError("--jobs-limit \(jobsLimit): expected 1 to 100000")
+        }
         try QueueArgument.validate(queue)
     }
 
@@ -45,7 +47,7 @@ struct StatusCommand: ParsableCommand {
         let producer = try Producer(url: broker.brokerURL)
         defer { producer.close() }
         let statuses = try producer.workerStatuses(
-            timeout: .milliseconds(Int(timeout * 1000)), jobs: jobs ? jobsLimit : nil)
+            timeout: .milliseconds(Int(timeout * 1000)), jobs: jobs || jobsLimit != nil ? jobsLimit ?? 100 : nil)
         let names = Set(queue + statuses.flatMap(\.queues))
         let queues = try (names.isEmpty ? [Topology.defaultQueue] : names.sorted()).map { name in
             (name, try Self.reachable { try producer.jobQueueStatus(name) })
@@ -113,14 +115,24 @@ struct StatusCommand: ParsableCommand {
         var line = "job \(job.id) type=\(job.type) \(job.state.rawValue) for "
         line += duration(job.executingSeconds ?? job.heldSeconds)
         line += " attempt=\(job.attempt) priority=\(job.priority.rawValue) queue=\(job.queue) local=\(job.localQueue)"
-        if let key = job.key { line += " key=\(key) seq=\(job.sequence)" }
-        if let limit = job.timeLimitSeconds { line += " time-limit=\(duration(limit))" }
+        if let key = job.key { line += " key=\(ResultPrinter.printable(key)) seq=\(job.sequence)" }
+        if let limit = job.timeLimitSeconds { line += " time-limit=\(timeLimit(limit))" }
         if let cancelled = job.cancelled { line += " cancelled=\(cancelled)" }
         if let progress = job.progress {
             line += " progress=\(ResultPrinter.percent(progress))"
-            if let message = job.progressMessage { line += " \(message)" }
+            if let message = job.progressMessage { line += " \(ResultPrinter.printable(message))" }
         }
         return line
+    }
+
+    /// A time limit as `warren worker --time-limit` takes it: `250ms`, `1.5s`, `30s`, `10m`, `2h`, `1d`, `90m`.
+    static func timeLimit(_ seconds: Double) -> String {
+        let milliseconds = Int((seconds * 1000).rounded())
+        if milliseconds < 1000 { return "\(milliseconds)ms" }
+        guard milliseconds % 1000 == 0 else { return "\(Double(milliseconds) / 1000)s" }
+        let whole = milliseconds / 1000
+        for (unit, size) in [("d", 86_400), ("h", 3600), ("m", 60)] where whole % size == 0 { return "\(whole / size)\(unit)" }
+        return "\(whole)s"
     }
 
     /// `2.5s` (under 10 s), `42s`, `3m12s`, `2h5m`.

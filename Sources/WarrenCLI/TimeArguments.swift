@@ -18,7 +18,10 @@ struct TimeSpan: ExpressibleByArgument, Equatable {
             number = number.dropLast()
             unit = scale
         }
-        guard let value = Double(number), value >= 0, value.isFinite else { return nil }
+        // Digits with an optional fraction: no sign, exponent or hexadecimal, which `Double` would also read.
+        guard number.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }), let value = Double(number),
+            value.isFinite
+        else { return nil }
         seconds = value * unit
     }
 }

@@ -128,10 +128,10 @@ extension Integration {
             #expect(jobs[1].priority == .high && jobs.allSatisfy { $0.queue == queue && $0.attempt == 1 })
             #expect(status?.moreJobs == 0)
 
-            let text = try CLI.run(["status", "--jobs", "--jobs-limit", "2", "--url", url])
+            let text = try CLI.run(["status", "--jobs-limit", "2", "--url", url])
             #expect(text.status == 0, "\(text.stderr)")
             #expect(text.stdout.contains("  job \(busy.id) type=sum executing for "), "\(text.stdout)")
-            #expect(text.stdout.contains("time-limit=1h0m"))
+            #expect(text.stdout.contains("time-limit=1h"))
             #expect(text.stdout.contains("  job \(first.id) type=echo waiting for "))
             #expect(!text.stdout.contains(second.id))
             #expect(text.stdout.contains("  … and 2 more jobs"))
@@ -142,6 +142,35 @@ extension Integration {
 
             try producer.cancel(jobIDs: [busy.id, first.id, second.id, after.id])
             _ = try tap.waitForResults([busy.id, first.id, second.id, after.id])
+        }
+
+        @Test("a status reply lists jobs up to a budget of bytes, so that long keys cannot make it larger than the broker takes")
+        func jobListingBudget() throws {
+            let queue = TestEnvironment.uniqueName("status-budget")
+            defer { BrokerProbe.delete(queue) }
+            let id = "\(queue)-w"
+            let worker = try CLI.startWorker(queue: queue, id: id, arguments: ["--width", "1", "--prefetch", "8"])
+            defer { worker.terminate() }
+            let producer = try Producer.forTests()
+            let tap = try MessageTap.results()
+            let busy = try producer.enqueue(JobRequest(type: "sleep", input: ["seconds": 60], queue: queue))
+            try worker.waitForStart(of: busy.id)
+            // Six jobs with keys of 900 KB each wait: 5.4 MB of keys, more than the 4 MiB a reply lists.
+            let waiting = (1...6).map { n in
+                JobRequest(type: "echo", input: .null, key: String(repeating: "\(n)", count: 900_000), queue: queue)
+            }
+            try producer.enqueue(waiting)
+            var status: WorkerStatus?
+            let deadline = ContinuousClock.now + .seconds(30)
+            repeat {
+                Thread.sleep(forTimeInterval: 0.2)
+                status = try producer.workerStatuses(timeout: .seconds(2), jobs: 100).first { $0.workerID == id }
+            } while (status?.jobs?.count ?? 0) + (status?.moreJobs ?? 0) < 7 && ContinuousClock.now < deadline
+            #expect(status?.jobs?.count == 5, "the sleep and four of the six")
+            #expect(status?.moreJobs == 2)
+            #expect(!worker.stderr.contains("lost the broker"))
+            try producer.cancel(jobIDs: [busy.id] + waiting.map(\.id))
+            _ = try tap.waitForResults([busy.id] + waiting.map(\.id))
         }
 
         @Test("warren resize widens a local queue live: waiting jobs start and the prefetch follows; a late worker keeps its width")

@@ -23,6 +23,8 @@ struct TimeLimitAndJobListingTests {
         ("sum=0.1ms", "--time-limit sum=0.1ms: expected 1 ms to a year"),
         ("sum=366d", "--time-limit sum=366d: expected 1 ms to a year"),
         ("sum=-5s", "--time-limit sum=-5s: '-5s' is no duration (seconds, or 250ms, 30s, 10m, 2h, 1d)"),
+        ("sum=0x10", "--time-limit sum=0x10: '0x10' is no duration (seconds, or 250ms, 30s, 10m, 2h, 1d)"),
+        ("sum=1e3", "--time-limit sum=1e3: '1e3' is no duration (seconds, or 250ms, 30s, 10m, 2h, 1d)"),
     ])
     func badTimeLimitsAreRefused(entry: String, message: String) {
         let error = #expect(throws: ValidationError.self) { try limits([entry]) }
@@ -39,10 +41,11 @@ struct TimeLimitAndJobListingTests {
             id: "j-1", type: "sum", state: .executing, queue: "warren.default", localQueue: "cpu", priority: .high,
             key: nil, sequence: 5, attempt: 2, heldSeconds: 400, executingSeconds: 75, progress: 0.424,
             progressMessage: "adding 7", timeLimitSeconds: 3600, cancelled: "timeLimit")
+        #expect([0.25, 0.001, 1.5, 30, 600, 5400, 86_400].map(StatusCommand.timeLimit) == ["250ms", "1ms", "1.5s", "30s", "10m", "90m", "1d"])
         #expect(
             StatusCommand.jobLine(job)
                 == "job j-1 type=sum executing for 1m15s attempt=2 priority=high queue=warren.default local=cpu "
-                + "time-limit=1h0m cancelled=timeLimit progress=42% adding 7")
+                + "time-limit=1h cancelled=timeLimit progress=42% adding 7")
         job = WorkerStatus.Job(
             id: "j-2", type: "echo", state: .waitingForDependencies, queue: "q", localQueue: "default",
             priority: .normal, key: "totals", sequence: 9, attempt: 1, heldSeconds: 2.54, executingSeconds: nil,
@@ -51,5 +54,16 @@ struct TimeLimitAndJobListingTests {
             StatusCommand.jobLine(job)
                 == "job j-2 type=echo waitingForDependencies for 2.5s attempt=1 priority=normal queue=q local=default "
                 + "key=totals seq=9")
+    }
+
+    @Test func textAJobChoseCannotForgeALine() {
+        let job = WorkerStatus.Job(
+            id: "j-3", type: "echo", state: .executing, queue: "q", localQueue: "default", priority: .normal,
+            key: "evil\n  job fake type=x executing for 99h", sequence: 1, attempt: 1, heldSeconds: 1,
+            executingSeconds: 1, progress: 0.5, progressMessage: "half\r\u{1B}[2J", timeLimitSeconds: nil, cancelled: nil)
+        let line = StatusCommand.jobLine(job)
+        #expect(!line.contains("\n") && !line.contains("\r") && !line.contains("\u{1B}"))
+        #expect(line.hasSuffix("key=evil\\n  job fake type=x executing for 99h seq=1 progress=50% half\\r\\u{1B}[2J"))
+        #expect(ResultPrinter.printable("plain text, ünïcode") == "plain text, ünïcode")
     }
 }

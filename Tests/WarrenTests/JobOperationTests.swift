@@ -311,6 +311,25 @@ struct JobOperationTests {
         #expect(report.startedAt != nil)
     }
 
+    @Test func itSaysWhenItsCodeStartsAndOnlyThen() async throws {
+        let collector = ReportCollector()
+        let queue = LocalQueue(name: "test", width: 1)
+        let starts = Locked(0)
+        let gate = Gate()
+        let first = JobOperation(
+            job: TestJobs.context(), input: .null, body: .blocking({ _, _ in gate.wait(); return .null }),
+            started: { starts.withLock { $0 += 1 } }, report: collector.report)
+        let second = JobOperation(
+            job: TestJobs.context(), input: .null, body: .blocking({ _, _ in .null }),
+            started: { starts.withLock { $0 += 1 } }, report: collector.report)
+        queue.add([first, second])
+        try await waitUntil("the first to start") { starts.value == 1 }
+        second.cancel()
+        gate.open()
+        _ = try await collector.waitForReports(2)
+        #expect(starts.value == 1, "the second, cancelled while it waited, never started")
+    }
+
     @Test func anAsynchronousJobCancelledForItsTimeLimitFails() async throws {
         let collector = ReportCollector()
         let queue = LocalQueue(name: "test", width: 1)

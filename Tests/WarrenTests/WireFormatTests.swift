@@ -258,6 +258,12 @@ struct WireFormatTests {
         #expect(try json(ControlMessage.status(replyTo: "q", jobs: 25).encoded())["jobs"] as? Int == 25)
         let foreign = try ControlMessage.decode(Array(#"{"version":1,"kind":"status","replyTo":"q","jobs":3}"#.utf8))
         #expect(foreign.jobs == 3)
+        // A field added after the first workers, of the wrong type, is left out: the request is still answered.
+        for jobs in ["1.5", "\"10\"", "true", "9223372036854775808"] {
+            let body = #"{"version":1,"kind":"status","replyTo":"q","jobs":"# + jobs + "}"
+            let odd = try ControlMessage.decode(Array(body.utf8))
+            #expect(odd.jobs == nil && odd.replyTo == "q", "\(jobs)")
+        }
     }
 
     @Test func aResizeNamesTheLocalQueueAndWidth() throws {

@@ -29,20 +29,24 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
     private let report: @Sendable (FinishedJob) -> Void
     private let journal: CrashJournal?
     private let startGate: StartGate?
+    private let started: (@Sendable () -> Void)?
     private let state = Mutex(State())
 
     /// - Parameters:
     ///   - journal: Where the job is recorded while its code runs, so that it is known if the process dies meanwhile.
     ///   - startGate: For a job of a rate-limited type: where it waits for its turn to start, on its thread.
+    ///   - started: Called on the queue's thread as the job's code starts (for a job with a time limit).
     init(
         job: JobContext, input: JSONValue, body: RegisteredOperation.Body, journal: CrashJournal? = nil,
-        startGate: StartGate? = nil, report: @escaping @Sendable (FinishedJob) -> Void
+        startGate: StartGate? = nil, started: (@Sendable () -> Void)? = nil,
+        report: @escaping @Sendable (FinishedJob) -> Void
     ) {
         self.job = job
         self.input = input
         self.body = body
         self.journal = journal
         self.startGate = startGate
+        self.started = started
         self.report = report
         super.init()
         queuePriority = job.priority.queuePriority
@@ -133,6 +137,7 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
             }
         }
         job.debug("job started")
+        started?()
         return Date()
     }
 

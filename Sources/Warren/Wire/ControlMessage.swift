@@ -137,9 +137,11 @@ public struct ControlMessage: Sendable, Hashable, Codable {
         worker = try container.decodeIfPresent(String.self, forKey: .worker)
         queue = try container.decodeIfPresent(String.self, forKey: .queue)
         replyTo = try container.decodeIfPresent(String.self, forKey: .replyTo)
-        jobs = try container.decodeIfPresent(Int.self, forKey: .jobs)
-        localQueue = try container.decodeIfPresent(String.self, forKey: .localQueue)
-        width = try container.decodeIfPresent(Int.self, forKey: .width)
+        // Fields added after the first workers: one of the wrong type is left out rather than making the whole
+        // message unreadable (a status request then gets the reply it would have had without it).
+        jobs = try? container.decodeIfPresent(Int.self, forKey: .jobs)
+        localQueue = try? container.decodeIfPresent(String.self, forKey: .localQueue)
+        width = try? container.decodeIfPresent(Int.self, forKey: .width)
     }
 
     /// Whether it was sent less than 30 s ago by the receiver's clock: workers answer only such `status` requests,

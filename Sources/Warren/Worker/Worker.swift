@@ -185,5 +185,7 @@ public final class Worker: Sendable {
 enum WorkerMessage: Sendable {
     case finished(FinishedJob)
     case progress(jobID: String, fraction: Double, message: String?)
+    /// The code of a job with a time limit started.
+    case started(jobID: String)
     case stop
 }

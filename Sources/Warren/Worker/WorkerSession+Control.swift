@@ -162,11 +162,24 @@ extension WorkerSession {
             localQueues: queues, totals: totals)
         if let limit {
             let jobs = jobListing()
-            status.jobs = Array(jobs.prefix(max(limit, 0)))
-            status.moreJobs = jobs.count - status.jobs!.count
+            var listed: [WorkerStatus.Job] = []
+            var bytes = 0
+            for job in jobs.prefix(max(limit, 0)) {
+                // What a job's key or progress message may hold is bounded by the job messages the worker takes,
+                // not by what the broker takes in one reply: the list stops at a budget.
+                bytes += (try? WireCoding.encoder.encode(job).count) ?? Self.statusJobBytes
+                guard bytes <= Self.statusJobBytes else { break }
+                listed.append(job)
+            }
+            status.jobs = listed
+            status.moreJobs = jobs.count - listed.count
         }
         return status
     }
+
+    /// The most bytes of jobs a status reply lists: 4 MiB, far below the broker's largest message (128 MiB by
+    /// default), so that a request for many jobs with long keys never costs the worker its connection.
+    static let statusJobBytes = 4 << 20
 
     /// The jobs this worker holds, as `warren status --jobs` lists them: executing ones first, longest running
     /// first, then the others by priority and arrival.

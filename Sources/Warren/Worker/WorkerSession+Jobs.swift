@@ -59,14 +59,15 @@ extension WorkerSession {
         let context = JobContext(descriptor: descriptor, attempt: attempt, logger: logger) { fraction, message in
             mailbox.post(.progress(jobID: jobID, fraction: fraction, message: message))
         }
+        let timeLimit = configuration.timeLimits.isEmpty ? nil : configuration.timeLimits[descriptor.type]
+        var started: (@Sendable () -> Void)?
+        if timeLimit != nil { started = { mailbox.post(.started(jobID: jobID)) } }
         let operation = JobOperation(
             job: context, input: descriptor.input, body: registered.body, journal: journal,
-            startGate: startGates.isEmpty ? nil : startGates[descriptor.type]
+            startGate: startGates.isEmpty ? nil : startGates[descriptor.type], started: started
         ) { finished in
             mailbox.post(.finished(finished))
         }
-        let timeLimit = configuration.timeLimits.isEmpty ? nil : configuration.timeLimits[descriptor.type]
-        if let timeLimit { timeLimitedJobArrived(limit: timeLimit) }
         let job = InFlightJob(
             descriptor: descriptor, delivery: delivery, generation: generation, queue: queue,
             localQueue: registered.localQueue, attempt: attempt, receivedAt: receivedAt, operation: operation,

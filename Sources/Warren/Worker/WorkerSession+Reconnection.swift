@@ -71,15 +71,18 @@ extension WorkerSession {
                         finishOrphan(job, finished)
                     }
                 case .progress: break
+                case .started(let jobID): if let job = inFlight[jobID] { timeLimitedJobStarted(job) }
                 case .stop: beginStop()
                 }
             }
+            enforceTimeLimits()
             if let stopDeadline, ContinuousClock.now >= stopDeadline { cancelAll(reason: "shutdown") }
             if stopDeadline != nil && (inFlight.isEmpty || abandonsJobs) {
                 logJobsLeft()
                 return false
             }
-            worker.mailbox.sleep { worker.mailbox.wakeUp.wait(timeout: until - ContinuousClock.now) }
+            let wakeAt = min(until, timeLimitCheckAt ?? until)
+            worker.mailbox.sleep { worker.mailbox.wakeUp.wait(timeout: wakeAt - ContinuousClock.now) }
         }
         return true
     }

@@ -3,14 +3,14 @@ import Foundation
 /// Time limits per operation type (``Worker/Configuration/timeLimits``): a job whose code runs longer than its type's
 /// limit is cancelled, and ends `failed` (`timeLimit`) once its code returns.
 ///
-/// The jobs in flight are looked at only when a limit may have passed (``WorkerSession/timeLimitCheckAt``), not at
-/// every turn of the loop: a job cannot reach its limit sooner than its limit after it arrived, and a job that has
-/// not started when they are looked at, sooner than its limit after that.
+/// The operation of a time-limited job tells the broker thread when its code starts (``WorkerMessage/started(jobID:)``),
+/// and the jobs in flight are looked at only when a limit may have passed (``WorkerSession/timeLimitCheckAt``): jobs
+/// waiting, however many and however short their limits, cost the worker nothing.
 extension WorkerSession {
-    /// A job of a time-limited type arrived: its limit cannot pass before `limit` from now.
-    func timeLimitedJobArrived(limit: Duration) {
-        let due = ContinuousClock.now + limit
-        timeLimitCheckAt = min(timeLimitCheckAt ?? due, due)
+    /// The code of `job`, which has a time limit, started: its limit passes its limit from then.
+    func timeLimitedJobStarted(_ job: InFlightJob) {
+        guard let limit = job.timeLimit, let startedAt = job.operation.startedAt else { return }
+        timeLimitCheckAt = min(timeLimitCheckAt ?? startedAt + limit, startedAt + limit)
     }
 
     /// Cancels the jobs whose code has run longer than their time limit, when one may have.
@@ -19,10 +19,10 @@ extension WorkerSession {
         guard let checkAt = timeLimitCheckAt, checkAt <= now else { return }
         timeLimitCheckAt = nil
         for job in inFlight.values {
-            guard let limit = job.timeLimit, !job.operation.job.isCancelled else { continue }
-            guard let startedAt = job.operation.startedAt, now - startedAt >= limit else {
-                let due = (job.operation.startedAt ?? now) + limit
-                timeLimitCheckAt = min(timeLimitCheckAt ?? due, due)
+            guard let limit = job.timeLimit, let startedAt = job.operation.startedAt, !job.operation.job.isCancelled
+            else { continue }
+            guard now - startedAt >= limit else {
+                timeLimitCheckAt = min(timeLimitCheckAt ?? startedAt + limit, startedAt + limit)
                 continue
             }
             let message = "the job ran longer than its time limit of \(Self.describe(limit)) and was cancelled"

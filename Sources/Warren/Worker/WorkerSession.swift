@@ -418,6 +418,8 @@ final class WorkerSession {
             try containingMessageErrors(job.delivery.deliveryTag) { try finish(job, finished) }
         case .progress(let jobID, let fraction, let message):
             try publishProgress(jobID: jobID, fraction: fraction, message: message)
+        case .started(let jobID):
+            if let job = inFlight[jobID] { timeLimitedJobStarted(job) }
         case .stop:
             if stopDeadline == nil {
                 for tag in jobConsumers.keys { try connection.cancelConsumer(tag, channel: Self.jobsChannel) }
