@@ -1,0 +1,72 @@
+import Foundation
+
+/// `warren status`: what a worker reports of itself, and of the jobs it holds.
+extension WorkerSession {
+    /// This worker's answer to `warren status`, listing up to `limit` of the jobs it holds if set.
+    func status(listingJobs limit: Int? = nil) -> WorkerStatus {
+        let process = ProcessInfo.processInfo
+        let queues = localQueues.values.sorted { $0.name < $1.name }.map { local in
+            let jobs = inFlight.values.filter { $0.localQueue == local.name }
+            let started = jobs.filter { $0.operation.hasStarted }
+            return WorkerStatus.LocalQueueStatus(
+                name: local.name, width: local.width, executing: started.filter { !$0.operation.isFinished }.count,
+                waiting: jobs.count - started.count)
+        }
+        var status = WorkerStatus(
+            version: WireCoding.version, workerID: configuration.workerID, host: process.hostName,
+            pid: process.processIdentifier, startedAt: startedAt, uptimeSeconds: -startedAt.timeIntervalSinceNow,
+            queues: configuration.queues, pausedQueues: pausedQueues.sorted(), prefetch: Int(currentPrefetch),
+            localQueues: queues, totals: totals)
+        if let limit {
+            let jobs = jobListing()
+            var listed: [WorkerStatus.Job] = []
+            var bytes = 0
+            for job in jobs.prefix(max(limit, 0)) {
+                // What a job's key or progress message may hold is bounded by the job messages the worker takes,
+                // not by what the broker takes in one reply: the list stops at a budget.
+                bytes += (try? WireCoding.encoder.encode(job).count) ?? Self.statusJobBytes
+                guard bytes <= Self.statusJobBytes else { break }
+                listed.append(job)
+            }
+            status.jobs = listed
+            status.moreJobs = jobs.count - listed.count
+        }
+        return status
+    }
+
+    /// The most bytes of jobs a status reply lists: 4 MiB, far below the broker's largest message (128 MiB by
+    /// default), so that a request for many jobs with long keys never costs the worker its connection.
+    static let statusJobBytes = 4 << 20
+
+    /// The jobs this worker holds, as `warren status --jobs` lists them: executing ones first, longest running
+    /// first, then the others by priority and arrival.
+    private func jobListing() -> [WorkerStatus.Job] {
+        let now = ContinuousClock.now
+        let jobs = inFlight.values.map { job -> (WorkerStatus.Job, Date) in
+            let startedAt = job.operation.startedAt
+            let state: WorkerStatus.Job.State =
+                if startedAt != nil { .executing }
+                else if parked[job.descriptor.id] != nil { .waitingForDependencies }
+                else if job.isQueued { .waiting }
+                else if job.runsAlone { .waitingToRunAlone }
+                else { .waitingForTurn }
+            let held = WorkerStatus.Job(
+                id: job.descriptor.id, type: job.descriptor.type, state: state, queue: job.queue,
+                localQueue: job.localQueue, priority: job.descriptor.priority, key: job.descriptor.key,
+                sequence: job.descriptor.sequence, attempt: job.attempt,
+                heldSeconds: -job.receivedAt.timeIntervalSinceNow,
+                executingSeconds: startedAt.map { (now - $0) / .seconds(1) }, progress: job.progress?.fraction,
+                progressMessage: job.progress?.message, timeLimitSeconds: job.timeLimit.map { $0 / .seconds(1) },
+                cancelled: startedAt == nil ? nil : job.operation.job.cancellation?.reason)
+            return (held, job.receivedAt)
+        }
+        return jobs.sorted { a, b in
+            switch (a.0.executingSeconds, b.0.executingSeconds) {
+            case (let x?, let y?): return x > y
+            case (.some, nil): return true
+            case (nil, .some): return false
+            case (nil, nil): return a.0.priority != b.0.priority ? a.0.priority > b.0.priority : a.1 < b.1
+            }
+        }.map(\.0)
+    }
+}
