@@ -57,8 +57,10 @@ extension WorkerSession {
         switch message.kind {
         case "cancel", "cancelAll":
             cancellations.record(message)
+            // A job cancelled already (its time limit, an earlier message) keeps its first cancellation.
             let cancelled = inFlight.values.compactMap { job in
-                cancellations.cancellation(of: job.descriptor, queue: job.queue).map { (job, $0) }
+                job.operation.job.isCancelled
+                    ? nil : cancellations.cancellation(of: job.descriptor, queue: job.queue).map { (job, $0) }
             }
             // Jobs that have not started go first, and the log lines after: a cancelled executing job frees its
             // place in its local queue, where a job waiting behind it would start before its own cancellation.
