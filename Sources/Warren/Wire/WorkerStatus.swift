@@ -57,6 +57,7 @@ public struct WorkerStatus: Sendable, Hashable, Codable {
                 progress, progressMessage, timeLimitSeconds, cancelled
         }
 
+        /// A job as a worker lists it; for tools that build or relay status replies.
         public init(
             id: String, type: String, state: State, queue: String, localQueue: String, priority: JobPriority,
             key: String?, sequence: UInt64, attempt: Int, heldSeconds: Double, executingSeconds: Double?,
