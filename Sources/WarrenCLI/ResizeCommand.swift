@@ -10,7 +10,8 @@ struct ResizeCommand: ParsableCommand {
         discussion: """
             Wider, jobs waiting in the local queue start at once; narrower, executing jobs go on and the next start \
             once fewer execute. A worker without --prefetch holds as many jobs as its local queues are wide in all. \
-            Then prints the width each live worker reports.
+            Then prints the width each live worker reports, and exits 1 if none reports the local queue or one \
+            reports another width.
             Examples:
               warren resize default=8
               warren resize io=32 --worker worker-2
@@ -53,19 +54,23 @@ struct ResizeCommand: ParsableCommand {
         for (name, width) in widths { try producer.resize(localQueue: name, width: width, worker: worker) }
         let statuses = try producer.workerStatuses(timeout: .milliseconds(Int(timeout * 1000)))
             .filter { worker == nil || $0.workerID == worker }
-        var unknown: [String] = []
-        for (name, _) in widths {
+        var problems: [String] = []
+        for (name, asked) in widths {
             let holders = statuses.compactMap { status in
                 status.localQueues.first { $0.name == name }.map { (status.workerID, $0.width) }
             }
-            for (workerID, width) in holders { print("\(workerID) local \(name) width=\(width)") }
-            if holders.isEmpty { unknown.append(name) }
+            for (workerID, width) in holders {
+                print("\(workerID) local \(name) width=\(width)")
+                if width != asked { problems.append("worker \(workerID) reports width \(width) for \(name), not \(asked)") }
+            }
+            if holders.isEmpty {
+                let whom = worker.map { "worker \($0) did not report" } ?? "no live worker reported"
+                problems.append("\(whom) local queue \(name) within \(timeout) s")
+            }
         }
-        guard unknown.isEmpty else {
+        guard problems.isEmpty else {
             fflush(nil)
-            let whom = worker.map { "worker \($0) did not report" } ?? "no live worker reported"
-            FileHandle.standardError.write(
-                Data("warren: \(whom) local queue \(unknown.joined(separator: ", ")) within \(timeout) s\n".utf8))
+            for problem in problems { FileHandle.standardError.write(Data("warren: \(problem)\n".utf8)) }
             throw ExitCode.failure
         }
     }

@@ -206,7 +206,10 @@ extension Integration {
             #expect(narrowed.localQueues.first { $0.name == "default" }?.executing == 1, "\(narrowed.localQueues)")
             #expect(narrowed.prefetch == 3)
 
-            // A worker started after the resize keeps its own width; a local queue nobody has is reported.
+            // A worker started after the resize keeps its own width, even after one from a clock far ahead; a local
+            // queue nobody has is reported.
+            let ahead = #"{"version":1,"kind":"resize","localQueue":"default","width":9,"sentAt":"2099-01-01T00:00:00Z"}"#
+            try ForeignPublisher.publish(Array(ahead.utf8), url: url, exchange: Topology.controlExchange, routingKey: "")
             let late = try CLI.startWorker(queue: queue, id: "\(queue)-late", arguments: ["--width", "1"])
             defer { late.terminate() }
             let lateStatus = try producer.workerStatuses().first { $0.workerID == "\(queue)-late" }

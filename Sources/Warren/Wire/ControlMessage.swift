@@ -10,8 +10,8 @@ import Foundation
 /// - `pause` / `resume`: stop (or start again) taking jobs, on every worker or on ``worker``, from every queue or
 ///   from ``queue``. Executing jobs go on; jobs waiting in a paused worker go back to the broker.
 /// - `resize`: set the width of local queue ``localQueue`` to ``width``, on every worker that has it or on ``worker``,
-///   until it restarts. A worker acts on those sent (``sentAt``) since it started: one started later keeps its own
-///   widths.
+///   until it restarts. A worker acts on those that come after its start in the control stream: one started later
+///   keeps its own widths.
 /// - `status`: every live worker publishes a ``WorkerStatus`` to the queue named ``replyTo``; listing up to ``jobs``
 ///   of the jobs it holds, if set.
 /// - `sync`: a marker a worker publishes to itself at start-up; once it reads its own ``token`` back, it has read

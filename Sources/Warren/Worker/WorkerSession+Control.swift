@@ -27,7 +27,10 @@ extension WorkerSession {
             while let event = try connection.nextEvent() {
                 switch event {
                 case .delivery(let delivery) where delivery.channel == Self.controlChannel:
-                    if try handleControl(delivery) == token { return }
+                    if try handleControl(delivery) == token {
+                        if controlStartOffset == nil { controlStartOffset = delivery.streamOffset }
+                        return
+                    }
                 case .channelClosed(let error):
                     throw error
                 default:
@@ -83,10 +86,10 @@ extension WorkerSession {
                 try setPaused(message.kind == "pause", queue: queue)
             }
         case "resize":
-            // Only those sent since this worker started: one started later keeps its own widths (and one that
-            // reconnects reads the same ones again, in order, ending where it was).
+            // Only those after this worker's start in the stream, whatever the clocks say: one started later keeps
+            // its own widths, and one that reconnects reads the same ones again, in order, and ends where it was.
             guard message.worker == nil || message.worker == configuration.workerID,
-                let sentAt = message.sentAt, sentAt > startedAt
+                let start = controlStartOffset, let offset = delivery.streamOffset, offset > start
             else { return nil }
             try resize(message)
         case "status":

@@ -81,6 +81,9 @@ final class WorkerSession {
     var unreachableQueues: [String: ContinuousClock.Instant] = [:]
     /// Whether the jobs channel is set up, so consumers can start (false during the control replay).
     var isConsuming = false
+    /// Where in the control stream this worker's start-up marker is: `resize` messages after it are for this
+    /// worker's lifetime, those before it for workers before it.
+    var controlStartOffset: UInt64?
     /// Broker queues this worker does not take jobs from (`warren pause`).
     var pausedQueues: Set<String> = []
     /// Jobs waiting for dependencies, with the ids whose results they still wait for.
