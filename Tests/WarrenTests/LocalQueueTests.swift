@@ -199,6 +199,37 @@ struct LocalQueueTests {
         #expect(meter.most == 1)
     }
 
+    @Test func aWideQueueRunsAsManyBlockingOperationsAtOnceAsItIsWideAndNarrowsAtOnce() async throws {
+        // libdispatch's pool alone adds about two threads a second while its threads block: 32 blocking operations
+        // would take a quarter of a minute to run at once, and operations it was handed before the queue narrowed
+        // would start after it did.
+        let collector = ReportCollector()
+        let queue = LocalQueue(name: "wide", width: 32)
+        let all = ConcurrencyMeter()
+        let afterNarrowing = ConcurrencyMeter()
+        let narrowed = Locked(false)
+        let gate = Gate()
+        for _ in 0..<40 {
+            queue.add(
+                TestJobs.blocking(collector: collector) { _, _ in
+                    all.enter()
+                    let late = narrowed.value
+                    if late { afterNarrowing.enter() }
+                    gate.wait()
+                    if late { afterNarrowing.leave() }
+                    all.leave()
+                    return .null
+                })
+        }
+        try await waitUntil("32 blocking operations to run at once") { all.current == 32 }
+        queue.resize(to: 1)
+        narrowed.withLock { $0 = true }
+        gate.open()
+        _ = try await collector.waitForReports(40, timeout: .seconds(60))
+        #expect(all.most == 32)
+        #expect(afterNarrowing.most == 1, "the eight that waited started one at a time")
+    }
+
     @Test func operationCountIncludesWaitingAndExecutingOperations() async throws {
         let collector = ReportCollector()
         let queue = LocalQueue(name: "test", width: 1)

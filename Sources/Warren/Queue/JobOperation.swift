@@ -4,7 +4,8 @@ import Synchronization
 /// The `Operation` that runs one job on a local queue, blocking or asynchronous, and reports how it ended.
 ///
 /// It is an asynchronous ("concurrent") operation in Foundation's sense: it stays executing until its code is done,
-/// whether that code runs inline on the queue's thread (blocking) or in a task (asynchronous, holding no thread).
+/// whether that code holds a thread (blocking: the queue's, or one of ``BlockingThreads``) or runs in a task
+/// (asynchronous, holding no thread).
 /// It reports exactly once through `report`: at once if cancelled before it started (it then never runs),
 /// otherwise when its code returns or throws.
 ///
@@ -102,9 +103,12 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
         }
         switch body {
         case .blocking(let code):
-            guard waitForTurn() else { return complete(startedAt: nil, outcome: .cancelled(job.cancellation!)) }
-            let startedAt = began()
-            complete(startedAt: startedAt, outcome: outcome { try code(input, job) })
+            // Here, or on a thread of the local queues' own while this one returns to libdispatch's pool.
+            BlockingThreads.shared.run { [self] in
+                guard waitForTurn() else { return complete(startedAt: nil, outcome: .cancelled(job.cancellation!)) }
+                let startedAt = began()
+                complete(startedAt: startedAt, outcome: outcome { try code(input, job) })
+            }
         case .asynchronous(let code):
             let startedAt = startGate == nil ? began() : nil
             let task = Task { [input, job] in

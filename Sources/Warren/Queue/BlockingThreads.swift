@@ -1,0 +1,84 @@
+import Foundation
+import Synchronization
+
+/// The threads the local queues provide for the code of blocking operations.
+///
+/// Foundation's `OperationQueue` calls each operation's `start()` on a thread of libdispatch's shared pool, which on
+/// Linux has about as many threads as cores and adds more only slowly (about two a second) while they are all
+/// blocked: a local queue 20 wide, full of blocking jobs, would take ten seconds to run 20 of them at once, and a
+/// narrowed one (`warren resize`) would still start the operations it had already handed to the pool. So blocking
+/// code holds at most ``inlineSlots`` of the pool's threads, process-wide, and runs on a thread of this pool
+/// otherwise: `start()` returns at once, and the operation stays executing until its code ends. Its threads are made
+/// as needed (the queues' widths bound how many run at once) and end after a minute idle.
+///
+/// Thread safety: locked. The work list and the idle count are behind `condition`, the inline slots atomic.
+final class BlockingThreads: @unchecked Sendable {
+    static let shared = BlockingThreads()
+
+    /// How many threads of libdispatch's pool blocking code may hold at once, process-wide: all but one of the
+    /// cores', so that the pool always has a thread to start operations (and that on one core, none). The first
+    /// blocking jobs run where the queue started them, without a hand-off to another thread.
+    private let inlineSlots: Atomic<Int>
+    private let condition = NSCondition()
+    private var work: [@Sendable () -> Void] = []
+    private var idle = 0
+    private var threads = 0
+    /// How long a thread waits for work before it ends.
+    private let idleLifetime: TimeInterval
+
+    init(
+        inlineSlots: Int = max(ProcessInfo.processInfo.activeProcessorCount - 1, 0), idleLifetime: TimeInterval = 60
+    ) {
+        self.inlineSlots = Atomic(inlineSlots)
+        self.idleLifetime = idleLifetime
+    }
+
+    /// Runs `body` on the calling thread (a thread of libdispatch's pool, in `start()`) if a slot is free, else on a
+    /// thread of this pool; returns at once in that case.
+    func run(_ body: @escaping @Sendable () -> Void) {
+        if inlineSlots.subtract(1, ordering: .acquiring).newValue >= 0 {
+            body()
+            inlineSlots.add(1, ordering: .releasing)
+            return
+        }
+        inlineSlots.add(1, ordering: .relaxed)
+        condition.lock()
+        work.append(body)
+        let spawns = work.count > idle
+        if spawns { threads += 1 } else { condition.signal() }
+        condition.unlock()
+        if spawns {
+            let thread = Thread { [self] in serve() }
+            thread.name = "warren.blocking"
+            thread.start()
+        }
+    }
+
+    /// How many threads it has, and how many of them wait for work.
+    var counts: (threads: Int, idle: Int) {
+        condition.lock()
+        defer { condition.unlock() }
+        return (threads, idle)
+    }
+
+    /// A thread's life: runs work as it comes, and ends after ``idleLifetime`` without any.
+    private func serve() {
+        condition.lock()
+        while true {
+            while work.isEmpty {
+                idle += 1
+                let signalled = condition.wait(until: Date(timeIntervalSinceNow: idleLifetime))
+                idle -= 1
+                if !signalled && work.isEmpty {
+                    threads -= 1
+                    condition.unlock()
+                    return
+                }
+            }
+            let body = work.removeFirst()
+            condition.unlock()
+            body()
+            condition.lock()
+        }
+    }
+}
