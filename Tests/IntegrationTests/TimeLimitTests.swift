@@ -28,7 +28,8 @@ extension Integration {
             for result in results.prefix(2) {
                 let started = try #require(result.timings.startedAt)
                 let finished = try #require(result.timings.finishedAt)
-                #expect(finished.timeIntervalSince(started) >= 0.8, "not cancelled before its limit: \(result.timings)")
+                // Timings travel to the millisecond.
+                #expect(finished.timeIntervalSince(started) >= 0.799, "not cancelled before its limit: \(result.timings)")
             }
             try dead.read(timeout: .seconds(30)) { letters in
                 [long.id, nap.id].allSatisfy { id in letters.contains { $0.properties.messageID == id } }
