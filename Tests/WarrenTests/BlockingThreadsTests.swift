@@ -12,21 +12,25 @@ struct BlockingThreadsTests {
         let threads = BlockingThreads(inlineSlots: 1)
         let caller = pthread_self()
         let ranHere = Locked(false)
-        threads.run { ranHere.withLock { $0 = pthread_equal(pthread_self(), caller) != 0 } }
-        #expect(ranHere.value, "run returned after the code, which ran here")
+        #expect(threads.runInline { ranHere.withLock { $0 = pthread_equal(pthread_self(), caller) != 0 } })
+        #expect(ranHere.value, "it returned after the code, which ran here")
+        #expect(threads.counts.threads == 0)
     }
 
-    @Test func withoutOneItReturnsAtOnceAndTheCodeRunsOnAThreadOfItsOwn() async throws {
+    @Test func withoutOneItDeclinesAndAHandedOffCodeRunsOnAThreadOfItsOwn() async throws {
         let threads = BlockingThreads(inlineSlots: 0)
+        let ran = Locked(false)
+        #expect(!threads.runInline { ran.withLock { $0 = true } })
+        #expect(!ran.value)
         let gate = Gate()
         let inside = Locked<[UInt]>([])
         for _ in 0..<3 {
-            threads.run {
+            threads.handOff {
                 inside.withLock { $0.append(UInt(pthread_self())) }
                 gate.wait()
             }
         }
-        #expect(threads.counts.threads == 3, "each run found no idle thread, and returned while its code runs")
+        #expect(threads.counts.threads == 3, "each found no idle thread, and returned while its code runs")
         try await waitUntil("the three to run at once") { inside.value.count == 3 }
         #expect(Set(inside.value).count == 3)
         gate.open()
@@ -37,7 +41,7 @@ struct BlockingThreadsTests {
         let all = Locked<[UInt]>([])
         for _ in 0..<3 {
             let before = all.value.count
-            threads.run { all.withLock { $0.append(UInt(pthread_self())) } }
+            threads.handOff { all.withLock { $0.append(UInt(pthread_self())) } }
             try await waitUntil("the work to run") { all.value.count == before + 1 }
             try await waitUntil("its thread to be idle again") { threads.counts.idle == 1 }
         }
@@ -48,7 +52,7 @@ struct BlockingThreadsTests {
     @Test func anIdleThreadEndsAfterItsLifetime() async throws {
         let threads = BlockingThreads(inlineSlots: 0, idleLifetime: 0.05)
         let ran = Locked(false)
-        threads.run { ran.withLock { $0 = true } }
+        threads.handOff { ran.withLock { $0 = true } }
         try await waitUntil("the work to run") { ran.value }
         try await waitUntil("its thread to end") { threads.counts == (0, 0) }
     }

@@ -33,15 +33,20 @@ final class BlockingThreads: @unchecked Sendable {
         self.idleLifetime = idleLifetime
     }
 
-    /// Runs `body` on the calling thread (a thread of libdispatch's pool, in `start()`) if a slot is free, else on a
-    /// thread of this pool; returns at once in that case.
-    func run(_ body: @escaping @Sendable () -> Void) {
-        if inlineSlots.subtract(1, ordering: .acquiring).newValue >= 0 {
-            body()
-            inlineSlots.add(1, ordering: .releasing)
-            return
+    /// Runs `body` on the calling thread (a thread of libdispatch's pool, in `start()`) if one of the slots is free,
+    /// and returns `true` once it ran; `false` at once if none is: then ``handOff(_:)`` it.
+    func runInline(_ body: () -> Void) -> Bool {
+        guard inlineSlots.subtract(1, ordering: .acquiring).newValue >= 0 else {
+            inlineSlots.add(1, ordering: .relaxed)
+            return false
         }
-        inlineSlots.add(1, ordering: .relaxed)
+        body()
+        inlineSlots.add(1, ordering: .releasing)
+        return true
+    }
+
+    /// Runs `body` on a thread of this pool: an idle one, or a new one.
+    func handOff(_ body: @escaping @Sendable () -> Void) {
         condition.lock()
         work.append(body)
         let spawns = work.count > idle

@@ -104,10 +104,8 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
         switch body {
         case .blocking(let code):
             // Here, or on a thread of the local queues' own while this one returns to libdispatch's pool.
-            BlockingThreads.shared.run { [self] in
-                guard waitForTurn() else { return complete(startedAt: nil, outcome: .cancelled(job.cancellation!)) }
-                let startedAt = began()
-                complete(startedAt: startedAt, outcome: outcome { try code(input, job) })
+            if !BlockingThreads.shared.runInline({ runBlocking(code) }) {
+                BlockingThreads.shared.handOff { [self] in runBlocking(code) }
             }
         case .asynchronous(let code):
             let startedAt = startGate == nil ? began() : nil
@@ -129,6 +127,13 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
             }
             if cancelled { task.cancel() }
         }
+    }
+
+    /// Runs blocking code once its turn came (under a rate limit), on whichever thread holds it.
+    private func runBlocking(_ code: @Sendable (JSONValue, JobContext) throws -> JSONValue) {
+        guard waitForTurn() else { return complete(startedAt: nil, outcome: .cancelled(job.cancellation!)) }
+        let startedAt = began()
+        complete(startedAt: startedAt, outcome: outcome { try code(input, job) })
     }
 
     /// Records that the job's code starts now, in the crash journal (unless done as the operation started), and
