@@ -25,7 +25,7 @@ struct BlockingThreadsTests {
         let gate = Gate()
         let inside = Locked<[UInt]>([])
         for _ in 0..<3 {
-            threads.handOff {
+            threads.handOff { _ in
                 inside.withLock { $0.append(UInt(pthread_self())) }
                 gate.wait()
             }
@@ -41,7 +41,7 @@ struct BlockingThreadsTests {
         let all = Locked<[UInt]>([])
         for _ in 0..<3 {
             let before = all.value.count
-            threads.handOff { all.withLock { $0.append(UInt(pthread_self())) } }
+            threads.handOff { _ in all.withLock { $0.append(UInt(pthread_self())) } }
             try await waitUntil("the work to run") { all.value.count == before + 1 }
             try await waitUntil("its thread to be idle again") { threads.counts.idle == 1 }
         }
@@ -49,10 +49,26 @@ struct BlockingThreadsTests {
         #expect(threads.counts.threads == 1)
     }
 
+    @Test func workHandedOffAsAThreadsWorkEndsTakesThatThread() async throws {
+        // As a finishing job's local queue starts the next job, which comes here before the thread is idle again.
+        let threads = BlockingThreads(inlineSlots: 0)
+        let done = Locked(0)
+        for _ in 0..<5 {
+            let before = done.value
+            threads.handOff { returning in
+                returning()
+                threads.handOff { _ in done.withLock { $0 += 1 } }
+                done.withLock { $0 += 1 }
+            }
+            try await waitUntil("both pieces of work to run") { done.value == before + 2 }
+        }
+        #expect(threads.counts.threads == 1)
+    }
+
     @Test func anIdleThreadEndsAfterItsLifetime() async throws {
         let threads = BlockingThreads(inlineSlots: 0, idleLifetime: 0.05)
         let ran = Locked(false)
-        threads.handOff { ran.withLock { $0 = true } }
+        threads.handOff { _ in ran.withLock { $0 = true } }
         try await waitUntil("the work to run") { ran.value }
         try await waitUntil("its thread to end") { threads.counts == (0, 0) }
     }

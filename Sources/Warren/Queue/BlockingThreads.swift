@@ -20,8 +20,10 @@ final class BlockingThreads: @unchecked Sendable {
     /// blocking jobs run where the queue started them, without a hand-off to another thread.
     private let inlineSlots: Atomic<Int>
     private let condition = NSCondition()
-    private var work: [@Sendable () -> Void] = []
+    private var work: [@Sendable (_ returning: () -> Void) -> Void] = []
     private var idle = 0
+    /// Threads whose work is about to end (``handOff(_:)``), which take the next work before they wait.
+    private var returning = 0
     private var threads = 0
     /// How long a thread waits for work before it ends.
     private let idleLifetime: TimeInterval
@@ -45,11 +47,13 @@ final class BlockingThreads: @unchecked Sendable {
         return true
     }
 
-    /// Runs `body` on a thread of this pool: an idle one, or a new one.
-    func handOff(_ body: @escaping @Sendable () -> Void) {
+    /// Runs `body` on a thread of this pool: an idle one, one whose work is about to end, or a new one. `body` calls
+    /// `returning` as its work is about to end (before it reports the job finished, which lets its local queue start
+    /// the next, which may well come here): so that the next work waits for that thread rather than make one more.
+    func handOff(_ body: @escaping @Sendable (_ returning: () -> Void) -> Void) {
         condition.lock()
         work.append(body)
-        let spawns = work.count > idle
+        let spawns = work.count > idle + returning
         if spawns { threads += 1 } else { condition.signal() }
         condition.unlock()
         if spawns {
@@ -82,8 +86,16 @@ final class BlockingThreads: @unchecked Sendable {
             }
             let body = work.removeFirst()
             condition.unlock()
-            body()
+            var announced = false
+            body {
+                guard !announced else { return }
+                announced = true
+                condition.lock()
+                returning += 1
+                condition.unlock()
+            }
             condition.lock()
+            if announced { returning -= 1 }
         }
     }
 }

@@ -104,8 +104,8 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
         switch body {
         case .blocking(let code):
             // Here, or on a thread of the local queues' own while this one returns to libdispatch's pool.
-            if !BlockingThreads.shared.runInline({ runBlocking(code) }) {
-                BlockingThreads.shared.handOff { [self] in runBlocking(code) }
+            if !BlockingThreads.shared.runInline({ runBlocking(code, ending: {}) }) {
+                BlockingThreads.shared.handOff { [self] returning in runBlocking(code, ending: returning) }
             }
         case .asynchronous(let code):
             let startedAt = startGate == nil ? began() : nil
@@ -129,11 +129,17 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
         }
     }
 
-    /// Runs blocking code once its turn came (under a rate limit), on whichever thread holds it.
-    private func runBlocking(_ code: @Sendable (JSONValue, JobContext) throws -> JSONValue) {
-        guard waitForTurn() else { return complete(startedAt: nil, outcome: .cancelled(job.cancellation!)) }
+    /// Runs blocking code once its turn came (under a rate limit), on whichever thread holds it; calls `ending` just
+    /// before it reports the end.
+    private func runBlocking(_ code: @Sendable (JSONValue, JobContext) throws -> JSONValue, ending: () -> Void) {
+        guard waitForTurn() else {
+            ending()
+            return complete(startedAt: nil, outcome: .cancelled(job.cancellation!))
+        }
         let startedAt = began()
-        complete(startedAt: startedAt, outcome: outcome { try code(input, job) })
+        let outcome = outcome { try code(input, job) }
+        ending()
+        complete(startedAt: startedAt, outcome: outcome)
     }
 
     /// Records that the job's code starts now, in the crash journal (unless done as the operation started), and
