@@ -11,7 +11,7 @@ import Synchronization
 /// otherwise: `start()` returns at once, and the operation stays executing until its code ends. Its threads are made
 /// as needed (the queues' widths bound how many run at once) and end after a minute idle.
 ///
-/// Thread safety: locked. The work list and the idle count are behind `condition`, the inline slots atomic.
+/// Thread safety: locked. The work list and the thread counts are behind `condition`, the inline slots atomic.
 final class BlockingThreads: @unchecked Sendable {
     static let shared = BlockingThreads()
 

@@ -7,7 +7,7 @@ import Foundation
 /// and the jobs in flight are looked at only when a limit may have passed (``WorkerSession/timeLimitCheckAt``): jobs
 /// waiting, however many and however short their limits, cost the worker nothing.
 extension WorkerSession {
-    /// The code of `job`, which has a time limit, started: its limit passes its limit from then.
+    /// The code of `job`, which has a time limit, started: the limit passes that long from then.
     func timeLimitedJobStarted(_ job: InFlightJob) {
         guard let limit = job.timeLimit, let startedAt = job.operation.startedAt else { return }
         timeLimitCheckAt = min(timeLimitCheckAt ?? startedAt + limit, startedAt + limit)
