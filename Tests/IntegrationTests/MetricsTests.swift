@@ -83,6 +83,41 @@ extension Integration {
             try producer.cancel(jobIDs: [running.id])
         }
 
+        @Test("jobs waiting in the worker outside its local queues show in a gauge by what they wait for")
+        func waitingInWorkerGauge() async throws {
+            let queue = TestEnvironment.uniqueName("metrics-held")
+            defer { BrokerProbe.delete(queue) }
+            let worker = try CLI.startWorker(
+                queue: queue, arguments: ["--metrics-port", "0", "--width", "2", "--prefetch", "4", "--rate-limit", "echo=1/h"])
+            defer { worker.terminate() }
+            let url = try worker.metricsURL()
+            let producer = try Producer.forTests()
+            let tap = try MessageTap.results()
+            let running = try producer.enqueue(
+                JobRequest(type: "sum", input: .numbers([1, 2, 3], delayMs: 10_000), queue: queue))
+            try worker.waitForStart(of: running.id)
+            let first = try producer.enqueue(JobRequest(type: "echo", input: "first", queue: queue))
+            #expect(try tap.waitForResult(first.id).status == .succeeded)
+            // The next echo waits for its turn (an hour); a job depending on the sum waits for it.
+            let turn = try producer.enqueue(JobRequest(type: "echo", input: "second", queue: queue))
+            let dependent = try producer.enqueue(
+                JobRequest(type: "echo", input: "after", queue: queue, dependencies: [running.id]))
+            let metrics = try await MetricsScrape.fetch(url) { metrics in
+                metrics.value("warren_jobs_waiting_in_worker", ["state": "waitingForTurn"]) == 1
+                    && metrics.value("warren_jobs_waiting_in_worker", ["state": "waitingForDependencies"]) == 1
+            }
+            #expect(metrics.value("warren_jobs_waiting_in_worker", ["state": "waitingForTurn"]) == 1)
+            #expect(metrics.value("warren_jobs_waiting_in_worker", ["state": "waitingForDependencies"]) == 1)
+            #expect(metrics.value("warren_jobs_waiting_in_worker", ["state": "waitingToRunAlone"]) == 0)
+            try producer.cancel(jobIDs: [running.id, turn.id, dependent.id])
+            let after = try await MetricsScrape.fetch(url) { metrics in
+                metrics.value("warren_jobs_waiting_in_worker", ["state": "waitingForTurn"]) == 0
+                    && metrics.value("warren_jobs_waiting_in_worker", ["state": "waitingForDependencies"]) == 0
+            }
+            #expect(after.value("warren_jobs_waiting_in_worker", ["state": "waitingForTurn"]) == 0)
+            #expect(after.value("warren_jobs_waiting_in_worker", ["state": "waitingForDependencies"]) == 0)
+        }
+
         @Test("anything but GET or HEAD /metrics is 404; a port in use or a host that is not IPv4 stops the worker")
         func otherRequestsAndAddresses() async throws {
             let queue = TestEnvironment.uniqueName("metrics-other")

@@ -72,6 +72,16 @@ struct WorkerMetricsTests {
         #expect(try backend.expectGauge("warren_prefetch").lastValue == 20)
     }
 
+    @Test func reportsTheJobsWaitingInTheWorkerByWhatTheyWaitFor() throws {
+        let backend = TestMetrics()
+        let metrics = WorkerMetrics(factory: backend)
+        metrics.jobsWaitingInWorker([.waitingForDependencies: 3, .waitingForTurn: 2, .waitingToRunAlone: 0])
+        metrics.jobsWaitingInWorker([.waitingForDependencies: 1, .waitingForTurn: 2, .waitingToRunAlone: 0])
+        #expect(try backend.expectGauge("warren_jobs_waiting_in_worker", [("state", "waitingForDependencies")]).lastValue == 1)
+        #expect(try backend.expectGauge("warren_jobs_waiting_in_worker", [("state", "waitingForTurn")]).lastValue == 2)
+        #expect(try backend.expectGauge("warren_jobs_waiting_in_worker", [("state", "waitingToRunAlone")]).lastValue == 0)
+    }
+
     @Test func samplesTheExecutingAndWaitingOperationsOfWatchedLocalQueues() async throws {
         let backend = TestMetrics()
         let metrics = WorkerMetrics(factory: backend)

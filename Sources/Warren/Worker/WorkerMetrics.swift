@@ -31,6 +31,7 @@ public final class WorkerMetrics: Sendable {
         var waiting: [String: Gauge] = [:]
         var width: [String: Gauge] = [:]
         var prefetch: Gauge?
+        var waitingInWorker: [WorkerStatus.Job.State: Gauge] = [:]
         /// Counters without labels, by name.
         var counters: [String: CoreMetrics.Counter] = [:]
     }
@@ -191,6 +192,23 @@ public final class WorkerMetrics: Sendable {
             Self.cached(label, in: &handles.counters) { CoreMetrics.Counter(label: label, factory: currentFactory) }
         }
         counter.increment(by: amount)
+    }
+
+    /// Reports how many jobs the worker holds outside its local queues, by what they wait for: their dependencies
+    /// (`waitingForDependencies`), their turn under a rate limit (`waitingForTurn`), the worker to be idle
+    /// (`waitingToRunAlone`).
+    func jobsWaitingInWorker(_ counts: [WorkerStatus.Job.State: Int]) {
+        let gauges = handles.withLock { handles in
+            counts.map { state, count in
+                let gauge = Self.cached(state, in: &handles.waitingInWorker) {
+                    Gauge(
+                        label: "warren_jobs_waiting_in_worker", dimensions: [("state", state.rawValue)],
+                        factory: currentFactory)
+                }
+                return (gauge, count)
+            }
+        }
+        for (gauge, count) in gauges { gauge.record(count) }
     }
 
     /// Reports the prefetch in force.

@@ -44,14 +44,9 @@ extension WorkerSession {
         let now = ContinuousClock.now
         let jobs = inFlight.values.map { job -> (WorkerStatus.Job, Date) in
             let startedAt = job.operation.startedAt
-            let state: WorkerStatus.Job.State =
-                if startedAt != nil { .executing }
-                else if parked[job.descriptor.id] != nil { .waitingForDependencies }
-                else if job.isQueued { .waiting }
-                else if job.runsAlone { .waitingToRunAlone }
-                else { .waitingForTurn }
             let held = WorkerStatus.Job(
-                id: job.descriptor.id, type: job.descriptor.type, state: state, queue: job.queue,
+                id: job.descriptor.id, type: job.descriptor.type, state: startedAt != nil ? .executing : state(of: job),
+                queue: job.queue,
                 localQueue: job.localQueue, priority: job.descriptor.priority, key: job.descriptor.key,
                 sequence: job.descriptor.sequence, attempt: job.attempt,
                 heldSeconds: -job.receivedAt.timeIntervalSinceNow,
@@ -68,5 +63,34 @@ extension WorkerSession {
             case (nil, nil): return a.0.priority != b.0.priority ? a.0.priority > b.0.priority : a.1 < b.1
             }
         }.map(\.0)
+    }
+
+    /// Where a job that has not started is: in its local queue, or what it waits for in the worker.
+    func state(of job: InFlightJob) -> WorkerStatus.Job.State {
+        if parked[job.descriptor.id] != nil { return .waitingForDependencies }
+        if job.isQueued { return .waiting }
+        return job.runsAlone ? .waitingToRunAlone : .waitingForTurn
+    }
+
+    /// Reports how many jobs the worker holds outside its local queues, by what they wait for
+    /// (``WorkerMetrics/jobsWaitingInWorker(_:)``): the local queues' own gauges cannot see them. At most once a
+    /// second, since it may pass over every job held; a turn that comes sooner has the loop wake up for it then.
+    func sampleJobsWaitingInWorker() {
+        let now = ContinuousClock.now
+        if let last = jobsWaitingSampledAt, now - last < .seconds(1) {
+            jobsWaitingResampleAt = last + .seconds(1)
+            return
+        }
+        jobsWaitingSampledAt = now
+        jobsWaitingResampleAt = nil
+        var counts: [WorkerStatus.Job.State: Int] = [
+            .waitingForDependencies: parked.count, .waitingForTurn: 0, .waitingToRunAlone: 0,
+        ]
+        if !throttles.isEmpty || !aloneJobs.isEmpty {
+            for job in inFlight.values where !job.isQueued && parked[job.descriptor.id] == nil {
+                counts[state(of: job), default: 0] += 1
+            }
+        }
+        metrics.jobsWaitingInWorker(counts)
     }
 }

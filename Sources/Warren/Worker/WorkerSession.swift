@@ -81,6 +81,9 @@ final class WorkerSession {
     var unreachableQueues: [String: ContinuousClock.Instant] = [:]
     /// Whether the jobs channel is set up, so consumers can start (false during the control replay).
     var isConsuming = false
+    /// When ``sampleJobsWaitingInWorker()`` last reported, and when it is due again after a turn it skipped.
+    var jobsWaitingSampledAt: ContinuousClock.Instant?
+    var jobsWaitingResampleAt: ContinuousClock.Instant?
     /// Where in the control stream this worker's start-up marker is: `resize` messages after it are for this
     /// worker's lifetime, those before it for workers before it.
     var controlStartOffset: UInt64?
@@ -214,6 +217,7 @@ final class WorkerSession {
             try retryUnreachableQueues()
             try retryHeldJobs()
             discardReportedJournals()
+            sampleJobsWaitingInWorker()
             deadLettersReachable = nil
             if let stopDeadline, ContinuousClock.now >= stopDeadline { cancelAll(reason: "shutdown") }
             enforceDeadlines()
@@ -260,6 +264,7 @@ final class WorkerSession {
         if let due = heldJobsRetryAt { timeout = min(timeout, due - now) }
         if let due = throttledJobsDueAt { timeout = min(timeout, due - now) }
         if let due = timeLimitCheckAt { timeout = min(timeout, due - now) }
+        if let due = jobsWaitingResampleAt { timeout = min(timeout, due - now) }
         if mayHoldDeadlines, let deadline = inFlight.values.compactMap({ $0.descriptor.deadline }).min() {
             timeout = min(timeout, .milliseconds(Int(deadline.timeIntervalSinceNow * 1000) + 1))
         }
