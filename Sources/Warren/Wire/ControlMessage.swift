@@ -32,7 +32,8 @@ public struct ControlMessage: Sendable, Hashable, Codable {
     public var sentAt: Date?
     /// For `sync`: the marker's unique token. For `crashed`: the dead worker's journal.
     public var token: String?
-    /// For `pause`, `resume` and `resize`: only this worker (by id); all when absent. For `crashed`: the worker that died.
+    /// For `pause`, `resume` and `resize`: only this worker (by id); all when absent. For `crashed`: the worker that
+    /// died.
     public var worker: String?
     /// For `cancelAll`, `pause` and `resume`: only this broker queue; all when absent.
     public var queue: String?

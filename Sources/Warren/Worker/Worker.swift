@@ -123,7 +123,9 @@ public final class Worker: Sendable {
             throw WarrenError(
                 .invalidConfiguration, "prefetch \(configuration.effectivePrefetch) is outside 1...65535")
         }
-        let limited = [("rate limit", Array(configuration.rateLimits.keys)), ("time limit", Array(configuration.timeLimits.keys))]
+        let limited = [
+            ("rate limit", Array(configuration.rateLimits.keys)), ("time limit", Array(configuration.timeLimits.keys)),
+        ]
         for (limit, types) in limited {
             for type in types.sorted() where registry[type] == nil {
                 throw WarrenError(

@@ -250,9 +250,10 @@ public final class WorkerMetrics: Sendable {
         Self.sample(added)
     }
 
-    /// Reads the executing and waiting operations and the width of every watched local queue in the process into its
-    /// gauges, adding up queues of the same name (several workers in one process); the gauges of a queue whose worker is
-    /// gone read 0, and it is forgotten. The metrics endpoint calls it before each scrape. Safe from any thread.
+    /// Reads the executing and waiting operations and the width of every watched local queue in the process into
+    /// its gauges, adding up queues of the same name (several workers in one process); the gauges of a queue whose
+    /// worker is gone read 0, and it is forgotten. The metrics endpoint calls it before each scrape. Safe from any
+    /// thread.
     public static func sampleLocalQueues() {
         let entries = watched.withLock { watched in
             defer { watched.removeAll { $0.queue == nil } }
