@@ -209,7 +209,10 @@ struct JobOperationTests {
         try await waitUntil("the queue to drain") { queue.operationCount == 0 }
         #expect(!ran.value)
         #expect(report.outcome.cancellation?.reason == "deadline")
+        #expect(report.outcome.cancellation?.message == "deadline passed before the job started")
         #expect(report.startedAt == nil)
+        // Never counted as started, not even for a moment: the worker names a started job's cancellation otherwise.
+        #expect(!operation.hasStarted)
         #expect(operation.job.isCancelled)
         #expect(collector.all.count == 1)
     }

@@ -86,21 +86,19 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
     override func start() {
         let runs = state.withLock { state -> Bool in
             state.lifecycle = .executing
-            guard !state.reported else { return false }
-            if startGate == nil {
-                state.journalSlot = journal?.began(jobID: job.jobID, type: job.type)
-                state.startedAt = .now
-            }
-            return true
+            return !state.reported
         }
         willChangeValue(forKey: "isExecuting")
         didChangeValue(forKey: "isExecuting")
         guard runs else { return finish() }
+        // Before the job counts as started: the broker thread, which cancels jobs whose deadline passes, names a
+        // started one differently.
         if let deadline = job.deadline, deadline <= Date(),
             job.markCancelled(Cancellation(reason: "deadline", message: "deadline passed before the job started"))
         {
             return complete(startedAt: nil, outcome: .cancelled(job.cancellation!))
         }
+        if startGate == nil { recordStart() }
         switch body {
         case .blocking(let code):
             // Here, or on a thread of the local queues' own while this one returns to libdispatch's pool.
@@ -145,15 +143,18 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
     /// Records that the job's code starts now, in the crash journal (unless done as the operation started), and
     /// when.
     private func began() -> Date {
-        if startGate != nil {
-            state.withLock { state in
-                state.journalSlot = journal?.began(jobID: job.jobID, type: job.type)
-                state.startedAt = .now
-            }
-        }
+        if startGate != nil { recordStart() }
         job.debug("job started")
         started?()
         return Date()
+    }
+
+    /// Records the start of the job's code: in the crash journal, and as ``startedAt``.
+    private func recordStart() {
+        state.withLock { state in
+            state.journalSlot = journal?.began(jobID: job.jobID, type: job.type)
+            state.startedAt = .now
+        }
     }
 
     /// Waits on the queue's thread for the job's turn to start (``StartGate``), checking for cancellation at least
