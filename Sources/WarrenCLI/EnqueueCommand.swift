@@ -14,7 +14,7 @@ struct EnqueueCommand: ParsableCommand {
               warren enqueue echo --depends-on 3f0c… --require-success
               warren enqueue --graph pipeline.json --wait
             A graph file is {"jobs": [{"name", "type", "input", "priority", "key", "queue", "dependsOn": [names or \
-            earlier job ids], "requireSuccess", "maxAttempts"}]}; it prints one "NAME ID" line per job.
+            earlier job ids], "requireSuccess", "maxAttempts", "timeLimit"}]}; it prints one "NAME ID" line per job.
             """)
 
     @OptionGroup var broker: BrokerOptions
@@ -79,6 +79,13 @@ struct EnqueueCommand: ParsableCommand {
     @Option(name: .customLong("max-attempts"), help: "Runs at most this often when it fails with a retryable error (default 3).")
     var maxAttempts: Int?
 
+    @Option(
+        name: .customLong("time-limit"),
+        help: ArgumentHelp(
+            "Cancel the job if its code runs longer, and end it failed (timeLimit); a worker's limit for its type "
+                + "applies too, the shorter counts.", valueName: "seconds|250ms|30s|10m|2h|1d"))
+    var timeLimit: TimeSpan?
+
     @Flag(
         name: .long,
         help: "Wait for the result, print it, and exit with 0, 3 (failed) or 4 (cancelled); shows progress on stderr.")
@@ -100,7 +107,9 @@ struct EnqueueCommand: ParsableCommand {
 
     func validate() throws {
         if (type == nil) == (graph == nil) { throw ValidationError("name an operation type, or --graph FILE (not both)") }
-        let setsJob = !dependsOn.isEmpty || supersede || key != nil || deadline != nil || delay != nil || at != nil
+        let setsJob =
+            !dependsOn.isEmpty || supersede || key != nil || deadline != nil || delay != nil || at != nil
+            || timeLimit != nil
         if graph != nil && setsJob {
             throw ValidationError("--graph takes each job's settings from the file")
         }
@@ -113,6 +122,9 @@ struct EnqueueCommand: ParsableCommand {
         if timeout <= 0 { throw ValidationError("--timeout must be positive") }
         if wait && replyTo != nil { throw ValidationError("--wait reads the results itself; leave out --reply-to") }
         if let maxAttempts, maxAttempts < 1 { throw ValidationError("--max-attempts must be at least 1") }
+        if let timeLimit, let problem = OperationDescriptor.problem(withTimeLimit: timeLimit.seconds) {
+            throw ValidationError("--time-limit: \(problem)")
+        }
         if let problem = Topology.problem(creatingPriorityQueues: priorityQueues, quorumQueues: quorumQueues) {
             throw ValidationError("--priority-queues and --quorum-queues: \(problem)")
         }
@@ -133,7 +145,8 @@ struct EnqueueCommand: ParsableCommand {
                     type: type!, input: try parseInput(), priority: priority, key: key, supersede: supersede,
                     queue: queue, deadline: deadline.map { Date(timeIntervalSinceNow: $0) },
                     notBefore: at?.date ?? delay.map { Date(timeIntervalSinceNow: $0.seconds) },
-                    maxAttempts: maxAttempts, dependencies: dependsOn, requireSuccess: requireSuccess)
+                    maxAttempts: maxAttempts, timeLimit: timeLimit.map { .seconds($0.seconds) }, dependencies: dependsOn,
+                    requireSuccess: requireSuccess)
             ]
         }
         for index in requests.indices {

@@ -27,6 +27,8 @@ struct GraphFile: Decodable {
         var deadline: Double?
         /// Seconds from now before which the job does not start.
         var delay: Double?
+        /// Seconds the job's code may run.
+        var timeLimit: Double?
     }
 
     var jobs: [Job]
@@ -35,7 +37,7 @@ struct GraphFile: Decodable {
     /// meant silently.
     static let jobMembers: Set<String> = [
         "name", "type", "input", "priority", "key", "queue", "dependsOn", "requireSuccess", "maxAttempts", "deadline",
-        "delay",
+        "delay", "timeLimit",
     ]
 
     /// Reads and checks the file.
@@ -65,6 +67,9 @@ struct GraphFile: Decodable {
             if let delay = job.delay, !(delay >= 0 && delay.isFinite) {
                 throw GraphFileError("job '\(job.name)': delay must be a number of seconds, 0 or more (got \(delay))")
             }
+            if let timeLimit = job.timeLimit, let problem = OperationDescriptor.problem(withTimeLimit: timeLimit) {
+                throw GraphFileError("job '\(job.name)': timeLimit: \(problem)")
+            }
         }
         return graph
     }
@@ -93,8 +98,8 @@ struct GraphFile: Decodable {
                 type: job.type, input: job.input ?? .null, priority: job.priority ?? .normal, key: job.key,
                 queue: job.queue ?? defaultQueue, deadline: job.deadline.map { Date(timeIntervalSinceNow: $0) },
                 notBefore: job.delay.map { Date(timeIntervalSinceNow: $0) }, maxAttempts: job.maxAttempts,
-                dependencies: (job.dependsOn ?? []).map { ids[$0] ?? $0 }, requireSuccess: job.requireSuccess ?? false,
-                id: ids[job.name]!)
+                timeLimit: job.timeLimit.map { .seconds($0) }, dependencies: (job.dependsOn ?? []).map { ids[$0] ?? $0 },
+                requireSuccess: job.requireSuccess ?? false, id: ids[job.name]!)
         }
         return (requests, Dictionary(uniqueKeysWithValues: ids.map { ($1, $0) }))
     }

@@ -36,6 +36,37 @@ struct TimeLimitAndJobListingTests {
         #expect(error?.message == "--time-limit sum is given twice")
     }
 
+    @Test func enqueueTakesAJobsOwnTimeLimit() throws {
+        #expect(try EnqueueCommand.parse(["sum", "--time-limit", "250ms"]).timeLimit?.seconds == 0.25)
+        #expect(try EnqueueCommand.parse(["sum", "--time-limit", "2h"]).timeLimit?.seconds == 7200)
+        for (limit, message) in [
+            ("0", "--time-limit: a time limit must be from 1 ms to a year (0.001 to 31536000 seconds); got 0.0 seconds"),
+            ("400d", "--time-limit: a time limit must be from 1 ms to a year (0.001 to 31536000 seconds); got 34560000.0 seconds"),
+        ] {
+            let error = #expect(throws: (any Error).self) { try EnqueueCommand.parse(["sum", "--time-limit", limit]) }
+            #expect(error.map(EnqueueCommand.message(for:)) == message)
+        }
+        #expect(throws: (any Error).self) { try EnqueueCommand.parse(["sum", "--time-limit", "soon"]) }
+        let graph = #expect(throws: (any Error).self) {
+            try EnqueueCommand.parse(["--graph", "g.json", "--time-limit", "1s"])
+        }
+        #expect(graph.map(EnqueueCommand.message(for:)) == "--graph takes each job's settings from the file")
+    }
+
+    @Test func aGraphFileJobTakesATimeLimitInSeconds() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("graph.json").path
+        try Data(#"{"jobs": [{"name": "a", "type": "sum", "timeLimit": 1.5}, {"name": "b", "type": "echo"}]}"#.utf8)
+            .write(to: URL(fileURLWithPath: file))
+        let requests = try GraphFile.load(file).requests(defaultQueue: "q").requests
+        #expect(requests.map(\.timeLimit) == [.milliseconds(1500), nil])
+        try Data(#"{"jobs": [{"name": "a", "type": "sum", "timeLimit": 0}]}"#.utf8).write(to: URL(fileURLWithPath: file))
+        let error = #expect(throws: GraphFileError.self) { try GraphFile.load(file) }
+        #expect(error?.description.hasPrefix("job 'a': timeLimit: a time limit must be from 1 ms to a year") == true)
+    }
+
     @Test func aJobLineSaysWhereTheJobIsAndForHowLong() {
         var job = WorkerStatus.Job(
             id: "j-1", type: "sum", state: .executing, queue: "warren.default", localQueue: "cpu", priority: .high,

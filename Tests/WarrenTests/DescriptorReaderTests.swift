@@ -63,14 +63,20 @@ struct DescriptorReaderTests {
         // Every optional field null, then every one present.
         #"""
         {"version":1,"id":"a","type":"echo","input":null,"priority":null,"sequence":null,"key":null,"deadline":null,
-         "notBefore":null,"createdAt":null,"maxAttempts":null,"dependencies":null,"requireSuccess":null}
+         "notBefore":null,"createdAt":null,"maxAttempts":null,"timeLimitSeconds":null,"dependencies":null,
+         "requireSuccess":null}
         """#,
         #"""
         {"version":1,"id":"a","type":"echo","input":[],"priority":"low","sequence":18446744073709551615,"key":"",
          "deadline":"2030-01-02T03:04:05Z","notBefore":"2030-01-01T00:00:00.25+01:00","createdAt":1700000000.5,"maxAttempts":-3,"dependencies":["b","c"],
-         "requireSuccess":false}
+         "requireSuccess":false,"timeLimitSeconds":2.5}
         """#,
         #"{"version":1,"id":"a","type":"echo","dependencies":[],"requireSuccess":true,"maxAttempts":0}"#,
+        // Time limits are any number, in any spelling: JobDecoder checks their range afterwards.
+        #"{"version":1,"id":"a","type":"echo","timeLimitSeconds":30}"#,
+        #"{"version":1,"id":"a","type":"echo","timeLimitSeconds":1e-3}"#,
+        #"{"version":1,"id":"a","type":"echo","timeLimitSeconds":-0.0}"#,
+        #"{"version":1,"id":"a","type":"echo","timeLimitSeconds":0.1000000000000000055511151231257827}"#,
         // Escapes, surrogate pairs in both cases of hex, NUL, and a key written with escapes.
         #"{"\u0076ersion":1,"i\u0064":"a","type":"\u00e9e\u0301\uD83D\uDE00\ud83d\ude00\u0000\/\b\f\n\r\t\"\\","key":"é😀"}"#,
         // Unicode keys, including two that only look alike ("e" + combining acute is not "é" byte for byte).
@@ -111,6 +117,8 @@ struct DescriptorReaderTests {
         #"{"version":1,"id":"a","type":"echo","sequence":18446744073709551616}"#,
         #"{"version":1,"id":"a","type":"echo","sequence":1.5}"#,
         #"{"version":1,"id":"a","type":"echo","maxAttempts":9223372036854775808}"#,
+        #"{"version":1,"id":"a","type":"echo","timeLimitSeconds":"30s"}"#,
+        #"{"version":1,"id":"a","type":"echo","timeLimitSeconds":1e400}"#,
         #"{"version":1,"id":"a","type":"echo","input":1e400}"#,
         #"{"version":1,"id":"a","type":"echo","input":1e-400}"#,
         #"{"version":1,"id":"a","type":"echo","input":0e5}"#,

@@ -21,8 +21,8 @@ struct DescriptorWriterTests {
 
     private static let now = Date(timeIntervalSince1970: 1_795_314_103.708)
 
-    /// Every optional field, present or absent: 2⁷ descriptors.
-    @Test(arguments: 0..<128)
+    /// Every optional field, present or absent: 2⁸ descriptors.
+    @Test(arguments: 0..<256)
     func writesWhatJSONEncoderWritesForEveryCombinationOfOptionalFields(_ mask: Int) throws {
         func has(_ bit: Int) -> Bool { mask & (1 << bit) != 0 }
         try expectSameBytes(
@@ -31,7 +31,8 @@ struct DescriptorWriterTests {
                 priority: .veryHigh, sequence: 1_795_314_103_708_029, key: has(1) ? "totals" : nil,
                 deadline: has(2) ? Self.now.addingTimeInterval(60) : nil,
                 notBefore: has(6) ? Self.now.addingTimeInterval(30.5) : nil, createdAt: has(3) ? Self.now : nil,
-                maxAttempts: has(4) ? 5 : nil, dependencies: has(5) ? ["a", "b:c"] : nil,
+                maxAttempts: has(4) ? 5 : nil, timeLimitSeconds: has(7) ? (mask % 2 == 0 ? 30 : 0.25) : nil,
+                dependencies: has(5) ? ["a", "b:c"] : nil,
                 requireSuccess: has(5) ? mask % 2 == 0 : nil))
     }
 
@@ -41,6 +42,9 @@ struct DescriptorWriterTests {
                 id: "j", type: "", input: [:], priority: .veryLow, sequence: .max, key: "", deadline: nil,
                 createdAt: nil, maxAttempts: .min, dependencies: [], requireSuccess: false))
         try expectSameBytes(OperationDescriptor(type: "t", input: [], sequence: 0, maxAttempts: .max))
+        for timeLimit in [0.001, 1e-7, 31_536_000, 1e20, 0.1 + 0.2, 123456.789] {
+            try expectSameBytes(OperationDescriptor(type: "t", sequence: 0, timeLimitSeconds: timeLimit))
+        }
         for priority in JobPriority.allCases {
             try expectSameBytes(OperationDescriptor(type: "t", priority: priority, sequence: 1))
         }

@@ -140,6 +140,32 @@ struct JobDecoderNumberTests {
                 + "\(Int.min) to \(Int.max)")
     }
 
+    @Test(arguments: [("0", "0.0"), ("-1", "-1.0"), ("0.0009", "0.0009"), ("31536000.5", "31536000.5")])
+    func aTimeLimitOutsideAMillisecondToAYearIsNamed(_ limit: String, _ shown: String) {
+        let body = Array(#"{"version":1,"id":"a","type":"echo","timeLimitSeconds":\#(limit)}"#.utf8)
+        let error = #expect(throws: JobError.self) { try JobDecoder().decode(body, contentType: nil) }
+        #expect(error?.code == "invalidDescriptor")
+        #expect(
+            error?.message
+                == "timeLimitSeconds: a time limit must be from 1 ms to a year (0.001 to 31536000 seconds); "
+                + "got \(shown) seconds")
+    }
+
+    @Test(arguments: [#""30s""#, "true", "[30]"])
+    func aTimeLimitThatIsNoNumberIsNamed(_ limit: String) {
+        let body = Array(#"{"version":1,"id":"a","type":"echo","timeLimitSeconds":\#(limit)}"#.utf8)
+        let error = #expect(throws: JobError.self) { try JobDecoder().decode(body, contentType: nil) }
+        #expect(error?.code == "invalidDescriptor")
+        #expect(error?.message.contains("timeLimitSeconds") == true, "\(error?.message ?? "")")
+    }
+
+    @Test func theTimeLimitsAtTheEndsOfTheRangeDecode() throws {
+        for limit in ["0.001", "31536000", "1e-3"] {
+            let body = Array(#"{"version":1,"id":"a","type":"echo","timeLimitSeconds":\#(limit)}"#.utf8)
+            #expect(try JobDecoder().decode(body, contentType: nil).timeLimitSeconds == Double(limit))
+        }
+    }
+
     @Test func theLargestSequenceDecodes() throws {
         let body = Array(#"{"version":1,"id":"a","type":"echo","sequence":18446744073709551615}"#.utf8)
         #expect(try JobDecoder().decode(body, contentType: nil).sequence == UInt64.max)

@@ -30,7 +30,7 @@ import Testing
             {"schedules": [
               {"name": "nightly", "cron": "0 3 * * *", "timeZone": "Europe/Paris", "type": "report",
                "input": {"scope": "all"}, "priority": "high", "key": "report", "supersede": true, "queue": "reports",
-               "maxAttempts": 5, "deadline": "1h", "maxLateness": 600},
+               "maxAttempts": 5, "deadline": "1h", "timeLimit": "10m", "maxLateness": 600},
               {"name": "beat", "every": "30s", "type": "sleep"}
             ]}
             """)
@@ -41,9 +41,12 @@ import Testing
         #expect(nightly.priority == .high)
         #expect(nightly.key == "report" && nightly.supersede && nightly.queue == "reports")
         #expect(nightly.maxAttempts == 5 && nightly.deadline == .seconds(3600) && nightly.maxLateness == .seconds(600))
+        #expect(nightly.timeLimit == .seconds(600))
+        #expect(nightly.request(for: Date(), now: Date()).timeLimit == .seconds(600))
         let beat = schedules[1]
         #expect(beat.recurrence == .every(.seconds(30)))
         #expect(beat.input == .null && beat.queue == Topology.defaultQueue && beat.key == nil && beat.maxLateness == nil)
+        #expect(beat.timeLimit == nil)
     }
 
     @Test func cronWithoutTimeZoneIsUTC() throws {
@@ -71,6 +74,8 @@ import Testing
         (#"{"schedules": [{"name": "a", "type": "t", "every": 5, "queue": "warren.dead"}]}"#, "one of Warren's own queues"),
         (#"{"schedules": [{"name": "a", "type": "t", "every": 5, "maxAttempts": 0}]}"#, "maxAttempts must be a whole number"),
         (#"{"schedules": [{"name": "a", "type": "t", "every": 5, "maxLateness": "0.5s"}]}"#, "maxLateness must be at least 1 s"),
+        (#"{"schedules": [{"name": "a", "type": "t", "every": 5, "timeLimit": 0}]}"#, "timeLimit: a time limit must be from 1 ms to a year"),
+        (#"{"schedules": [{"name": "a", "type": "t", "every": 5, "timeLimit": "2y"}]}"#, "timeLimit must be seconds, or a number"),
         (#"{"schedules": [{"name": "a", "type": "t", "every": 5}, {"name": "a", "type": "u", "every": 6}]}"#, "schedule name 'a' is given twice"),
         ("not json", "not JSON"),
     ])

@@ -30,6 +30,10 @@ public struct JobRequest: Sendable {
     /// How many times the job runs when its handler fails with a retryable error. Default: `nil`, the
     /// descriptor's default (3).
     public var maxAttempts: Int?
+    /// The longest the job's code may run once started (1 ms to a year), Celery's `time_limit`: past it the worker
+    /// cancels the job, and it ends `failed` (`timeLimit`). A worker's limit for the job's type applies too; the
+    /// shorter one counts. Default: none.
+    public var timeLimit: Duration?
     /// A queue that receives the job's result and progress reports, through the default exchange, instead of
     /// the `warren.results` exchange (its `reply_to` property). It must exist before the job ends, or the result is
     /// only in the results stream. Default: none. A job enqueued with `watch: true` uses the producer's own.
@@ -40,8 +44,8 @@ public struct JobRequest: Sendable {
     public init(
         type: String, input: JSONValue = .null, priority: JobPriority = .normal, key: String? = nil,
         supersede: Bool = false, queue: String = Topology.defaultQueue, deadline: Date? = nil,
-        notBefore: Date? = nil, maxAttempts: Int? = nil, dependencies: [String] = [], requireSuccess: Bool = false,
-        replyTo: String? = nil, id: String = UUID().uuidString.lowercased()
+        notBefore: Date? = nil, maxAttempts: Int? = nil, timeLimit: Duration? = nil, dependencies: [String] = [],
+        requireSuccess: Bool = false, replyTo: String? = nil, id: String = UUID().uuidString.lowercased()
     ) {
         self.type = type
         self.input = input
@@ -52,6 +56,7 @@ public struct JobRequest: Sendable {
         self.deadline = deadline
         self.notBefore = notBefore
         self.maxAttempts = maxAttempts
+        self.timeLimit = timeLimit
         self.dependencies = dependencies
         self.requireSuccess = requireSuccess
         self.replyTo = replyTo

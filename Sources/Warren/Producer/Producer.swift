@@ -91,8 +91,8 @@ public final class Producer {
     /// - Throws: ``WarrenError`` (`invalidConfiguration`) for an invalid id or job queue name
     ///   (``Topology/problem(withJobQueue:)``), a job that depends on itself, an
     ///   unknown dependency or a cycle, a ``JobRequest/replyTo`` that is empty, longer than 255 bytes or given
-    ///   with `watch`, a deadline that is not after the job's ``JobRequest/notBefore``, or a sequence file that
-    ///   cannot be used; (`queueUnreachable`) when a job queue is on a cluster node that is down, or the broker
+    ///   with `watch`, a deadline that is not after the job's ``JobRequest/notBefore``, a time limit outside 1 ms to a
+    ///   year, or a sequence file that cannot be used; (`queueUnreachable`) when a job queue is on a cluster node that is down, or the broker
     ///   took a job nowhere (its queue deleted since this producer declared it, or its node down since): those jobs
     ///   were not enqueued, the others of the call were; (`broker`) when the broker refuses or the connection fails.
     @discardableResult
@@ -115,6 +115,11 @@ public final class Producer {
             if let problem = ordered.lazy.compactMap({ Topology.problem(withJobQueue: $0.queue) }).first {
                 throw WarrenError(.invalidConfiguration, problem)
             }
+            for request in ordered {
+                if let limit = request.timeLimit, let problem = OperationDescriptor.problem(withTimeLimit: limit / .seconds(1)) {
+                    throw WarrenError(.invalidConfiguration, "job \(request.id): \(problem)")
+                }
+            }
             if let request = ordered.first(where: { $0.replyTo.map { !(1...255).contains($0.utf8.count) } ?? false }) {
                 throw WarrenError(
                     .invalidConfiguration, "job \(request.id): a reply queue name must be 1 to 255 bytes long")
@@ -136,7 +141,8 @@ public final class Producer {
                 let descriptor = OperationDescriptor(
                     id: request.id, type: request.type, input: request.input, priority: request.priority,
                     sequence: sequence, key: request.key, deadline: request.deadline, notBefore: request.notBefore,
-                    maxAttempts: request.maxAttempts, dependencies: request.dependencies.isEmpty ? nil : request.dependencies,
+                    maxAttempts: request.maxAttempts, timeLimitSeconds: request.timeLimit.map { $0 / .seconds(1) },
+                    dependencies: request.dependencies.isEmpty ? nil : request.dependencies,
                     requireSuccess: request.requireSuccess ? true : nil)
                 if request.supersede, let key = request.key {
                     try publishControl(.supersede(key: key, before: descriptor.sequence))

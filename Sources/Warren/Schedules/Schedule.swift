@@ -34,6 +34,8 @@ public struct Schedule: Sendable, Equatable {
     public var maxAttempts: Int?
     /// A job not started this long after it was enqueued is not started. Default: none.
     public var deadline: Duration?
+    /// The longest a job's code may run (``JobRequest/timeLimit``). Default: none.
+    public var timeLimit: Duration?
     /// When no scheduler ran at a tick, the most recent tick missed is enqueued once, late, when one runs again;
     /// one later than this is skipped instead. At least a second. Default: `nil`, enqueued however late (as Celery
     /// beat and a CronJob without `startingDeadlineSeconds` do).
@@ -42,7 +44,7 @@ public struct Schedule: Sendable, Equatable {
     public init(
         name: String, recurrence: Recurrence, type: String, input: JSONValue = .null, priority: JobPriority = .normal,
         key: String? = nil, supersede: Bool = false, queue: String = Topology.defaultQueue, maxAttempts: Int? = nil,
-        deadline: Duration? = nil, maxLateness: Duration? = nil
+        deadline: Duration? = nil, timeLimit: Duration? = nil, maxLateness: Duration? = nil
     ) {
         self.name = name
         self.recurrence = recurrence
@@ -54,6 +56,7 @@ public struct Schedule: Sendable, Equatable {
         self.queue = queue
         self.maxAttempts = maxAttempts
         self.deadline = deadline
+        self.timeLimit = timeLimit
         self.maxLateness = maxLateness
     }
 
@@ -79,6 +82,9 @@ public struct Schedule: Sendable, Equatable {
         if supersede, key == nil { return "schedule '\(name)': supersede needs a key" }
         if let maxAttempts, maxAttempts < 1 { return "schedule '\(name)': maxAttempts must be at least 1" }
         if let deadline, deadline < .zero { return "schedule '\(name)': deadline cannot be negative" }
+        if let timeLimit, let problem = OperationDescriptor.problem(withTimeLimit: timeLimit / .seconds(1)) {
+            return "schedule '\(name)': timeLimit: \(problem)"
+        }
         if let maxLateness, maxLateness < .seconds(1) {
             // A job is enqueued milliseconds after its tick: a smaller limit would skip every tick.
             return "schedule '\(name)': maxLateness must be at least 1 s"
@@ -90,7 +96,7 @@ public struct Schedule: Sendable, Equatable {
     func request(for tick: Date, now: Date) -> JobRequest {
         JobRequest(
             type: type, input: input, priority: priority, key: key, supersede: supersede, queue: queue,
-            deadline: deadline.map { now.addingTimeInterval($0.seconds) }, maxAttempts: maxAttempts,
+            deadline: deadline.map { now.addingTimeInterval($0.seconds) }, maxAttempts: maxAttempts, timeLimit: timeLimit,
             id: Self.jobID(name: name, tick: tick))
     }
 

@@ -40,6 +40,7 @@ enum DescriptorReader {
         var notBefore: Date?
         var createdAt: Date?
         var maxAttempts: Int?
+        var timeLimitSeconds: Double?
         var dependencies: [String]?
         var requireSuccess: Bool?
 
@@ -79,6 +80,7 @@ enum DescriptorReader {
                 case .notBefore: notBefore = try readDate(&scanner)
                 case .createdAt: createdAt = try readDate(&scanner)
                 case .maxAttempts: maxAttempts = try scanner.readInt()
+                case .timeLimitSeconds: timeLimitSeconds = try scanner.readDouble()
                 case .dependencies:
                     var ids: [String] = []
                     try scanner.readArray(depth: 2) { ids.append(try $0.readString()) }
@@ -92,8 +94,8 @@ enum DescriptorReader {
         guard scanner.isAtEnd, let version, let id, let type else { throw JSONScanner.Decline() }
         var descriptor = OperationDescriptor(
             id: id, type: type, input: input, priority: priority, sequence: sequence, key: key, deadline: deadline,
-            notBefore: notBefore, createdAt: createdAt, maxAttempts: maxAttempts, dependencies: dependencies,
-            requireSuccess: requireSuccess)
+            notBefore: notBefore, createdAt: createdAt, maxAttempts: maxAttempts, timeLimitSeconds: timeLimitSeconds,
+            dependencies: dependencies, requireSuccess: requireSuccess)
         descriptor.version = version
         return descriptor
     }

@@ -40,7 +40,7 @@ import Foundation
         a.version == b.version && strings(a.id, b.id) && strings(a.type, b.type) && values(a.input, b.input)
             && a.priority == b.priority && a.sequence == b.sequence && strings(a.key, b.key)
             && dates(a.deadline, b.deadline) && dates(a.notBefore, b.notBefore) && dates(a.createdAt, b.createdAt)
-            && a.maxAttempts == b.maxAttempts
+            && a.maxAttempts == b.maxAttempts && a.timeLimitSeconds?.bitPattern == b.timeLimitSeconds?.bitPattern
             && a.dependencies?.count == b.dependencies?.count
             && zip(a.dependencies ?? [], b.dependencies ?? []).allSatisfy(strings)
             && a.requireSuccess == b.requireSuccess

@@ -37,6 +37,10 @@ extension JSONWriter {
         }
         key("sequence")
         integer(descriptor.sequence)
+        if let timeLimit = descriptor.timeLimitSeconds {
+            key("timeLimitSeconds")
+            try number(timeLimit)
+        }
         key("type")
         string(descriptor.type)
         key("version")

@@ -28,6 +28,10 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
     /// How many times a job whose handler fails with a retryable error runs, in all. Default: 3.
     /// Between attempts it waits 1 s, 2 s, 4 s … (at most 5 minutes), each ±25 %.
     public var maxAttempts: Int?
+    /// The longest the job's code may run, in seconds, counted from when it starts (Celery's `time_limit`); past it
+    /// the worker cancels the job and it ends `failed` (`timeLimit`). A worker's own limit for the job's type
+    /// (`warren worker --time-limit`) applies too: the shorter one counts. 0.001 … 31,536,000 (a year).
+    public var timeLimitSeconds: Double?
 
     /// Jobs (by id) that must have ended before this one starts; a cancelled or failed one counts as ended,
     /// as with `NSOperation`, unless ``requireSuccess`` is set.
@@ -42,8 +46,8 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
     public init(
         id: String = UUID().uuidString.lowercased(), type: String, input: JSONValue = .null,
         priority: JobPriority = .normal, sequence: UInt64, key: String? = nil, deadline: Date? = nil,
-        notBefore: Date? = nil, createdAt: Date? = Date(), maxAttempts: Int? = nil, dependencies: [String]? = nil,
-        requireSuccess: Bool? = nil
+        notBefore: Date? = nil, createdAt: Date? = Date(), maxAttempts: Int? = nil, timeLimitSeconds: Double? = nil,
+        dependencies: [String]? = nil, requireSuccess: Bool? = nil
     ) {
         self.version = WireCoding.version
         self.id = id
@@ -56,6 +60,7 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
         self.notBefore = notBefore
         self.createdAt = createdAt
         self.maxAttempts = maxAttempts
+        self.timeLimitSeconds = timeLimitSeconds
         self.dependencies = dependencies
         self.requireSuccess = requireSuccess
     }
@@ -80,6 +85,15 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
         return nil
     }
 
+    /// The time limits a job may have, in seconds: 1 ms to a year.
+    public static let timeLimitRange = 0.001...31_536_000.0
+
+    /// What is wrong with `seconds` as a job's ``timeLimitSeconds``, or `nil` when it is fine.
+    public static func problem(withTimeLimit seconds: Double) -> String? {
+        guard !timeLimitRange.contains(seconds) else { return nil }
+        return "a time limit must be from 1 ms to a year (0.001 to 31536000 seconds); got \(seconds) seconds"
+    }
+
     /// Letters, digits and `-_.:`: checked byte by byte, since every job passes through it.
     private static func isIDByte(_ byte: UInt8) -> Bool {
         switch byte {
@@ -93,7 +107,7 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case version, id, type, input, priority, sequence, key, deadline, notBefore, createdAt, maxAttempts,
-            dependencies, requireSuccess
+            timeLimitSeconds, dependencies, requireSuccess
     }
 
     public init(from decoder: any Decoder) throws {
@@ -109,6 +123,7 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
         notBefore = try container.decodeIfPresent(Date.self, forKey: .notBefore)
         createdAt = try container.decodeIfPresent(Date.self, forKey: .createdAt)
         maxAttempts = try container.decodeIfPresent(Int.self, forKey: .maxAttempts)
+        timeLimitSeconds = try container.decodeIfPresent(Double.self, forKey: .timeLimitSeconds)
         dependencies = try container.decodeIfPresent([String].self, forKey: .dependencies)
         requireSuccess = try container.decodeIfPresent(Bool.self, forKey: .requireSuccess)
     }

@@ -59,7 +59,7 @@ extension WorkerSession {
         let context = JobContext(descriptor: descriptor, attempt: attempt, logger: logger) { fraction, message in
             mailbox.post(.progress(jobID: jobID, fraction: fraction, message: message))
         }
-        let timeLimit = configuration.timeLimits.isEmpty ? nil : configuration.timeLimits[descriptor.type]
+        let timeLimit = timeLimit(of: descriptor)
         var started: (@Sendable () -> Void)?
         if timeLimit != nil { started = { mailbox.post(.started(jobID: jobID)) } }
         let operation = JobOperation(

@@ -1,12 +1,20 @@
 import Foundation
 
-/// Time limits per operation type (``Worker/Configuration/timeLimits``): a job whose code runs longer than its type's
-/// limit is cancelled, and ends `failed` (`timeLimit`) once its code returns.
+/// Time limits per operation type (``Worker/Configuration/timeLimits``) and per job
+/// (``OperationDescriptor/timeLimitSeconds``): a job whose code runs longer than the shorter of the two is cancelled,
+/// and ends `failed` (`timeLimit`) once its code returns.
 ///
 /// The operation of a time-limited job tells the broker thread when its code starts (``WorkerMessage/started(jobID:)``),
 /// and the jobs in flight are looked at only when a limit may have passed (``WorkerSession/timeLimitCheckAt``): jobs
 /// waiting, however many and however short their limits, cost the worker nothing.
 extension WorkerSession {
+    /// The time limit of a job: its own or its type's on this worker, whichever is shorter; `nil` without either.
+    func timeLimit(of descriptor: OperationDescriptor) -> Duration? {
+        let typeLimit = configuration.timeLimits.isEmpty ? nil : configuration.timeLimits[descriptor.type]
+        guard let seconds = descriptor.timeLimitSeconds else { return typeLimit }
+        return min(typeLimit ?? .seconds(seconds), .seconds(seconds))
+    }
+
     /// The code of `job`, which has a time limit, started: the limit passes that long from then.
     func timeLimitedJobStarted(_ job: InFlightJob) {
         guard let limit = job.timeLimit, let startedAt = job.operation.startedAt else { return }
@@ -25,7 +33,8 @@ extension WorkerSession {
                 timeLimitCheckAt = min(timeLimitCheckAt ?? startedAt + limit, startedAt + limit)
                 continue
             }
-            let message = "the job ran longer than its time limit of \(Self.describe(limit)) and was cancelled"
+            let origin = job.descriptor.timeLimitSeconds.map(Duration.seconds) == limit ? "its own" : "its type's"
+            let message = "the job ran longer than \(origin) time limit of \(Self.describe(limit)) and was cancelled"
             job.operation.cancel(Cancellation(reason: Cancellation.timeLimitReason, message: message))
             job.operation.job.logger.warning(
                 "cancelling job: it ran longer than its time limit", metadata: ["timeLimit": "\(Self.describe(limit))"])

@@ -75,6 +75,7 @@ enum WireSamples {
             key: maybe { string(using: &$0) }, deadline: maybe { date(using: &$0) },
             notBefore: maybe { date(using: &$0) }, createdAt: maybe { date(using: &$0) },
             maxAttempts: maybe { Int.random(in: -5...Int.max, using: &$0) },
+            timeLimitSeconds: maybe { Double.random(in: 0.001...31_536_000, using: &$0) },
             dependencies: maybe { generator in (0..<Int.random(in: 0...3, using: &generator)).map { "d\($0)" } },
             requireSuccess: maybe { Bool.random(using: &$0) })
     }
