@@ -38,3 +38,24 @@ struct Instant: ExpressibleByArgument {
         self.date = date
     }
 }
+
+/// An amount of memory on the command line: a number with a binary unit, `K`, `M` or `G` (also written `KiB`, `KB`,
+/// `MiB`, `MB`, `GiB`, `GB`, any case): `512M`, `1.5GiB`. Each unit is 1,024 of the one below, as `ps` and `top`
+/// count memory.
+///
+/// Thread safety: immutable.
+struct MemorySize: ExpressibleByArgument, Equatable {
+    let bytes: Int
+
+    init?(argument: String) {
+        let units: [String: Double] = ["k": 1024, "m": 1_048_576, "g": 1_073_741_824]
+        let lowered = argument.lowercased()
+        let digits = lowered.prefix { $0.isASCII && ($0.isNumber || $0 == ".") }
+        var unit = lowered.dropFirst(digits.count)
+        if unit.hasSuffix("ib") { unit = unit.dropLast(2) } else if unit.hasSuffix("b") { unit = unit.dropLast() }
+        guard let scale = units[String(unit)], let value = Double(digits), value.isFinite, value * scale < 1e18 else {
+            return nil
+        }
+        bytes = Int((value * scale).rounded())
+    }
+}

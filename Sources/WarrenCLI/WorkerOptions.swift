@@ -87,6 +87,18 @@ public struct WorkerOptions: ParsableArguments {
     var maxCrashes: Int = 3
 
     @Option(
+        name: .customLong("max-jobs"),
+        help: "After taking this many jobs, take no more, run them, and start afresh in the same process.")
+    var maxJobs: Int?
+
+    @Option(
+        name: .customLong("max-memory"),
+        help: ArgumentHelp(
+            "Past this resident memory after jobs end, stop as on SIGTERM and start afresh in the same process.",
+            valueName: "size: 512M, 2G"))
+    var maxMemory: MemorySize?
+
+    @Option(
         name: .long,
         help: ArgumentHelp(
             "Also run a scheduler of the recurring jobs in this file (see `warren schedule`); one of all schedulers leads.",
@@ -112,6 +124,8 @@ public struct WorkerOptions: ParsableArguments {
         if !(0...Self.maxGrace).contains(grace) {
             throw ValidationError("--grace \(grace): expected seconds from 0 to \(Int(Self.maxGrace)) (a year)")
         }
+        if let maxJobs, maxJobs < 1 { throw ValidationError("--max-jobs \(maxJobs): expected at least 1") }
+        if let maxMemory, maxMemory.bytes < 1 << 20 { throw ValidationError("--max-memory: expected at least 1M") }
     }
 
     /// The longest `--grace`, in seconds.
@@ -163,6 +177,8 @@ public struct WorkerOptions: ParsableArguments {
         configuration.maxDependencies = maxDependencies
         configuration.maxParkedJobs = maxParkedJobs
         configuration.maxCrashes = maxCrashes
+        configuration.maxJobs = maxJobs
+        configuration.maxResidentMemory = maxMemory?.bytes
         var logger = Logger(label: "warren.worker")
         logger.logLevel = logLevel
         configuration.logger = logger
@@ -170,9 +186,18 @@ public struct WorkerOptions: ParsableArguments {
     }
 
     /// Runs a worker with these options and `registry` until SIGTERM or SIGINT (a second signal stops waiting for
-    /// executing jobs).
-    /// - Throws: `ValidationError` for bad options; ``WarrenError`` when the broker cannot be reached or is lost.
+    /// executing jobs). A worker that stops to recycle (`--max-jobs`, `--max-memory`) starts afresh: the process
+    /// runs itself again, same arguments, same process id (``Worker/recycleProcess()``).
+    /// - Throws: `ValidationError` for bad options; ``WarrenError`` when the broker cannot be reached or is lost, or
+    ///   the process cannot run itself again.
     public func run(registry: OperationRegistry) throws {
+        guard try runUntilStopped(registry: registry) else { return }
+        try Worker.recycleProcess()
+    }
+
+    /// Runs the worker until it stops, the scheduler of `--schedule` and the metrics server beside it, and stops
+    /// them; whether the worker stopped to recycle.
+    private func runUntilStopped(registry: OperationRegistry) throws -> Bool {
         LogSetup.bootstrap(level: logLevel, format: logFormat)
         var registry = registry
         for entry in assign {
@@ -216,6 +241,8 @@ public struct WorkerOptions: ParsableArguments {
             logger.critical("\(error.message)", metadata: ["error": "\(error.code)"])
             throw ExitCode.failure
         }
+        if worker.stoppedToRecycle { logger.info("starting afresh") }
+        return worker.stoppedToRecycle
     }
 
     /// The scheduler of `--schedule`, beside the worker: same broker, same kinds of queue.

@@ -65,6 +65,29 @@ struct WorkerConfigurationTests {
         #expect(try Worker(configuration: configuration, registry: .builtIn).configuration.timeLimits.count == 2)
     }
 
+    @Test func recyclingLimitsThatCannotWorkAreRejected() throws {
+        var configuration = Worker.Configuration(url: "amqp://localhost")
+        configuration.maxJobs = 0
+        #expect(rejection(configuration)?.message == "max jobs 0 must be at least 1")
+        configuration.maxJobs = 1
+        configuration.maxResidentMemory = (1 << 20) - 1
+        #expect(rejection(configuration)?.message == "max resident memory 1048575 bytes must be at least 1 MiB")
+        configuration.maxResidentMemory = 1 << 20
+        let worker = try Worker(configuration: configuration, registry: .builtIn)
+        #expect(!worker.stoppedToRecycle)
+        worker.stop()
+        #expect(!worker.stoppedToRecycle)
+    }
+
+    @Test func residentMemoryIsReadFromProc() throws {
+        let resident = try #require(ResidentMemory.bytes())
+        // A Swift test process holds megabytes, and far less than a terabyte.
+        #expect(resident > 1 << 20 && resident < 1 << 40)
+        #expect(ResidentMemory.describe(412 << 20) == "412 MiB")
+        #expect(ResidentMemory.describe(3 << 29) == "1.5 GiB")
+        #expect(ResidentMemory.describe(1_500_000) == "1 MiB")
+    }
+
     @Test func aBadURLIsRejectedWithoutThePassword() {
         let error = rejection(Worker.Configuration(url: "http://u:secret@broker/"))
         #expect(error?.message.contains("secret") == false)

@@ -1,6 +1,7 @@
 import AMQP
 import Foundation
 import Logging
+import Synchronization
 
 /// A long-running process's worker: consumes operation descriptors from broker queues into local operation queues,
 /// runs them, publishes each result and acknowledges the job only once the broker confirmed the result.
@@ -12,8 +13,8 @@ import Logging
 /// try await worker.run()   // until worker.stop()
 /// ```
 ///
-/// Thread safety: immutable, but for the mailbox, which is locked. The broker connection lives on the thread that
-/// runs the worker and nowhere else.
+/// Thread safety: immutable, but for the mailbox, which is locked, and ``stoppedToRecycle``, atomic. The broker
+/// connection lives on the thread that runs the worker and nowhere else.
 public final class Worker: Sendable {
     /// How a worker connects and behaves.
     public struct Configuration: Sendable {
@@ -67,6 +68,16 @@ public final class Worker: Sendable {
         /// its code returns. Cancellation is cooperative: code that never checks ``JobContext/isCancelled`` runs on,
         /// holding its thread, until it returns. From 1 ms to a year. Default: none.
         public var timeLimits: [String: Duration] = [:]
+        /// After taking this many jobs, take no more: run them to their end, then stop to be replaced by a fresh
+        /// process (Celery's `max_tasks_per_child`), so that memory a job's code leaks or fragments is given back.
+        /// ``run()`` then returns with ``stoppedToRecycle`` set; `warren worker` starts afresh in the same process
+        /// (``recycleProcess()``). At least 1. Default: none.
+        public var maxJobs: Int?
+        /// Past this resident memory, in bytes, read after jobs end, stop as ``stop()`` does, to be replaced by a
+        /// fresh process (Celery's `max_memory_per_child`): jobs not started go back to the broker, executing ones
+        /// get ``shutdownGracePeriod`` to finish. ``run()`` then returns with ``stoppedToRecycle`` set. At least
+        /// 1 MiB. Default: none.
+        public var maxResidentMemory: Int?
         /// The longest wait between reconnection attempts; waits double from 100 ms up to it. Default: 30 s.
         public var maxReconnectDelay: Duration = .seconds(30)
         /// Where the worker logs. Default: a logger labelled `warren.worker`.
@@ -87,6 +98,15 @@ public final class Worker: Sendable {
     /// The broker addresses, tried in turn.
     let brokers: BrokerAddresses
     let mailbox = Mailbox<WorkerMessage>()
+    private let recycles = Atomic(false)
+
+    /// Whether the worker stopped to be replaced by a fresh process (``Configuration/maxJobs``,
+    /// ``Configuration/maxResidentMemory``) rather than because ``stop()`` was called: once ``run()`` returned, the
+    /// caller should start afresh, with ``recycleProcess()`` or its own supervisor.
+    public internal(set) var stoppedToRecycle: Bool {
+        get { recycles.load(ordering: .relaxed) }
+        set { recycles.store(newValue, ordering: .relaxed) }
+    }
 
     /// Checks the configuration against the registry.
     /// - Throws: ``WarrenError`` (`invalidConfiguration`) for a bad URL, an empty queue list or a queue name that
@@ -134,6 +154,12 @@ public final class Worker: Sendable {
                         + "\(registry.types.joined(separator: ", ")))")
             }
         }
+        if let maxJobs = configuration.maxJobs, maxJobs < 1 {
+            throw WarrenError(.invalidConfiguration, "max jobs \(maxJobs) must be at least 1")
+        }
+        if let memory = configuration.maxResidentMemory, memory < 1 << 20 {
+            throw WarrenError(.invalidConfiguration, "max resident memory \(memory) bytes must be at least 1 MiB")
+        }
         for (type, limit) in configuration.timeLimits where !Self.timeLimitRange.contains(limit) {
             throw WarrenError(
                 .invalidConfiguration, "time limit \(limit) for operation type '\(type)' is outside 1 ms to a year")
@@ -179,6 +205,7 @@ public final class Worker: Sendable {
     /// while their operations may still run. A second call cancels at once and stops waiting.
     /// Safe from any thread, a signal handler's queue included.
     public func stop() {
+        stoppedToRecycle = false
         mailbox.post(.stop)
     }
 }

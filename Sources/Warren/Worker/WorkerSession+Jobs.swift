@@ -5,7 +5,7 @@ import Foundation
 extension WorkerSession {
     func handleJob(_ delivery: Delivery) throws {
         let receivedAt = Date()
-        if stopDeadline != nil {
+        if stopDeadline != nil || retiring {
             return try nackJob(delivery.deliveryTag, requeue: true)
         }
         let descriptor: OperationDescriptor
@@ -73,6 +73,7 @@ extension WorkerSession {
             localQueue: registered.localQueue, attempt: attempt, receivedAt: receivedAt, operation: operation,
             timeLimit: timeLimit)
         job.runsAlone = !deaths.isEmpty || (delivery.redelivered && jobsInOtherJournals.contains(descriptor.id))
+        try jobTaken()
         if try holdForDependencies(job) { return }
         inFlight[descriptor.id] = job
         queueOperation(of: job)

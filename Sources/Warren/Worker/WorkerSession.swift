@@ -130,6 +130,12 @@ final class WorkerSession {
     /// where the operations of those types space their starts.
     var throttles: [String: Throttle]
     let startGates: [String: StartGate]
+    /// Jobs taken to run, counted only with ``Worker/Configuration/maxJobs``; whether the worker took the last one it
+    /// may, and runs what it holds before it stops (``WorkerSession+Recycling``).
+    var jobsTaken = 0
+    var retiring = false
+    /// Whether jobs ended since the resident memory was last compared with ``Worker/Configuration/maxResidentMemory``.
+    var jobsEndedSinceMemoryCheck = false
     /// Jobs ended, by result status.
     var totals: [String: Int] = [:]
     let startedAt = Date()
@@ -186,6 +192,7 @@ final class WorkerSession {
                 "prefetch": "\(basePrefetch)",
                 "localQueues": "\(localQueues.values.map { "\($0.name)=\($0.width)" }.sorted())",
             ])
+        warnIfOverMemoryAtStart()
         while true {
             do {
                 try serve()
@@ -219,6 +226,8 @@ final class WorkerSession {
             discardReportedJournals()
             sampleJobsWaitingInWorker()
             deadLettersReachable = nil
+            try recycleIfOverMemory()
+            stopIfRetired()
             if let stopDeadline, ContinuousClock.now >= stopDeadline { cancelAll(reason: "shutdown") }
             enforceDeadlines()
             enforceTimeLimits()
@@ -342,7 +351,7 @@ final class WorkerSession {
     }
 
     func consumeJobs(from queue: String) throws {
-        guard stopDeadline == nil else { return }
+        guard stopDeadline == nil, !retiring else { return }
         jobConsumers[try connection.consume(queue, channel: Self.jobsChannel)] = queue
     }
 
@@ -422,6 +431,7 @@ final class WorkerSession {
     private func handle(_ message: WorkerMessage) throws {
         switch message {
         case .finished(let finished):
+            jobsEndedSinceMemoryCheck = true
             guard let job = inFlight[finished.jobID] else { return }
             try containingMessageErrors(job.delivery.deliveryTag) { try finish(job, finished) }
         case .progress(let jobID, let fraction, let message):
@@ -429,6 +439,7 @@ final class WorkerSession {
         case .started(let jobID):
             if let job = inFlight[jobID] { timeLimitedJobStarted(job) }
         case .stop:
+            worker.stoppedToRecycle = false  // also when it retired since stop() was called
             if stopDeadline == nil {
                 for tag in jobConsumers.keys { try connection.cancelConsumer(tag, channel: Self.jobsChannel) }
             }
@@ -456,7 +467,8 @@ final class WorkerSession {
     }
 
     /// First call: no new jobs, waiting ones are requeued, executing ones get the grace period. Second call: now.
-    func beginStop() {
+    /// - Parameter announcing: Whether to log the grace period (not when nothing executes).
+    func beginStop(announcing: Bool = true) {
         guard stopDeadline == nil else {
             logger.info("stopping now: cancelling executing jobs and leaving those that do not end to the broker")
             stopDeadline = .now
@@ -465,7 +477,9 @@ final class WorkerSession {
         }
         journal?.markStopping()
         let grace = configuration.shutdownGracePeriod
-        logger.info("stopping: no new jobs; executing ones get \(grace) to finish, and \(grace) more once cancelled")
+        if announcing {
+            logger.info("stopping: no new jobs; executing ones get \(grace) to finish, and \(grace) more once cancelled")
+        }
         stopDeadline = .now + grace
         abandonDeadline = .now + grace + grace
         jobConsumers = [:]
