@@ -99,7 +99,8 @@ struct StatusCommand: ParsableCommand {
         let paused = status.pausedQueues.isEmpty ? "" : " paused=\(status.pausedQueues.joined(separator: ","))"
         print(
             "\(status.workerID) host=\(status.host) pid=\(status.pid) up=\(duration(status.uptimeSeconds)) "
-                + "queues=\(status.queues.joined(separator: ","))\(paused) prefetch=\(status.prefetch)")
+                + "queues=\(status.queues.joined(separator: ","))\(paused) prefetch=\(status.prefetch)"
+                + (status.recycling.map { " recycling=\(ResultPrinter.printable($0))" } ?? ""))
         for local in status.localQueues {
             print("  local \(local.name) width=\(local.width) executing=\(local.executing) waiting=\(local.waiting)")
         }

@@ -74,6 +74,8 @@ extension Integration {
             try producer.enqueue(job)
             try worker.waitForStart(of: job.id)
             try worker.waitForStderr(containing: "took the most jobs this worker may take")
+            let status = try CLI.run(["status", "--queue", queue, "--timeout", "1", "--url", try TestEnvironment.brokerURL])
+            #expect(status.stdout.contains(" recycling=maxJobs\n"), "\(status.stdout)")
             worker.signal(SIGTERM)
             #expect(worker.waitForExit() == 0)
             #expect(restarts(of: worker) == 0, "\(worker.stderr)")

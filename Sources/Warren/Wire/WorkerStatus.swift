@@ -46,7 +46,8 @@ public struct WorkerStatus: Sendable, Hashable, Codable {
         /// Its latest progress report, if it made one.
         public var progress: Double?
         public var progressMessage: String?
-        /// Its type's time limit on the worker, in seconds, if it has one.
+        /// The time limit that counts for it, in seconds, if it has one: its own or its type's on the worker,
+        /// whichever is shorter.
         public var timeLimitSeconds: Double?
         /// Why it was cancelled, for a job cancelled while it executes and not ended yet (its code has not seen
         /// `isCancelled`, or ignores it).
@@ -100,10 +101,13 @@ public struct WorkerStatus: Sendable, Hashable, Codable {
     public var jobs: [Job]?
     /// How many more jobs it holds than ``jobs`` lists.
     public var moreJobs: Int?
+    /// Why it takes no more jobs and starts afresh once those it holds end, while it does: `maxJobs` or
+    /// `maxMemory` (``Worker/Configuration/maxJobs``, ``Worker/Configuration/maxResidentMemory``).
+    public var recycling: String?
 
     enum CodingKeys: String, CodingKey {
         case version, workerID = "workerId", host, pid, startedAt, uptimeSeconds, queues, pausedQueues, prefetch,
-            localQueues, totals, jobs, moreJobs
+            localQueues, totals, jobs, moreJobs, recycling
     }
 
     /// Decodes a status message body.

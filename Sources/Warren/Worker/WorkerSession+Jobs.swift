@@ -5,7 +5,7 @@ import Foundation
 extension WorkerSession {
     func handleJob(_ delivery: Delivery) throws {
         let receivedAt = Date()
-        if stopDeadline != nil || retiring {
+        if stopDeadline != nil || recycling != nil {
             return try nackJob(delivery.deliveryTag, requeue: true)
         }
         let descriptor: OperationDescriptor

@@ -12,7 +12,7 @@ extension WorkerSession {
         guard let maxJobs = configuration.maxJobs else { return }
         jobsTaken += 1
         guard jobsTaken >= maxJobs else { return }
-        try retire(because: "took the most jobs this worker may take", metadata: ["maxJobs": "\(maxJobs)"])
+        try retire(.maxJobs, because: "took the most jobs this worker may take", metadata: ["maxJobs": "\(maxJobs)"])
     }
 
     /// After a turn in which jobs ended: past ``Worker/Configuration/maxResidentMemory``, the worker takes no more
@@ -20,9 +20,11 @@ extension WorkerSession {
     func recycleIfOverMemory() throws {
         guard jobsEndedSinceMemoryCheck, let limit = configuration.maxResidentMemory else { return }
         jobsEndedSinceMemoryCheck = false
-        guard !retiring, stopDeadline == nil, let resident = ResidentMemory.bytes(), resident > limit else { return }
+        guard recycling == nil, stopDeadline == nil, let resident = ResidentMemory.bytes(), resident > limit else {
+            return
+        }
         try retire(
-            because: "resident memory is past the limit; jobs not started go back to the broker",
+            .maxMemory, because: "resident memory is past the limit; jobs not started go back to the broker",
             metadata: ["residentMemory": "\(ResidentMemory.describe(resident))", "limit": "\(ResidentMemory.describe(limit))"])
         for job in inFlight.values where !job.operation.hasStarted {
             job.operation.cancel(Cancellation(reason: "shutdown", message: "the worker is starting afresh"))
@@ -30,9 +32,9 @@ extension WorkerSession {
     }
 
     /// Stops taking jobs, to stop once those held ended.
-    private func retire(because reason: String, metadata: Logger.Metadata) throws {
-        guard !retiring, stopDeadline == nil else { return }
-        retiring = true
+    private func retire(_ limit: RecyclingLimit, because reason: String, metadata: Logger.Metadata) throws {
+        guard recycling == nil, stopDeadline == nil else { return }
+        recycling = limit.rawValue
         worker.stoppedToRecycle = true
         logger.info("recycling: \(reason); taking no more jobs, and starting afresh once they end", metadata: metadata)
         for queue in Set(jobConsumers.values) { try cancelConsumers(of: queue) }
@@ -41,7 +43,7 @@ extension WorkerSession {
     /// Stops a retiring worker once it holds no job that can run: jobs still waiting for their dependencies go back
     /// to the broker, as when it stops.
     func stopIfRetired() {
-        guard retiring, stopDeadline == nil, inFlight.keys.allSatisfy({ parked[$0] != nil }) else { return }
+        guard recycling != nil, stopDeadline == nil, inFlight.keys.allSatisfy({ parked[$0] != nil }) else { return }
         logger.info("recycling: the jobs taken have ended; stopping", metadata: ["sentBack": "\(inFlight.count)"])
         beginStop(announcing: false)
     }
@@ -54,6 +56,11 @@ extension WorkerSession {
             "resident memory is past the limit already: this worker will start afresh after every job",
             metadata: ["residentMemory": "\(ResidentMemory.describe(resident))", "limit": "\(ResidentMemory.describe(limit))"])
     }
+}
+
+/// The limit that made a worker recycle, as `warren status` names it.
+enum RecyclingLimit: String {
+    case maxJobs, maxMemory
 }
 
 /// The resident memory of this process, as the kernel counts it in `/proc/self/statm`.

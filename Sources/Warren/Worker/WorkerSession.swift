@@ -130,10 +130,10 @@ final class WorkerSession {
     /// where the operations of those types space their starts.
     var throttles: [String: Throttle]
     let startGates: [String: StartGate]
-    /// Jobs taken to run, counted only with ``Worker/Configuration/maxJobs``; whether the worker took the last one it
-    /// may, and runs what it holds before it stops (``WorkerSession+Recycling``).
+    /// Jobs taken to run, counted only with ``Worker/Configuration/maxJobs``; why the worker takes no more and runs
+    /// what it holds before it stops, to start afresh (`maxJobs`, `maxMemory`; ``WorkerSession+Recycling``).
     var jobsTaken = 0
-    var retiring = false
+    var recycling: String?
     /// Whether jobs ended since the resident memory was last compared with ``Worker/Configuration/maxResidentMemory``.
     var jobsEndedSinceMemoryCheck = false
     /// Jobs ended, by result status.
@@ -351,7 +351,7 @@ final class WorkerSession {
     }
 
     func consumeJobs(from queue: String) throws {
-        guard stopDeadline == nil, !retiring else { return }
+        guard stopDeadline == nil, recycling == nil else { return }
         jobConsumers[try connection.consume(queue, channel: Self.jobsChannel)] = queue
     }
 
