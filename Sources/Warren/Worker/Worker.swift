@@ -73,10 +73,9 @@ public final class Worker: Sendable {
         /// ``run()`` then returns with ``stoppedToRecycle`` set; `warren worker` starts afresh in the same process
         /// (``recycleProcess()``). At least 1. Default: none.
         public var maxJobs: Int?
-        /// Past this resident memory, in bytes, read after jobs end, stop as ``stop()`` does, to be replaced by a
+        /// Past this resident memory, in bytes, read after jobs end, take no more jobs and stop to be replaced by a
         /// fresh process (Celery's `max_memory_per_child`): jobs not started go back to the broker, executing ones
-        /// get ``shutdownGracePeriod`` to finish. ``run()`` then returns with ``stoppedToRecycle`` set. At least
-        /// 1 MiB. Default: none.
+        /// run to their end. ``run()`` then returns with ``stoppedToRecycle`` set. At least 1 MiB. Default: none.
         public var maxResidentMemory: Int?
         /// The longest wait between reconnection attempts; waits double from 100 ms up to it. Default: 30 s.
         public var maxReconnectDelay: Duration = .seconds(30)
