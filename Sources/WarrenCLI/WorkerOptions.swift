@@ -191,13 +191,13 @@ public struct WorkerOptions: ParsableArguments {
     /// - Throws: `ValidationError` for bad options; ``WarrenError`` when the broker cannot be reached or is lost, or
     ///   the process cannot run itself again.
     public func run(registry: OperationRegistry) throws {
-        guard try runUntilStopped(registry: registry) else { return }
-        try Worker.recycleProcess()
+        guard let (worker, logger) = try runUntilStopped(registry: registry) else { return }
+        try reportingFailures(to: logger) { try worker.recycleProcess() }
     }
 
     /// Runs the worker until it stops, the scheduler of `--schedule` and the metrics server beside it, and stops
-    /// them; whether the worker stopped to recycle.
-    private func runUntilStopped(registry: OperationRegistry) throws -> Bool {
+    /// them; the worker and its logger when it stopped to recycle.
+    private func runUntilStopped(registry: OperationRegistry) throws -> (Worker, Logger)? {
         LogSetup.bootstrap(level: logLevel, format: logFormat)
         var registry = registry
         for entry in assign {
@@ -234,15 +234,24 @@ public struct WorkerOptions: ParsableArguments {
             scheduler?.stop()
             schedulerEnded?.wait()
         }
+        try reportingFailures(to: logger) { try worker.runOnCurrentThread() }
+        guard worker.stoppedToRecycle else { return nil }
+        // From here on a stop request has nothing left to stop: the process ends at once, where a fresh copy of it
+        // would have started (the signal sources above are cancelled on the way out).
+        for number in [SIGINT, SIGTERM] { signal(number) { _ in _exit(0) } }
+        logger.info("starting afresh")
+        return (worker, logger)
+    }
+
+    /// Runs `body`; with `--log-format json`, a ``WarrenError`` it throws goes through the logger, so that the log
+    /// stays JSON to its last line, rather than as a plain "Error:" line.
+    private func reportingFailures(to logger: Logger, _ body: () throws -> Void) throws {
         do {
-            try worker.runOnCurrentThread()
+            try body()
         } catch let error as WarrenError where logFormat == .json {
-            // A JSON log stays JSON to its last line: the reason goes through the logger, not as a plain "Error:".
             logger.critical("\(error.message)", metadata: ["error": "\(error.code)"])
             throw ExitCode.failure
         }
-        if worker.stoppedToRecycle { logger.info("starting afresh") }
-        return worker.stoppedToRecycle
     }
 
     /// The scheduler of `--schedule`, beside the worker: same broker, same kinds of queue.

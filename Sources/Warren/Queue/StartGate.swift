@@ -14,6 +14,12 @@ final class StartGate: Sendable {
         self.interval = interval
     }
 
+    /// When the next job may start, `nil`: now; set to move it (a fresh copy of a recycled worker keeps its pace).
+    var nextTurn: ContinuousClock.Instant? {
+        get { next.withLock { $0 } }
+        set { next.withLock { $0 = newValue } }
+    }
+
     /// Takes the turn to start at `now` if it has come (`nil`: start now); otherwise returns how long until it
     /// comes, when whoever claims it first, of all that wait, starts.
     func claim(at now: ContinuousClock.Instant = .now) -> Duration? {

@@ -1,27 +1,105 @@
 import Foundation
 import Glibc
 
+/// What a worker that stops to recycle hands to the fresh copy of its process (``Worker/recycleProcess()``), in the
+/// environment variable `WARREN_RECYCLED`: that the copy is one, so that it waits for the broker rather than exits
+/// when it cannot reach it at once; when each rate-limited type's next turn comes, so that starting afresh makes no
+/// burst; and which file descriptors the first process of the line inherited from whatever started it.
+///
+/// Thread safety: immutable.
+struct RecyclingHandover: Codable, Sendable, Equatable {
+    /// Seconds from the handover until the next job of each rate-limited type may start.
+    var rateLimitTurns: [String: Double] = [:]
+    /// The descriptors open when the first process of the line made its worker: what its parent gave it (a
+    /// supervisor may watch one to learn when the process ends, as Foundation's `Process` does), which stay open
+    /// across every exec; all others close.
+    var inheritedDescriptors: [Int32] = []
+
+    static let variable = "WARREN_RECYCLED"
+
+    /// The handover this process was started with, removed from its environment so that no process it starts
+    /// inherits it; `nil` for a process that is no fresh copy.
+    static func take() -> RecyclingHandover? {
+        guard let text = ProcessInfo.processInfo.environment[variable] else { return nil }
+        unsetenv(variable)
+        return (try? JSONDecoder().decode(RecyclingHandover.self, from: Data(text.utf8))) ?? RecyclingHandover()
+    }
+}
+
 extension Worker {
-    /// Replaces the calling process with a fresh copy of itself: the same executable (`/proc/self/exe`, even if its
-    /// file was replaced since), arguments and environment, and the same process id, so that a supervisor sees it
-    /// run on. Call it once ``run()`` returned with ``stoppedToRecycle`` set and everything else of the process is
-    /// stopped.
+    /// Replaces the calling process with a fresh copy of itself: the same executable (even if its file was replaced
+    /// since), arguments and environment, and the same process id, so that a supervisor sees it run on. Call it
+    /// once ``run()`` returned with ``stoppedToRecycle`` set and everything else of the process is stopped.
     ///
-    /// File descriptors other than standard input, output and error are closed across it, so that none piles up
-    /// from one copy to the next; SIGINT and SIGTERM are back to their default action until the new copy handles
-    /// them again.
-    /// - Throws: ``WarrenError`` (`system`) when the kernel refuses to run the executable again; it
-    ///   returns only then.
-    public static func recycleProcess() throws -> Never {
-        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-        for descriptor in descriptors.compactMap(Int32.init) where descriptor > 2 {
+    /// The copy waits for the broker if it cannot reach it at once (a worker starting afresh was connected a moment
+    /// ago), and keeps the rate limits' pace. File descriptors the process opened are closed across it, so that none
+    /// piles up from one copy to the next; those it inherited from whatever started it stay open. SIGINT and SIGTERM are held back until
+    /// the copy's ``Worker`` is made: one that came meanwhile stops the copy as soon as it runs.
+    /// - Throws: ``WarrenError`` (`system`) when the kernel refuses to run the executable again. It returns only
+    ///   then, or at once when ``stop()`` was called since the worker stopped to recycle.
+    public func recycleProcess() throws {
+        var stopping = sigset_t()
+        sigemptyset(&stopping)
+        for number in [SIGINT, SIGTERM] { sigaddset(&stopping, number) }
+        pthread_sigmask(SIG_BLOCK, &stopping, nil)
+        guard stoppedToRecycle else {
+            pthread_sigmask(SIG_UNBLOCK, &stopping, nil)
+            return
+        }
+        var handover = handedOver.withLock { $0 }
+        handover.inheritedDescriptors = inheritedDescriptors.sorted()
+        let encoded = (try? JSONEncoder().encode(handover)).map { String(decoding: $0, as: UTF8.self) }
+        setenv(RecyclingHandover.variable, encoded ?? "{}", 1)
+        for descriptor in Self.openDescriptors() where descriptor > 2 && !inheritedDescriptors.contains(descriptor) {
             _ = fcntl(descriptor, F_SETFD, fcntl(descriptor, F_GETFD) | FD_CLOEXEC)
         }
-        for number in [SIGINT, SIGTERM] { signal(number, SIG_DFL) }
         let arguments = CommandLine.arguments.map { strdup($0) } + [nil]
-        execv("/proc/self/exe", arguments)
+        execv(Self.runningExecutable, arguments)
         let reason = String(cString: strerror(errno))
         arguments.forEach { free($0) }
+        unsetenv(RecyclingHandover.variable)
+        pthread_sigmask(SIG_UNBLOCK, &stopping, nil)
         throw WarrenError(.system, "cannot start this worker afresh: \(reason)")
+    }
+
+    /// The file descriptors open in this process.
+    static func openDescriptors() -> Set<Int32> {
+        let listed = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        // The listing's own descriptor is closed by now.
+        return Set(listed.compactMap(Int32.init).filter { fcntl($0, F_GETFD) != -1 })
+    }
+
+    /// In a fresh copy of a recycled process: takes the SIGINT and SIGTERM held back across the exec, and lets the
+    /// next ones through; whether one came.
+    static func takeStopSignalsHeldAcrossRecycling() -> Bool {
+        var stopping = sigset_t()
+        sigemptyset(&stopping)
+        for number in [SIGINT, SIGTERM] { sigaddset(&stopping, number) }
+        var pending = sigset_t()
+        sigpending(&pending)
+        var came = false
+        var none = timespec()
+        while sigismember(&pending, SIGINT) == 1 || sigismember(&pending, SIGTERM) == 1 {
+            guard sigtimedwait(&stopping, nil, &none) > 0 else { break }
+            came = true
+            sigpending(&pending)
+        }
+        pthread_sigmask(SIG_UNBLOCK, &stopping, nil)
+        return came
+    }
+
+    /// The file this process runs, by its path while that path still names it, so that the fresh copy keeps its name
+    /// in `ps` and `pgrep`; `/proc/self/exe` once the file was deleted or replaced.
+    private static var runningExecutable: String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard count > 0 else { return "/proc/self/exe" }
+        let path = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        var running = stat()
+        var named = stat()
+        guard stat("/proc/self/exe", &running) == 0, stat(path, &named) == 0, running.st_ino == named.st_ino,
+            running.st_dev == named.st_dev
+        else { return "/proc/self/exe" }
+        return path
     }
 }

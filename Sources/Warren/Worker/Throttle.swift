@@ -10,6 +10,12 @@ struct Throttle {
     let interval: Duration
     /// When the next turn comes; `nil`: now.
     private var next: ContinuousClock.Instant?
+
+    /// When the next turn comes, `nil`: now; set to move it (a fresh copy of a recycled worker keeps its pace).
+    var nextTurn: ContinuousClock.Instant? {
+        get { next }
+        set { next = newValue }
+    }
     /// The waiting jobs by priority, lowest first, each in arrival order from its `start`.
     private var lines = Array(repeating: Line(), count: JobPriority.allCases.count)
 

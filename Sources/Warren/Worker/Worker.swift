@@ -71,7 +71,8 @@ public final class Worker: Sendable {
         /// After taking this many jobs, take no more: run them to their end, then stop to be replaced by a fresh
         /// process (Celery's `max_tasks_per_child`), so that memory a job's code leaks or fragments is given back.
         /// ``run()`` then returns with ``stoppedToRecycle`` set; `warren worker` starts afresh in the same process
-        /// (``recycleProcess()``). At least 1. Default: none.
+        /// (``recycleProcess()``). A job counts once it goes to its local queue (one waiting for its dependencies,
+        /// once they ended). At least 1. Default: none.
         public var maxJobs: Int?
         /// Past this resident memory, in bytes, read after jobs end, take no more jobs and stop to be replaced by a
         /// fresh process (Celery's `max_memory_per_child`): jobs not started go back to the broker, executing ones
@@ -98,6 +99,12 @@ public final class Worker: Sendable {
     let brokers: BrokerAddresses
     let mailbox = Mailbox<WorkerMessage>()
     private let recycles = Atomic(false)
+    /// What the recycled process this one is a fresh copy of handed over; `nil` in a process that is no such copy.
+    let inherited: RecyclingHandover?
+    /// What this worker hands over when it stops to recycle (``recycleProcess()``).
+    let handedOver = Mutex(RecyclingHandover())
+    /// The file descriptors this process line inherited from whatever started it (``RecyclingHandover``).
+    let inheritedDescriptors: Set<Int32>
 
     /// Whether the worker stopped to be replaced by a fresh process (``Configuration/maxJobs``,
     /// ``Configuration/maxResidentMemory``) rather than because ``stop()`` was called: once ``run()`` returned, the
@@ -116,6 +123,9 @@ public final class Worker: Sendable {
     public init(configuration: Configuration, registry: OperationRegistry) throws {
         self.configuration = configuration
         self.registry = registry
+        inherited = RecyclingHandover.take()
+        inheritedDescriptors = inherited.map { Set($0.inheritedDescriptors) } ?? Self.openDescriptors()
+        let stopSignalCame = inherited != nil && Self.takeStopSignalsHeldAcrossRecycling()
         brokers = try BrokerAddresses(configuration.url, connectionName: "warren worker \(configuration.workerID)")
         guard !configuration.queues.isEmpty else {
             throw WarrenError(.invalidConfiguration, "a worker needs at least one queue to consume")
@@ -172,6 +182,8 @@ public final class Worker: Sendable {
                         + "(it has: \(configuration.localQueues.keys.sorted().joined(separator: ", ")))")
             }
         }
+        // SIGINT or SIGTERM while the recycled process became this one: it stops as soon as it runs.
+        if stopSignalCame { stop() }
     }
 
     /// The time limits a worker takes: 1 ms to a year.
@@ -182,7 +194,12 @@ public final class Worker: Sendable {
     /// A lost connection is reopened with backoff, trying each broker address in turn, for as long as it takes.
     /// - Throws: ``WarrenError`` (`broker`) when no broker address accepts the first connection.
     public func runOnCurrentThread() throws {
-        let session = try WorkerSession(worker: self)
+        let session: WorkerSession
+        do {
+            session = try WorkerSession(worker: self)
+        } catch is WorkerSession.StoppedBeforeConnecting {
+            return
+        }
         try session.run()
     }
 

@@ -78,13 +78,13 @@ extension WorkerSession {
             if rest.isEmpty { released.append(job) }
         }
         guard !released.isEmpty else { return }
-        for job in released.sorted(by: { $0.receivedAt < $1.receivedAt }) { release(job) }
+        for job in released.sorted(by: { $0.receivedAt < $1.receivedAt }) { try release(job) }
         try updatePrefetch()
     }
 
     /// Queues `job` with its dependencies' results, or ends it `cancelled` when it requires success and a
     /// dependency did not succeed.
-    private func release(_ job: InFlightJob) {
+    private func release(_ job: InFlightJob) throws {
         let results = job.dependencyResults
         job.dependencyResults = [:]
         job.operation.job.receiveDependencyResults(results)
@@ -98,6 +98,7 @@ extension WorkerSession {
                     message: "dependency \(id) ended \(status.rawValue), and the job requires success"))
             return
         }
+        try jobTaken()
         queueOperation(of: job)
     }
 

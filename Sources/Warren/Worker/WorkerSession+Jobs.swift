@@ -5,7 +5,7 @@ import Foundation
 extension WorkerSession {
     func handleJob(_ delivery: Delivery) throws {
         let receivedAt = Date()
-        if stopDeadline != nil || recycling != nil {
+        if stopDeadline != nil {
             return try nackJob(delivery.deliveryTag, requeue: true)
         }
         let descriptor: OperationDescriptor
@@ -25,6 +25,7 @@ extension WorkerSession {
         if let result = orphanResults.take(descriptor.id) {
             return try end(delivery, with: result)
         }
+        if recycling != nil { return try sendBackWhileRetiring(delivery) }
         let attempt = Self.attempt(of: delivery)
         let queue = queue(of: delivery)
         delivered(from: queue)
@@ -73,8 +74,8 @@ extension WorkerSession {
             localQueue: registered.localQueue, attempt: attempt, receivedAt: receivedAt, operation: operation,
             timeLimit: timeLimit)
         job.runsAlone = !deaths.isEmpty || (delivery.redelivered && jobsInOtherJournals.contains(descriptor.id))
-        try jobTaken()
         if try holdForDependencies(job) { return }
+        try jobTaken()
         inFlight[descriptor.id] = job
         queueOperation(of: job)
     }

@@ -1,3 +1,4 @@
+import AMQP
 import Foundation
 import Glibc
 import Logging
@@ -6,8 +7,9 @@ import Logging
 /// last job, or grew past its memory limit, stops so that a fresh process takes its place, with
 /// ``Worker/stoppedToRecycle`` set.
 extension WorkerSession {
-    /// Counts a job taken to run. The last one ``Worker/Configuration/maxJobs`` allows stops the job consumers: the
-    /// worker runs what it holds, then stops (``stopIfRetired()``).
+    /// Counts a job taken to run: one that goes to its local queue (a job waiting for its dependencies counts once
+    /// they ended). The last one ``Worker/Configuration/maxJobs`` allows stops the job consumers: the worker runs
+    /// what it holds, then stops (``stopIfRetired()``).
     func jobTaken() throws {
         guard let maxJobs = configuration.maxJobs else { return }
         jobsTaken += 1
@@ -41,11 +43,44 @@ extension WorkerSession {
     }
 
     /// Stops a retiring worker once it holds no job that can run: jobs still waiting for their dependencies go back
-    /// to the broker, as when it stops.
-    func stopIfRetired() {
+    /// to the broker, as when it stops. Hands the rate limits' next turns over to the fresh copy.
+    func stopIfRetired() throws {
         guard recycling != nil, stopDeadline == nil, inFlight.keys.allSatisfy({ parked[$0] != nil }) else { return }
+        // Consumers started again after a reconnect, for redeliveries (``awaitsRedeliveries``).
+        for queue in Set(jobConsumers.values) { try cancelConsumers(of: queue) }
         logger.info("recycling: the jobs taken have ended; stopping", metadata: ["sentBack": "\(inFlight.count)"])
+        let now = ContinuousClock.now
+        var turns: [String: Double] = [:]
+        for (type, throttle) in throttles {
+            let next = [throttle.nextTurn, startGates[type]?.nextTurn].compactMap { $0 }.max()
+            if let next, next > now { turns[type] = (next - now) / .seconds(1) }
+        }
+        worker.handedOver.withLock { $0.rateLimitTurns = turns }
         beginStop(announcing: false)
+    }
+
+    /// In a fresh copy of a recycled worker: the rate-limited types' next turns come when the recycled process
+    /// said, not at once.
+    func takeRateLimitTurns(_ inherited: RecyclingHandover) {
+        let now = ContinuousClock.now
+        for (type, seconds) in inherited.rateLimitTurns where throttles[type] != nil && seconds > 0 {
+            let next = now + .seconds(min(seconds, 31_536_000))
+            throttles[type]!.nextTurn = next
+            startGates[type]?.nextTurn = next
+        }
+    }
+
+    /// Whether a retiring worker consumes again after a reconnect: it waits for the broker's redeliveries of the
+    /// jobs it still executes, so that each ends once, here (``WorkerSession+Reconnection``).
+    var awaitsRedeliveries: Bool {
+        inFlight.values.contains { $0.generation != generation }
+    }
+
+    /// A retiring worker that consumes again after a reconnect got a job that is none of its own: sends it back,
+    /// and stops consuming again.
+    func sendBackWhileRetiring(_ delivery: Delivery) throws {
+        try nackJob(delivery.deliveryTag, requeue: true)
+        for queue in Set(jobConsumers.values) { try cancelConsumers(of: queue) }
     }
 
     /// Warns, as the worker starts, when its memory is past the limit already: it then starts afresh after every job.
@@ -55,6 +90,32 @@ extension WorkerSession {
         logger.warning(
             "resident memory is past the limit already: this worker will start afresh after every job",
             metadata: ["residentMemory": "\(ResidentMemory.describe(resident))", "limit": "\(ResidentMemory.describe(limit))"])
+    }
+}
+
+extension WorkerSession {
+    /// Thrown when a fresh copy of a recycled worker is stopped while it waits for the broker.
+    struct StoppedBeforeConnecting: Error {}
+
+    /// Connects to the first broker address that answers. A fresh copy of a recycled worker, whose broker answered a
+    /// moment ago, keeps trying with backoff, as after a lost connection, until one does or it is stopped.
+    static func connect(_ worker: Worker, logger: Logger) throws -> AMQPConnection {
+        guard worker.inherited != nil else { return try worker.brokers.connect() }
+        var delay = Duration.milliseconds(100)
+        while true {
+            do {
+                return try worker.brokers.connect()
+            } catch let error as WarrenError {
+                logger.warning("cannot connect; trying again", metadata: ["error": "\(error.message)"])
+            }
+            let until = ContinuousClock.now + delay * Double.random(in: 0.75...1.25)
+            while ContinuousClock.now < until {
+                // Nothing else can be in the mailbox yet: no job came.
+                if !worker.mailbox.drain().isEmpty { throw StoppedBeforeConnecting() }
+                worker.mailbox.sleep { worker.mailbox.wakeUp.wait(timeout: until - ContinuousClock.now) }
+            }
+            delay = min(delay * 2, worker.configuration.maxReconnectDelay)
+        }
     }
 }
 

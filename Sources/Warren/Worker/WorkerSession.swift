@@ -165,8 +165,9 @@ final class WorkerSession {
         metrics = WorkerMetrics(operationTypes: worker.registry.types)
         metrics.watch(localQueues.values)
         metrics.startCounters()
-        connection = try worker.brokers.connect()
+        connection = try Self.connect(worker, logger: logger)
         (journal, journalBroker) = Self.openJournal(worker.configuration, connection: connection, logger: logger)
+        if let inherited = worker.inherited { takeRateLimitTurns(inherited) }
     }
 
     /// Works until stopped: serves the connection, and reconnects whenever it is lost.
@@ -177,8 +178,9 @@ final class WorkerSession {
         }
         do {
             try declareAndConsume()
-        } catch let error as AMQPError where error.isStreamStarting {
-            // A stream queue just declared, here or by a worker starting beside this one, is not ready for a moment.
+        } catch let error as AMQPError where error.isStreamStarting || worker.inherited != nil {
+            // A stream queue just declared, here or by a worker starting beside this one, is not ready for a moment;
+            // a fresh copy of a recycled worker was set up a moment ago, and waits for its broker.
             connectionLost(error)
             guard reconnect() else { return connection.close() }
         } catch let error as AMQPError {
@@ -227,7 +229,7 @@ final class WorkerSession {
             sampleJobsWaitingInWorker()
             deadLettersReachable = nil
             try recycleIfOverMemory()
-            stopIfRetired()
+            try stopIfRetired()
             if let stopDeadline, ContinuousClock.now >= stopDeadline { cancelAll(reason: "shutdown") }
             enforceDeadlines()
             enforceTimeLimits()
@@ -351,7 +353,7 @@ final class WorkerSession {
     }
 
     func consumeJobs(from queue: String) throws {
-        guard stopDeadline == nil, recycling == nil else { return }
+        guard stopDeadline == nil, recycling == nil || awaitsRedeliveries else { return }
         jobConsumers[try connection.consume(queue, channel: Self.jobsChannel)] = queue
     }
 
