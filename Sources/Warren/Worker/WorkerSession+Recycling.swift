@@ -1,6 +1,5 @@
 import AMQP
 import Foundation
-import Glibc
 import Logging
 
 /// Recycling (``Worker/Configuration/maxJobs``, ``Worker/Configuration/maxResidentMemory``): a worker that took its
