@@ -198,6 +198,12 @@ public struct WorkerOptions: ParsableArguments {
     /// Runs the worker until it stops, the scheduler of `--schedule` and the metrics server beside it, and stops
     /// them; the worker and its logger when it stopped to recycle.
     private func runUntilStopped(registry: OperationRegistry) throws -> (Worker, Logger)? {
+        // Blocked before any thread starts, so in every thread: the signal sources below read them (a fresh copy of
+        // a recycled worker starts with them blocked already), and none can end the process before they exist.
+        var stopping = sigset_t()
+        sigemptyset(&stopping)
+        for number in [SIGINT, SIGTERM] { sigaddset(&stopping, number) }
+        pthread_sigmask(SIG_BLOCK, &stopping, nil)
         LogSetup.bootstrap(level: logLevel, format: logFormat)
         var registry = registry
         for entry in assign {
@@ -215,7 +221,6 @@ public struct WorkerOptions: ParsableArguments {
         }
         let scheduler = try schedule.map(makeScheduler(file:))
         let signals = [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
                 worker.stop()
@@ -236,9 +241,7 @@ public struct WorkerOptions: ParsableArguments {
         }
         try reportingFailures(to: logger) { try worker.runOnCurrentThread() }
         guard worker.stoppedToRecycle else { return nil }
-        // From here on a stop request has nothing left to stop: the process ends at once, where a fresh copy of it
-        // would have started (the signal sources above are cancelled on the way out).
-        for number in [SIGINT, SIGTERM] { signal(number) { _ in _exit(0) } }
+        // A stop request from here on stops the fresh copy as it starts (Worker.recycleProcess).
         logger.info("starting afresh")
         return (worker, logger)
     }

@@ -19,10 +19,11 @@ struct RecyclingHandover: Codable, Sendable, Equatable {
 
     /// The handover this process was started with, removed from its environment so that no process it starts
     /// inherits it; `nil` for a process that is no fresh copy.
+    /// A value that is no handover (set by hand) counts as none.
     static func take() -> RecyclingHandover? {
         guard let text = ProcessInfo.processInfo.environment[variable] else { return nil }
         unsetenv(variable)
-        return (try? JSONDecoder().decode(RecyclingHandover.self, from: Data(text.utf8))) ?? RecyclingHandover()
+        return try? JSONDecoder().decode(RecyclingHandover.self, from: Data(text.utf8))
     }
 }
 
@@ -32,9 +33,11 @@ extension Worker {
     /// once ``run()`` returned with ``stoppedToRecycle`` set and everything else of the process is stopped.
     ///
     /// The copy waits for the broker if it cannot reach it at once (a worker starting afresh was connected a moment
-    /// ago), and keeps the rate limits' pace. File descriptors the process opened are closed across it, so that none
-    /// piles up from one copy to the next; those it inherited from whatever started it stay open. SIGINT and SIGTERM are held back until
-    /// the copy's ``Worker`` is made: one that came meanwhile stops the copy as soon as it runs.
+    /// ago), and keeps the rate limits' pace. File descriptors the process opened are closed across it, so that
+    /// none piles up from one copy to the next; those it inherited from whatever started it stay open. SIGINT and
+    /// SIGTERM are blocked across it and stay blocked in the copy: one that came meanwhile stops the copy as soon as
+    /// its ``Worker`` is made, and later ones reach a `DispatchSource` for them (a handler installed with
+    /// `sigaction` would need them unblocked).
     /// - Throws: ``WarrenError`` (`system`) when the kernel refuses to run the executable again. It returns only
     ///   then, or at once when ``stop()`` was called since the worker stopped to recycle.
     public func recycleProcess() throws {
@@ -69,8 +72,9 @@ extension Worker {
         return Set(listed.compactMap(Int32.init).filter { fcntl($0, F_GETFD) != -1 })
     }
 
-    /// In a fresh copy of a recycled process: takes the SIGINT and SIGTERM held back across the exec, and lets the
-    /// next ones through; whether one came.
+    /// In a fresh copy of a recycled process: takes the SIGINT and SIGTERM held back across the exec; whether one
+    /// came. They stay blocked: a `DispatchSource` for them receives the next ones (it reads them through a
+    /// `signalfd`), and no default action can end the process before it is ready for them.
     static func takeStopSignalsHeldAcrossRecycling() -> Bool {
         var stopping = sigset_t()
         sigemptyset(&stopping)
@@ -84,8 +88,15 @@ extension Worker {
             came = true
             sigpending(&pending)
         }
-        pthread_sigmask(SIG_UNBLOCK, &stopping, nil)
         return came
+    }
+
+    /// In a fresh copy: names the process after its command again (`ps`, `pgrep -x`), which an exec of
+    /// `/proc/self/exe` names `exe`.
+    static func restoreProcessName() {
+        guard let command = CommandLine.arguments.first else { return }
+        let name = URL(fileURLWithPath: command).lastPathComponent.prefix(15)
+        try? Data(name.utf8).write(to: URL(fileURLWithPath: "/proc/self/comm"))
     }
 
     /// The file this process runs, by its path while that path still names it, so that the fresh copy keeps its name

@@ -126,6 +126,7 @@ public final class Worker: Sendable {
         inherited = RecyclingHandover.take()
         inheritedDescriptors = inherited.map { Set($0.inheritedDescriptors) } ?? Self.openDescriptors()
         let stopSignalCame = inherited != nil && Self.takeStopSignalsHeldAcrossRecycling()
+        if inherited != nil { Self.restoreProcessName() }
         brokers = try BrokerAddresses(configuration.url, connectionName: "warren worker \(configuration.workerID)")
         guard !configuration.queues.isEmpty else {
             throw WarrenError(.invalidConfiguration, "a worker needs at least one queue to consume")

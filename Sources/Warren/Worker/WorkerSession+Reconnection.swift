@@ -25,6 +25,7 @@ extension WorkerSession {
             if let result = settlement.result { orphanResults.keep(result) }
         }
         jobConsumers = [:]
+        heldWhileAwaitingRedeliveries = []  // their deliveries died with the connection
         let lost = Cancellation(reason: "connectionLost", message: "the worker lost the connection the job came on")
         for job in inFlight.values where !job.operation.hasStarted && !job.operation.isFinished {
             job.operation.cancel(lost)
@@ -128,6 +129,8 @@ struct OrphanResults {
             results[order.removeFirst()] = nil
         }
     }
+
+    var isEmpty: Bool { results.isEmpty }
 
     mutating func take(_ jobID: String) -> JobResult? {
         guard !results.isEmpty, let result = results.removeValue(forKey: jobID) else { return nil }

@@ -44,7 +44,9 @@ extension WorkerSession {
     /// Stops a retiring worker once it holds no job that can run: jobs still waiting for their dependencies go back
     /// to the broker, as when it stops. Hands the rate limits' next turns over to the fresh copy.
     func stopIfRetired() throws {
-        guard recycling != nil, stopDeadline == nil, inFlight.keys.allSatisfy({ parked[$0] != nil }) else { return }
+        guard recycling != nil, stopDeadline == nil, redeliveriesAwaitedUntil == nil,
+            inFlight.keys.allSatisfy({ parked[$0] != nil })
+        else { return }
         // Consumers started again after a reconnect, for redeliveries (``awaitsRedeliveries``).
         for queue in Set(jobConsumers.values) { try cancelConsumers(of: queue) }
         logger.info("recycling: the jobs taken have ended; stopping", metadata: ["sentBack": "\(inFlight.count)"])
@@ -63,23 +65,39 @@ extension WorkerSession {
     func takeRateLimitTurns(_ inherited: RecyclingHandover) {
         let now = ContinuousClock.now
         for (type, seconds) in inherited.rateLimitTurns where throttles[type] != nil && seconds > 0 {
-            let next = now + .seconds(min(seconds, 31_536_000))
+            // A turn is never further off than one interval.
+            let next = now + min(.seconds(seconds), throttles[type]!.interval)
             throttles[type]!.nextTurn = next
             startGates[type]?.nextTurn = next
         }
     }
 
-    /// Whether a retiring worker consumes again after a reconnect: it waits for the broker's redeliveries of the
-    /// jobs it still executes, so that each ends once, here (``WorkerSession+Reconnection``).
+    /// Whether a retiring worker consumes again after a reconnect: it waits, for at most ``redeliveryWait``, for the
+    /// broker's redeliveries of the jobs it still executes and of those whose results it kept, so that each ends
+    /// once, here (``WorkerSession+Reconnection``).
     var awaitsRedeliveries: Bool {
-        inFlight.values.contains { $0.generation != generation }
+        !orphanResults.isEmpty || inFlight.values.contains { $0.generation != generation }
     }
 
-    /// A retiring worker that consumes again after a reconnect got a job that is none of its own: sends it back,
-    /// and stops consuming again.
+    /// How long a retiring worker consumes again after a reconnect, for its jobs' redeliveries.
+    static let redeliveryWait = Duration.seconds(10)
+
+    /// A retiring worker got a job that is none of its own: holds it while it waits for its own jobs' redeliveries
+    /// (sending it back at once would bring it straight back), else sends it back and stops consuming.
     func sendBackWhileRetiring(_ delivery: Delivery) throws {
+        guard redeliveriesAwaitedUntil == nil else { return heldWhileAwaitingRedeliveries.append(delivery) }
         try nackJob(delivery.deliveryTag, requeue: true)
         for queue in Set(jobConsumers.values) { try cancelConsumers(of: queue) }
+    }
+
+    /// Stops waiting for redeliveries once all came or the wait is over: sends back the jobs held meanwhile and
+    /// stops consuming.
+    func stopAwaitingRedeliveriesIfDone() throws {
+        guard let until = redeliveriesAwaitedUntil, !awaitsRedeliveries || ContinuousClock.now >= until else { return }
+        redeliveriesAwaitedUntil = nil
+        for queue in Set(jobConsumers.values) { try cancelConsumers(of: queue) }
+        for delivery in heldWhileAwaitingRedeliveries { try nackJob(delivery.deliveryTag, requeue: true) }
+        heldWhileAwaitingRedeliveries = []
     }
 
     /// Warns, as the worker starts, when its memory is past the limit already: it then starts afresh after every job.

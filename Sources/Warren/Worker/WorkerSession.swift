@@ -134,6 +134,10 @@ final class WorkerSession {
     /// what it holds before it stops, to start afresh (`maxJobs`, `maxMemory`; ``WorkerSession+Recycling``).
     var jobsTaken = 0
     var recycling: String?
+    /// While a retiring worker consumes again after a reconnect, for the redeliveries of its own jobs: until when it
+    /// waits for them, and the other deliveries it holds meanwhile, to send back once it stops waiting.
+    var redeliveriesAwaitedUntil: ContinuousClock.Instant?
+    var heldWhileAwaitingRedeliveries: [Delivery] = []
     /// Whether jobs ended since the resident memory was last compared with ``Worker/Configuration/maxResidentMemory``.
     var jobsEndedSinceMemoryCheck = false
     /// Jobs ended, by result status.
@@ -229,6 +233,7 @@ final class WorkerSession {
             sampleJobsWaitingInWorker()
             deadLettersReachable = nil
             try recycleIfOverMemory()
+            try stopAwaitingRedeliveriesIfDone()
             try stopIfRetired()
             if let stopDeadline, ContinuousClock.now >= stopDeadline { cancelAll(reason: "shutdown") }
             enforceDeadlines()
@@ -276,6 +281,7 @@ final class WorkerSession {
         if let due = throttledJobsDueAt { timeout = min(timeout, due - now) }
         if let due = timeLimitCheckAt { timeout = min(timeout, due - now) }
         if let due = jobsWaitingResampleAt { timeout = min(timeout, due - now) }
+        if let due = redeliveriesAwaitedUntil { timeout = min(timeout, due - now) }
         if mayHoldDeadlines, let deadline = inFlight.values.compactMap({ $0.descriptor.deadline }).min() {
             timeout = min(timeout, .milliseconds(Int(deadline.timeIntervalSinceNow * 1000) + 1))
         }
@@ -347,13 +353,14 @@ final class WorkerSession {
             try connection.qos(prefetchCount: currentPrefetch, global: !prefetchPerConsumer, channel: Self.jobsChannel)
         }
         isConsuming = true
+        if recycling != nil, awaitsRedeliveries { redeliveriesAwaitedUntil = .now + Self.redeliveryWait }
         for queue in configuration.queues where !pausedQueues.contains(queue) && unreachableQueues[queue] == nil {
             try consumeJobs(from: queue)
         }
     }
 
     func consumeJobs(from queue: String) throws {
-        guard stopDeadline == nil, recycling == nil || awaitsRedeliveries else { return }
+        guard stopDeadline == nil, recycling == nil || redeliveriesAwaitedUntil != nil else { return }
         jobConsumers[try connection.consume(queue, channel: Self.jobsChannel)] = queue
     }
 
