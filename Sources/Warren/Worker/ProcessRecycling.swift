@@ -44,9 +44,10 @@ extension Worker {
         var stopping = sigset_t()
         sigemptyset(&stopping)
         for number in [SIGINT, SIGTERM] { sigaddset(&stopping, number) }
-        pthread_sigmask(SIG_BLOCK, &stopping, nil)
+        var previous = sigset_t()
+        pthread_sigmask(SIG_BLOCK, &stopping, &previous)
         guard stoppedToRecycle else {
-            pthread_sigmask(SIG_UNBLOCK, &stopping, nil)
+            pthread_sigmask(SIG_SETMASK, &previous, nil)
             return
         }
         var handover = handedOver.withLock { $0 }
@@ -61,7 +62,7 @@ extension Worker {
         let reason = String(cString: strerror(errno))
         arguments.forEach { free($0) }
         unsetenv(RecyclingHandover.variable)
-        pthread_sigmask(SIG_UNBLOCK, &stopping, nil)
+        pthread_sigmask(SIG_SETMASK, &previous, nil)
         throw WarrenError(.system, "cannot start this worker afresh: \(reason)")
     }
 

@@ -13,8 +13,8 @@ import Synchronization
 /// try await worker.run()   // until worker.stop()
 /// ```
 ///
-/// Thread safety: immutable, but for the mailbox, which is locked, and ``stoppedToRecycle``, atomic. The broker
-/// connection lives on the thread that runs the worker and nowhere else.
+/// Thread safety: immutable, but for the mailbox and the recycling handover, which are locked, and
+/// ``stoppedToRecycle``, atomic. The broker connection lives on the thread that runs the worker and nowhere else.
 public final class Worker: Sendable {
     /// How a worker connects and behaves.
     public struct Configuration: Sendable {
