@@ -145,8 +145,8 @@ struct EnqueueCommand: ParsableCommand {
                     type: type!, input: try parseInput(), priority: priority, key: key, supersede: supersede,
                     queue: queue, deadline: deadline.map { Date(timeIntervalSinceNow: $0) },
                     notBefore: at?.date ?? delay.map { Date(timeIntervalSinceNow: $0.seconds) },
-                    maxAttempts: maxAttempts, timeLimit: timeLimit.map { .seconds($0.seconds) }, dependencies: dependsOn,
-                    requireSuccess: requireSuccess)
+                    maxAttempts: maxAttempts, timeLimit: timeLimit.map { .seconds($0.seconds) },
+                    dependencies: dependsOn, requireSuccess: requireSuccess)
             ]
         }
         for index in requests.indices {

@@ -98,8 +98,9 @@ struct GraphFile: Decodable {
                 type: job.type, input: job.input ?? .null, priority: job.priority ?? .normal, key: job.key,
                 queue: job.queue ?? defaultQueue, deadline: job.deadline.map { Date(timeIntervalSinceNow: $0) },
                 notBefore: job.delay.map { Date(timeIntervalSinceNow: $0) }, maxAttempts: job.maxAttempts,
-                timeLimit: job.timeLimit.map { .seconds($0) }, dependencies: (job.dependsOn ?? []).map { ids[$0] ?? $0 },
-                requireSuccess: job.requireSuccess ?? false, id: ids[job.name]!)
+                timeLimit: job.timeLimit.map { .seconds($0) },
+                dependencies: (job.dependsOn ?? []).map { ids[$0] ?? $0 }, requireSuccess: job.requireSuccess ?? false,
+                id: ids[job.name]!)
         }
         return (requests, Dictionary(uniqueKeysWithValues: ids.map { ($1, $0) }))
     }

@@ -92,8 +92,8 @@ public final class Producer {
     ///   (``Topology/problem(withJobQueue:)``), a job that depends on itself, an
     ///   unknown dependency or a cycle, a ``JobRequest/replyTo`` that is empty, longer than 255 bytes or given
     ///   with `watch`, a deadline that is not after the job's ``JobRequest/notBefore``, a time limit outside 1 ms to a
-    ///   year, or a sequence file that cannot be used; (`queueUnreachable`) when a job queue is on a cluster node that is down, or the broker
-    ///   took a job nowhere (its queue deleted since this producer declared it, or its node down since): those jobs
+    ///   year, or a sequence file that cannot be used; (`queueUnreachable`) when a job queue is on a cluster node that
+    ///   is down, or the broker took a job nowhere (its queue deleted since this producer declared it, or its node down since): those jobs
     ///   were not enqueued, the others of the call were; (`broker`) when the broker refuses or the connection fails.
     @discardableResult
     public func enqueue(_ requests: [JobRequest], watch: Bool = false) throws -> [OperationDescriptor] {
@@ -116,9 +116,10 @@ public final class Producer {
                 throw WarrenError(.invalidConfiguration, problem)
             }
             for request in ordered {
-                if let limit = request.timeLimit, let problem = OperationDescriptor.problem(withTimeLimit: limit / .seconds(1)) {
-                    throw WarrenError(.invalidConfiguration, "job \(request.id): \(problem)")
-                }
+                guard let limit = request.timeLimit,
+                    let problem = OperationDescriptor.problem(withTimeLimit: limit / .seconds(1))
+                else { continue }
+                throw WarrenError(.invalidConfiguration, "job \(request.id): \(problem)")
             }
             if let request = ordered.first(where: { $0.replyTo.map { !(1...255).contains($0.utf8.count) } ?? false }) {
                 throw WarrenError(

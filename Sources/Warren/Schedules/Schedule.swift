@@ -96,8 +96,8 @@ public struct Schedule: Sendable, Equatable {
     func request(for tick: Date, now: Date) -> JobRequest {
         JobRequest(
             type: type, input: input, priority: priority, key: key, supersede: supersede, queue: queue,
-            deadline: deadline.map { now.addingTimeInterval($0.seconds) }, maxAttempts: maxAttempts, timeLimit: timeLimit,
-            id: Self.jobID(name: name, tick: tick))
+            deadline: deadline.map { now.addingTimeInterval($0.seconds) }, maxAttempts: maxAttempts,
+            timeLimit: timeLimit, id: Self.jobID(name: name, tick: tick))
     }
 
     /// `NAME:YYYYMMDDTHHMMSSZ`.

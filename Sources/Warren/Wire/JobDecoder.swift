@@ -61,7 +61,9 @@ public struct JobDecoder: Sendable {
         if let problem = descriptor.dependencies?.lazy.compactMap(OperationDescriptor.problem(withID:)).first {
             throw JobError(code: "invalidDescriptor", message: "dependencies: \(problem)")
         }
-        if let timeLimit = descriptor.timeLimitSeconds, let problem = OperationDescriptor.problem(withTimeLimit: timeLimit) {
+        if let timeLimit = descriptor.timeLimitSeconds,
+            let problem = OperationDescriptor.problem(withTimeLimit: timeLimit)
+        {
             throw JobError(code: "invalidDescriptor", message: "timeLimitSeconds: \(problem)")
         }
         return descriptor

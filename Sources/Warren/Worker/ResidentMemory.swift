@@ -1,4 +1,5 @@
 import Glibc
+import Logging
 
 /// The resident memory of this process, as the kernel counts it in `/proc/self/statm`.
 ///
@@ -16,6 +17,11 @@ enum ResidentMemory {
         let fields = buffer[..<count].split(separator: UInt8(ascii: " "))
         guard fields.count > 1, let pages = Int(String(decoding: fields[1], as: UTF8.self)) else { return nil }
         return pages * sysconf(Int32(_SC_PAGESIZE))
+    }
+
+    /// Log metadata comparing `resident` with `limit`.
+    static func metadata(_ resident: Int, limit: Int) -> Logger.Metadata {
+        ["residentMemory": "\(describe(resident))", "limit": "\(describe(limit))"]
     }
 
     /// `412 MiB`, or `1.5 GiB` from a GiB up.

@@ -26,7 +26,7 @@ extension WorkerSession {
         }
         try retire(
             .maxMemory, because: "resident memory is past the limit; jobs not started go back to the broker",
-            metadata: ["residentMemory": "\(ResidentMemory.describe(resident))", "limit": "\(ResidentMemory.describe(limit))"])
+            metadata: ResidentMemory.metadata(resident, limit: limit))
         for job in inFlight.values where !job.operation.hasStarted {
             job.operation.cancel(Cancellation(reason: "shutdown", message: "the worker is starting afresh"))
         }
@@ -35,7 +35,7 @@ extension WorkerSession {
     /// Stops taking jobs, to stop once those held ended.
     private func retire(_ limit: RecyclingLimit, because reason: String, metadata: Logger.Metadata) throws {
         guard recycling == nil, stopDeadline == nil else { return }
-        recycling = limit.rawValue
+        recycling = limit
         worker.stoppedToRecycle = true
         logger.info("recycling: \(reason); taking no more jobs, and starting afresh once they end", metadata: metadata)
         for queue in Set(jobConsumers.values) { try cancelConsumers(of: queue) }
@@ -106,7 +106,7 @@ extension WorkerSession {
         else { return }
         logger.warning(
             "resident memory is past the limit already: this worker will start afresh after every job",
-            metadata: ["residentMemory": "\(ResidentMemory.describe(resident))", "limit": "\(ResidentMemory.describe(limit))"])
+            metadata: ResidentMemory.metadata(resident, limit: limit))
     }
 }
 

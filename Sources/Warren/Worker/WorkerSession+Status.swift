@@ -16,7 +16,7 @@ extension WorkerSession {
             version: WireCoding.version, workerID: configuration.workerID, host: process.hostName,
             pid: process.processIdentifier, startedAt: startedAt, uptimeSeconds: -startedAt.timeIntervalSinceNow,
             queues: configuration.queues, pausedQueues: pausedQueues.sorted(), prefetch: Int(currentPrefetch),
-            localQueues: queues, totals: totals, recycling: recycling)
+            localQueues: queues, totals: totals, recycling: recycling?.rawValue)
         if let limit {
             let jobs = jobListing()
             var listed: [WorkerStatus.Job] = []

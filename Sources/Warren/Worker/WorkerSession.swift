@@ -133,7 +133,7 @@ final class WorkerSession {
     /// Jobs taken to run, counted only with ``Worker/Configuration/maxJobs``; why the worker takes no more and runs
     /// what it holds before it stops, to start afresh (`maxJobs`, `maxMemory`; ``WorkerSession+Recycling``).
     var jobsTaken = 0
-    var recycling: String?
+    var recycling: RecyclingLimit?
     /// While a retiring worker consumes again after a reconnect, for the redeliveries of its own jobs: until when it
     /// waits for them, and the other deliveries it holds meanwhile, to send back once it stops waiting.
     var redeliveriesAwaitedUntil: ContinuousClock.Instant?
@@ -487,7 +487,8 @@ final class WorkerSession {
         journal?.markStopping()
         let grace = configuration.shutdownGracePeriod
         if announcing {
-            logger.info("stopping: no new jobs; executing ones get \(grace) to finish, and \(grace) more once cancelled")
+            logger.info(
+                "stopping: no new jobs; executing ones get \(grace) to finish, and \(grace) more once cancelled")
         }
         stopDeadline = .now + grace
         abandonDeadline = .now + grace + grace
