@@ -18,6 +18,8 @@ public struct WarrenError: Error, Sendable, CustomStringConvertible {
         public static let invalidSchedule = Code("invalidSchedule")
         /// Waiting for something (a result, a confirm) took longer than allowed.
         public static let timeout = Code("timeout")
+        /// A unique job was not enqueued: another job of its key holds the key's lock (``JobRequest/uniqueFor``).
+        public static let duplicate = Code("duplicate")
         /// The operating system refused what was asked of it (running a worker's executable again).
         public static let system = Code("system")
     }

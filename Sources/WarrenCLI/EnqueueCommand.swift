@@ -12,9 +12,11 @@ struct EnqueueCommand: ParsableCommand {
               warren enqueue sum --input '{"numbers":[1,2,3],"delayMs":200}'
               warren enqueue sum --input @numbers.json --key totals --supersede --wait
               warren enqueue echo --depends-on 3f0c… --require-success
+              warren enqueue report --key report:42 --unique-for 10m
               warren enqueue --graph pipeline.json --wait
             A graph file is {"jobs": [{"name", "type", "input", "priority", "key", "queue", "dependsOn": [names or \
-            earlier job ids], "requireSuccess", "maxAttempts", "timeLimit"}]}; it prints one "NAME ID" line per job.
+            earlier job ids], "requireSuccess", "maxAttempts", "timeLimit", "uniqueFor"}]}; it prints one "NAME ID" \
+            line per job. A unique job whose key's lock another job holds is not enqueued: exit 6.
             """)
 
     @OptionGroup var broker: BrokerOptions
@@ -86,6 +88,13 @@ struct EnqueueCommand: ParsableCommand {
                 + "applies too, the shorter counts.", valueName: "seconds|250ms|30s|10m|2h|1d"))
     var timeLimit: TimeSpan?
 
+    @Option(
+        name: .customLong("unique-for"),
+        help: ArgumentHelp(
+            "With --key: enqueue the job only if no other job of the key holds its lock (else exit 6), and hold it "
+                + "until the job ends for good, or for at most this long.", valueName: "30s|10m|2h|1d"))
+    var uniqueFor: TimeSpan?
+
     @Flag(
         name: .long,
         help: "Wait for the result, print it, and exit with 0, 3 (failed) or 4 (cancelled); shows progress on stderr.")
@@ -109,7 +118,7 @@ struct EnqueueCommand: ParsableCommand {
         if (type == nil) == (graph == nil) { throw ValidationError("name an operation type, or --graph FILE (not both)") }
         let setsJob =
             !dependsOn.isEmpty || supersede || key != nil || deadline != nil || delay != nil || at != nil
-            || timeLimit != nil
+            || timeLimit != nil || uniqueFor != nil
         if graph != nil && setsJob {
             throw ValidationError("--graph takes each job's settings from the file")
         }
@@ -119,6 +128,15 @@ struct EnqueueCommand: ParsableCommand {
             throw ValidationError("--unchecked-dependencies needs --depends-on or --graph")
         }
         if supersede && key == nil { throw ValidationError("--supersede needs --key") }
+        if let uniqueFor {
+            if key == nil { throw ValidationError("--unique-for needs --key: the lock is the key's") }
+            if supersede { throw ValidationError("--unique-for and --supersede: give one or the other") }
+            if let problem = UniqueLock.problem(withLifetime: uniqueFor.seconds)
+                ?? OperationDescriptor.problem(withUniqueKey: key)
+            {
+                throw ValidationError("--unique-for: \(problem)")
+            }
+        }
         if timeout <= 0 { throw ValidationError("--timeout must be positive") }
         if wait && replyTo != nil { throw ValidationError("--wait reads the results itself; leave out --reply-to") }
         if let maxAttempts, maxAttempts < 1 { throw ValidationError("--max-attempts must be at least 1") }
@@ -146,7 +164,8 @@ struct EnqueueCommand: ParsableCommand {
                     queue: queue, deadline: deadline.map { Date(timeIntervalSinceNow: $0) },
                     notBefore: at?.date ?? delay.map { Date(timeIntervalSinceNow: $0.seconds) },
                     maxAttempts: maxAttempts, timeLimit: timeLimit.map { .seconds($0.seconds) },
-                    dependencies: dependsOn, requireSuccess: requireSuccess)
+                    uniqueFor: uniqueFor.map { .seconds($0.seconds) }, dependencies: dependsOn,
+                    requireSuccess: requireSuccess)
             ]
         }
         for index in requests.indices {
@@ -160,6 +179,9 @@ struct EnqueueCommand: ParsableCommand {
             descriptors = try producer.enqueue(requests, watch: wait)
         } catch let error as WarrenError where error.code == .invalidConfiguration {
             throw ValidationError(error.message)
+        } catch let error as WarrenError where error.code == .duplicate {
+            FileHandle.standardError.write(Data("warren: \(error.message)\n".utf8))
+            throw ExitCode.duplicate
         }
         for descriptor in descriptors {
             let shown = json ? try ResultPrinter.json(descriptor) : descriptor.id

@@ -7,4 +7,6 @@ extension ExitCode {
     static let jobCancelled = ExitCode(4)
     /// No result arrived within `--timeout`.
     static let timedOut = ExitCode(5)
+    /// A unique job was not enqueued: another job of its key holds the key's lock.
+    static let duplicate = ExitCode(6)
 }

@@ -29,6 +29,8 @@ struct GraphFile: Decodable {
         var delay: Double?
         /// Seconds the job's code may run.
         var timeLimit: Double?
+        /// Seconds the job holds its key's unique lock at most.
+        var uniqueFor: Double?
     }
 
     var jobs: [Job]
@@ -37,7 +39,7 @@ struct GraphFile: Decodable {
     /// meant silently.
     static let jobMembers: Set<String> = [
         "name", "type", "input", "priority", "key", "queue", "dependsOn", "requireSuccess", "maxAttempts", "deadline",
-        "delay", "timeLimit",
+        "delay", "timeLimit", "uniqueFor",
     ]
 
     /// Reads and checks the file.
@@ -70,6 +72,12 @@ struct GraphFile: Decodable {
             if let timeLimit = job.timeLimit, let problem = OperationDescriptor.problem(withTimeLimit: timeLimit) {
                 throw GraphFileError("job '\(job.name)': timeLimit: \(problem)")
             }
+            if let uniqueFor = job.uniqueFor,
+                let problem = UniqueLock.problem(withLifetime: uniqueFor)
+                    ?? OperationDescriptor.problem(withUniqueKey: job.key)
+            {
+                throw GraphFileError("job '\(job.name)': uniqueFor: \(problem)")
+            }
         }
         return graph
     }
@@ -98,7 +106,7 @@ struct GraphFile: Decodable {
                 type: job.type, input: job.input ?? .null, priority: job.priority ?? .normal, key: job.key,
                 queue: job.queue ?? defaultQueue, deadline: job.deadline.map { Date(timeIntervalSinceNow: $0) },
                 notBefore: job.delay.map { Date(timeIntervalSinceNow: $0) }, maxAttempts: job.maxAttempts,
-                timeLimit: job.timeLimit.map { .seconds($0) },
+                timeLimit: job.timeLimit.map { .seconds($0) }, uniqueFor: job.uniqueFor.map { .seconds($0) },
                 dependencies: (job.dependsOn ?? []).map { ids[$0] ?? $0 }, requireSuccess: job.requireSuccess ?? false,
                 id: ids[job.name]!)
         }

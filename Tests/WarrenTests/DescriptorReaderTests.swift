@@ -63,17 +63,18 @@ struct DescriptorReaderTests {
         // Every optional field null, then every one present.
         #"""
         {"version":1,"id":"a","type":"echo","input":null,"priority":null,"sequence":null,"key":null,"deadline":null,
-         "notBefore":null,"createdAt":null,"maxAttempts":null,"timeLimitSeconds":null,"dependencies":null,
-         "requireSuccess":null}
+         "notBefore":null,"createdAt":null,"maxAttempts":null,"timeLimitSeconds":null,"unique":null,
+         "dependencies":null,"requireSuccess":null}
         """#,
         #"""
         {"version":1,"id":"a","type":"echo","input":[],"priority":"low","sequence":18446744073709551615,"key":"",
          "deadline":"2030-01-02T03:04:05Z","notBefore":"2030-01-01T00:00:00.25+01:00","createdAt":1700000000.5,"maxAttempts":-3,"dependencies":["b","c"],
-         "requireSuccess":false,"timeLimitSeconds":2.5}
+         "requireSuccess":false,"timeLimitSeconds":2.5,"unique":true}
         """#,
         #"{"version":1,"id":"a","type":"echo","dependencies":[],"requireSuccess":true,"maxAttempts":0}"#,
         // Time limits are any number, in any spelling: JobDecoder checks their range afterwards.
         #"{"version":1,"id":"a","type":"echo","timeLimitSeconds":30}"#,
+        #"{"version":1,"id":"a","type":"echo","key":"k","unique":false}"#,
         #"{"version":1,"id":"a","type":"echo","timeLimitSeconds":1e-3}"#,
         #"{"version":1,"id":"a","type":"echo","timeLimitSeconds":-0.0}"#,
         #"{"version":1,"id":"a","type":"echo","timeLimitSeconds":0.1000000000000000055511151231257827}"#,

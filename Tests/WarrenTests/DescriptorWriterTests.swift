@@ -21,8 +21,8 @@ struct DescriptorWriterTests {
 
     private static let now = Date(timeIntervalSince1970: 1_795_314_103.708)
 
-    /// Every optional field, present or absent: 2⁸ descriptors.
-    @Test(arguments: 0..<256)
+    /// Every optional field, present or absent: 2⁹ descriptors.
+    @Test(arguments: 0..<512)
     func writesWhatJSONEncoderWritesForEveryCombinationOfOptionalFields(_ mask: Int) throws {
         func has(_ bit: Int) -> Bool { mask & (1 << bit) != 0 }
         try expectSameBytes(
@@ -32,7 +32,7 @@ struct DescriptorWriterTests {
                 deadline: has(2) ? Self.now.addingTimeInterval(60) : nil,
                 notBefore: has(6) ? Self.now.addingTimeInterval(30.5) : nil, createdAt: has(3) ? Self.now : nil,
                 maxAttempts: has(4) ? 5 : nil, timeLimitSeconds: has(7) ? (mask % 2 == 0 ? 30 : 0.25) : nil,
-                dependencies: has(5) ? ["a", "b:c"] : nil,
+                unique: has(8) ? mask % 3 != 0 : nil, dependencies: has(5) ? ["a", "b:c"] : nil,
                 requireSuccess: has(5) ? mask % 2 == 0 : nil))
     }
 

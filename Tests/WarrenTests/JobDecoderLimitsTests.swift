@@ -166,6 +166,30 @@ struct JobDecoderNumberTests {
         }
     }
 
+    @Test(arguments: [
+        (#""unique":true"#, "unique: a unique job needs a key: its lock is the key's"),
+        (#""unique":true,"key":"""#, "unique: a unique job's key must be 1 to 241 bytes long (its lock is a queue "
+            + "named 'warren.unique.KEY'); got 0 bytes"),
+        (#""unique":true,"key":"\#(String(repeating: "é", count: 121))""#, "unique: a unique job's key must be 1 to "
+            + "241 bytes long (its lock is a queue named 'warren.unique.KEY'); got 242 bytes"),
+    ])
+    func aUniqueJobWithoutAFittingKeyIsNamed(_ fields: String, _ message: String) {
+        let body = Array(#"{"version":1,"id":"a","type":"echo",\#(fields)}"#.utf8)
+        let error = #expect(throws: JobError.self) { try JobDecoder().decode(body, contentType: nil) }
+        #expect(error == JobError(code: "invalidDescriptor", message: message))
+    }
+
+    @Test func aUniqueJobWithAKeyOfUpTo241BytesDecodes() throws {
+        for key in ["k", String(repeating: "k", count: 241), String(repeating: "é", count: 120) + "k"] {
+            let body = Array(#"{"version":1,"id":"a","type":"echo","key":"\#(key)","unique":true}"#.utf8)
+            let descriptor = try JobDecoder().decode(body, contentType: nil)
+            #expect(descriptor.unique == true && descriptor.key == key)
+        }
+        // Not unique: no lock, so no key is needed.
+        let plain = Array(#"{"version":1,"id":"a","type":"echo","unique":false}"#.utf8)
+        #expect(try JobDecoder().decode(plain, contentType: nil).unique == false)
+    }
+
     @Test func theLargestSequenceDecodes() throws {
         let body = Array(#"{"version":1,"id":"a","type":"echo","sequence":18446744073709551615}"#.utf8)
         #expect(try JobDecoder().decode(body, contentType: nil).sequence == UInt64.max)

@@ -34,6 +34,13 @@ public struct JobRequest: Sendable {
     /// cancels the job, and it ends `failed` (`timeLimit`). A worker's limit for the job's type applies too; the
     /// shorter one counts. Default: none.
     public var timeLimit: Duration?
+    /// Makes the job unique for its ``key`` (Sidekiq's unique jobs): it is enqueued only if no other job of that key
+    /// holds the key's lock, and then holds it until it ends for good (succeeded, failed, cancelled or
+    /// dead-lettered; not between retries), or for at most this long (1 second to 30 days), whichever comes first.
+    /// When the lock is held, ``Producer/enqueue(_:watch:)`` throws ``WarrenError/Code/duplicate`` and enqueues
+    /// nothing. Needs a ``key`` of 1 to ``OperationDescriptor/maxUniqueKeyLength`` bytes; not with ``supersede``.
+    /// Default: none.
+    public var uniqueFor: Duration?
     /// A queue that receives the job's result and progress reports, through the default exchange, instead of
     /// the `warren.results` exchange (its `reply_to` property). It must exist before the job ends, or the result is
     /// only in the results stream. Default: none. A job enqueued with `watch: true` uses the producer's own.
@@ -44,8 +51,9 @@ public struct JobRequest: Sendable {
     public init(
         type: String, input: JSONValue = .null, priority: JobPriority = .normal, key: String? = nil,
         supersede: Bool = false, queue: String = Topology.defaultQueue, deadline: Date? = nil,
-        notBefore: Date? = nil, maxAttempts: Int? = nil, timeLimit: Duration? = nil, dependencies: [String] = [],
-        requireSuccess: Bool = false, replyTo: String? = nil, id: String = UUID().uuidString.lowercased()
+        notBefore: Date? = nil, maxAttempts: Int? = nil, timeLimit: Duration? = nil, uniqueFor: Duration? = nil,
+        dependencies: [String] = [], requireSuccess: Bool = false, replyTo: String? = nil,
+        id: String = UUID().uuidString.lowercased()
     ) {
         self.type = type
         self.input = input
@@ -57,6 +65,7 @@ public struct JobRequest: Sendable {
         self.notBefore = notBefore
         self.maxAttempts = maxAttempts
         self.timeLimit = timeLimit
+        self.uniqueFor = uniqueFor
         self.dependencies = dependencies
         self.requireSuccess = requireSuccess
         self.replyTo = replyTo

@@ -19,6 +19,8 @@ import Foundation
 public final class Producer {
     static let publishChannel: UInt16 = 1
     static let replyChannel: UInt16 = 2
+    /// The channel for unique jobs' locks (``UniqueLock``), which the broker closes when it refuses a declaration.
+    static let lockChannel: UInt16 = 3
 
     let connection: AMQPConnection
     let sequences: SequenceFile
@@ -27,10 +29,20 @@ public final class Producer {
     let priorityQueues: Bool
     /// Whether job queues this producer creates are quorum queues.
     let quorumQueues: Bool
-    private var publishCount: UInt64 = 0
+    /// The number of the last publish on ``publishChannel``, as its confirm will name it.
+    private(set) var publishCount: UInt64 = 0
+    var lockChannelOpen = false
     private var declaredQueues: Set<String> = []
     /// Job queues of the publishes the broker returned (`basic.return`) since the last wait for confirms.
     private var returnedQueues: [String] = []
+    /// The queues of the returned job publishes that ``checkNothingReturned()`` last threw for.
+    private var lastReturnedQueues: [String] = []
+    /// Every publish up to this number is answered.
+    private var confirmedCount: UInt64 = 0
+    /// Publishes above ``confirmedCount``, answered out of order.
+    private var confirmedAhead: Set<UInt64> = []
+    /// Publishes the broker refused since the last wait for its answers.
+    private var refusedPublishes: Set<UInt64> = []
     private var controlDeclared = false
     private var replyQueue: String?
     private var arrivedResults: [String: JobResult] = [:]
@@ -92,7 +104,9 @@ public final class Producer {
     ///   (``Topology/problem(withJobQueue:)``), a job that depends on itself, an
     ///   unknown dependency or a cycle, a ``JobRequest/replyTo`` that is empty, longer than 255 bytes or given
     ///   with `watch`, a deadline that is not after the job's ``JobRequest/notBefore``, a time limit outside 1 ms to a
-    ///   year, or a sequence file that cannot be used; (`queueUnreachable`) when a job queue is on a cluster node that
+    ///   year, a unique job without a key or with a lifetime outside 1 second to 30 days (``JobRequest/uniqueFor``),
+    ///   or a sequence file that cannot be used; (`duplicate`) when another job holds a unique job's lock: nothing
+    ///   of the call was enqueued; (`queueUnreachable`) when a job queue is on a cluster node that
     ///   is down, or the broker took a job nowhere (its queue deleted since this producer declared it, or its node down since): those jobs
     ///   were not enqueued, the others of the call were; (`broker`) when the broker refuses or the connection fails.
     @discardableResult
@@ -108,11 +122,13 @@ public final class Producer {
                 "job \(request.id) names reply queue '\(request.replyTo!)'; a watched job's result goes to the producer's own")
         }
         let descriptors: [OperationDescriptor] = try brokerCall {
-            var descriptors: [OperationDescriptor] = []
             if let problem = ordered.lazy.compactMap({ OperationDescriptor.problem(withID: $0.id) }).first {
                 throw WarrenError(.invalidConfiguration, problem)
             }
             if let problem = ordered.lazy.compactMap({ Topology.problem(withJobQueue: $0.queue) }).first {
+                throw WarrenError(.invalidConfiguration, problem)
+            }
+            if let problem = Self.problem(withUnique: ordered) {
                 throw WarrenError(.invalidConfiguration, problem)
             }
             for request in ordered {
@@ -134,42 +150,67 @@ public final class Producer {
                     "job \(request.id): its deadline is not after its notBefore: it could never start")
             }
             let replyTo = watch ? try declareReplyQueue() : nil
-            // The jobs leave with one `send` rather than three system calls each: sent as soon as they are written
-            // (and on the way out when a publish fails).
-            connection.holdOutput()
-            defer { connection.flushOutput() }
-            for (request, sequence) in zip(ordered, try sequences.reserve(ordered.count)) {
-                let descriptor = OperationDescriptor(
-                    id: request.id, type: request.type, input: request.input, priority: request.priority,
-                    sequence: sequence, key: request.key, deadline: request.deadline, notBefore: request.notBefore,
-                    maxAttempts: request.maxAttempts, timeLimitSeconds: request.timeLimit.map { $0 / .seconds(1) },
-                    dependencies: request.dependencies.isEmpty ? nil : request.dependencies,
-                    requireSuccess: request.requireSuccess ? true : nil)
-                if request.supersede, let key = request.key {
-                    try publishControl(.supersede(key: key, before: descriptor.sequence))
-                }
-                try declareJobQueue(request.queue)
-                // Mandatory: a queue deleted since this producer declared it, or on a cluster node that is down,
-                // would take nothing and the broker would confirm the publish all the same.
-                try publish(
-                    try descriptor.encoded(), exchange: "", routingKey: request.queue,
-                    properties: MessageProperties(
-                        contentType: WireCoding.contentType, persistent: true,
-                        priority: descriptor.priority.amqpPriority, replyTo: replyTo ?? request.replyTo,
-                        messageID: descriptor.id,
-                        timestamp: UInt64(Date().timeIntervalSince1970), type: descriptor.type, appID: "warren"),
-                    mandatory: true)
-                descriptors.append(descriptor)
+            let locked = try takeUniqueLocks(of: ordered)
+            var published = false
+            // Locks of jobs sure not to be enqueued are released; after a lost connection they expire.
+            do {
+                return try publish(ordered, replyTo: replyTo, published: &published)
+            } catch let error as WarrenError where error.code == .queueUnreachable && published {
+                let unreachable = Set(lastReturnedQueues)
+                try? releaseUniqueLocks(of: locked.filter { unreachable.contains($0.queue) })
+                throw error
+            } catch where !published {
+                try? releaseUniqueLocks(of: locked)
+                throw error
             }
-            connection.flushOutput()
-            try waitForConfirms()
-            try checkNothingReturned()
-            return descriptors
         }
         try journal.append(descriptors.map(\.id))
         guard dependent else { return descriptors }
         let order = Dictionary(uniqueKeysWithValues: requests.enumerated().map { ($1.id, $0) })
         return descriptors.sorted { order[$0.id]! < order[$1.id]! }
+    }
+
+    /// Publishes the jobs of a checked call, in order, and waits for the broker's confirms.
+    /// - Parameter published: Set once the first job is handed to the connection.
+    private func publish(
+        _ ordered: [JobRequest], replyTo: String?, published: inout Bool
+    ) throws -> [OperationDescriptor] {
+        var jobs: [(request: JobRequest, descriptor: OperationDescriptor, body: [UInt8])] = []
+        for (request, sequence) in zip(ordered, try sequences.reserve(ordered.count)) {
+            let descriptor = OperationDescriptor(
+                id: request.id, type: request.type, input: request.input, priority: request.priority,
+                sequence: sequence, key: request.key, deadline: request.deadline, notBefore: request.notBefore,
+                maxAttempts: request.maxAttempts, timeLimitSeconds: request.timeLimit.map { $0 / .seconds(1) },
+                unique: request.uniqueFor != nil ? true : nil,
+                dependencies: request.dependencies.isEmpty ? nil : request.dependencies,
+                requireSuccess: request.requireSuccess ? true : nil)
+            jobs.append((request, descriptor, try descriptor.encoded()))
+        }
+        // The jobs leave with one `send` rather than three system calls each: sent as soon as they are written
+        // (and on the way out when a publish fails).
+        connection.holdOutput()
+        defer { connection.flushOutput() }
+        for (request, descriptor, body) in jobs {
+            if request.supersede, let key = request.key {
+                try publishControl(.supersede(key: key, before: descriptor.sequence))
+            }
+            try declareJobQueue(request.queue)
+            published = true
+            // Mandatory: a queue deleted since this producer declared it, or on a cluster node that is down,
+            // would take nothing and the broker would confirm the publish all the same.
+            try publish(
+                body, exchange: "", routingKey: request.queue,
+                properties: MessageProperties(
+                    contentType: WireCoding.contentType, persistent: true,
+                    priority: descriptor.priority.amqpPriority, replyTo: replyTo ?? request.replyTo,
+                    messageID: descriptor.id,
+                    timestamp: UInt64(Date().timeIntervalSince1970), type: descriptor.type, appID: "warren"),
+                mandatory: true)
+        }
+        connection.flushOutput()
+        try waitForConfirms()
+        try checkNothingReturned()
+        return jobs.map(\.descriptor)
     }
 
     /// Cancels jobs wherever they are: executing (their code sees `isCancelled`), waiting in a worker (they never
@@ -379,7 +420,7 @@ public final class Producer {
         return queue
     }
 
-    private func publish(
+    func publish(
         _ body: [UInt8], exchange: String, routingKey: String, properties: MessageProperties, mandatory: Bool = false
     ) throws {
         try connection.publish(
@@ -393,6 +434,7 @@ public final class Producer {
     private func checkNothingReturned() throws {
         guard let queue = returnedQueues.first else { return }
         let count = returnedQueues.count
+        lastReturnedQueues = returnedQueues
         returnedQueues = []
         declaredQueues = []
         throw WarrenError(
@@ -401,17 +443,40 @@ public final class Producer {
                 + "was deleted, or is on a cluster node that is down; \(count == 1 ? "it was" : "they were") not enqueued")
     }
 
-    /// Every publish up to this number is confirmed.
-    private var confirmedCount: UInt64 = 0
-    /// Confirmed publishes above ``confirmedCount``, confirmed out of order.
-    private var confirmedAhead: Set<UInt64> = []
+    /// Takes out of the returned publishes' queues the ones that match `isIncluded`.
+    func takeReturnedQueues(where isIncluded: (String) -> Bool) -> Set<String> {
+        let taken = Set(returnedQueues.filter(isIncluded))
+        returnedQueues.removeAll(where: isIncluded)
+        return taken
+    }
 
+    /// Waits for the broker's answer to every publish so far, and throws if it refused any.
     private func waitForConfirms() throws {
+        guard try waitForAnswers().isEmpty else {
+            throw WarrenError(.broker, "the broker refused a published message (basic.nack)")
+        }
+    }
+
+    /// Waits for the broker's answer to every publish so far, and returns the numbers of those it refused
+    /// (`basic.nack`) since the last wait.
+    func waitForAnswers() throws -> Set<UInt64> {
         let deadline = ContinuousClock.now + .seconds(30)
         try readEvents(until: deadline) { confirmedCount >= publishCount }
         guard confirmedCount >= publishCount else {
             throw WarrenError(.timeout, "the broker did not confirm \(publishCount - confirmedCount) publishes within 30 s")
         }
+        defer { refusedPublishes = [] }
+        return refusedPublishes
+    }
+
+    /// Takes in the broker's answer to the publishes up to `tag` (`multiple`) or to `tag` alone.
+    private func answered(upTo tag: UInt64, multiple: Bool, ack: Bool) {
+        let numbers = multiple ? Array((confirmedCount + 1)...max(tag, confirmedCount)) : [tag]
+        for number in numbers where !confirmedAhead.contains(number) {
+            if !ack { refusedPublishes.insert(number) }
+            confirmedAhead.insert(number)
+        }
+        while confirmedAhead.remove(confirmedCount + 1) != nil { confirmedCount += 1 }
     }
 
     /// Reads broker events until `done()` or `deadline`; deliveries that are not results go to `other`.
@@ -427,11 +492,7 @@ public final class Producer {
             }
             switch event {
             case .confirm(_, let tag, let multiple, let ack):
-                guard ack else {
-                    throw WarrenError(.broker, "the broker refused a published message (basic.nack)")
-                }
-                if multiple { confirmedCount = max(confirmedCount, tag) } else { confirmedAhead.insert(tag) }
-                while confirmedAhead.remove(confirmedCount + 1) != nil { confirmedCount += 1 }
+                answered(upTo: tag, multiple: multiple, ack: ack)
             case .delivery(let delivery) where delivery.channel == Self.replyChannel:
                 if delivery.properties.type == ProgressMessage.messageType {
                     if let report = try? ProgressMessage.decode(delivery.body) {

@@ -41,6 +41,7 @@ enum DescriptorReader {
         var createdAt: Date?
         var maxAttempts: Int?
         var timeLimitSeconds: Double?
+        var unique: Bool?
         var dependencies: [String]?
         var requireSuccess: Bool?
 
@@ -81,6 +82,7 @@ enum DescriptorReader {
                 case .createdAt: createdAt = try readDate(&scanner)
                 case .maxAttempts: maxAttempts = try scanner.readInt()
                 case .timeLimitSeconds: timeLimitSeconds = try scanner.readDouble()
+                case .unique: unique = try scanner.readBool()
                 case .dependencies:
                     var ids: [String] = []
                     try scanner.readArray(depth: 2) { ids.append(try $0.readString()) }
@@ -95,7 +97,7 @@ enum DescriptorReader {
         var descriptor = OperationDescriptor(
             id: id, type: type, input: input, priority: priority, sequence: sequence, key: key, deadline: deadline,
             notBefore: notBefore, createdAt: createdAt, maxAttempts: maxAttempts, timeLimitSeconds: timeLimitSeconds,
-            dependencies: dependencies, requireSuccess: requireSuccess)
+            unique: unique, dependencies: dependencies, requireSuccess: requireSuccess)
         descriptor.version = version
         return descriptor
     }

@@ -41,6 +41,7 @@ import Foundation
             && a.priority == b.priority && a.sequence == b.sequence && strings(a.key, b.key)
             && dates(a.deadline, b.deadline) && dates(a.notBefore, b.notBefore) && dates(a.createdAt, b.createdAt)
             && a.maxAttempts == b.maxAttempts && a.timeLimitSeconds?.bitPattern == b.timeLimitSeconds?.bitPattern
+            && a.unique == b.unique
             && a.dependencies?.count == b.dependencies?.count
             && zip(a.dependencies ?? [], b.dependencies ?? []).allSatisfy(strings)
             && a.requireSuccess == b.requireSuccess

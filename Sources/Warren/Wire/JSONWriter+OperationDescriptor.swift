@@ -43,6 +43,10 @@ extension JSONWriter {
         }
         key("type")
         string(descriptor.type)
+        if let unique = descriptor.unique {
+            key("unique")
+            bool(unique)
+        }
         key("version")
         integer(descriptor.version)
         endObject()

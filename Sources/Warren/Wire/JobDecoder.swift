@@ -66,6 +66,9 @@ public struct JobDecoder: Sendable {
         {
             throw JobError(code: "invalidDescriptor", message: "timeLimitSeconds: \(problem)")
         }
+        if descriptor.unique == true, let problem = OperationDescriptor.problem(withUniqueKey: descriptor.key) {
+            throw JobError(code: "invalidDescriptor", message: "unique: \(problem)")
+        }
         return descriptor
     }
 

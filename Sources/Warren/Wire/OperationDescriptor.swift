@@ -32,6 +32,10 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
     /// the worker cancels the job and it ends `failed` (`timeLimit`). A worker's own limit for the job's type
     /// (`warren worker --time-limit`) applies too: the shorter one counts. 0.001 … 31,536,000 (a year).
     public var timeLimitSeconds: Double?
+    /// The job holds the unique lock of its ``key`` (Sidekiq's unique jobs): its producer took the lock, queue
+    /// `warren.unique.KEY`, before publishing it, and the worker that ends it for good (succeeded, failed, cancelled
+    /// or dead-lettered; not a retry) releases it. Requires a ``key`` of 1 to ``maxUniqueKeyLength`` bytes.
+    public var unique: Bool?
 
     /// Jobs (by id) that must have ended before this one starts; a cancelled or failed one counts as ended,
     /// as with `NSOperation`, unless ``requireSuccess`` is set.
@@ -47,7 +51,7 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
         id: String = UUID().uuidString.lowercased(), type: String, input: JSONValue = .null,
         priority: JobPriority = .normal, sequence: UInt64, key: String? = nil, deadline: Date? = nil,
         notBefore: Date? = nil, createdAt: Date? = Date(), maxAttempts: Int? = nil, timeLimitSeconds: Double? = nil,
-        dependencies: [String]? = nil, requireSuccess: Bool? = nil
+        unique: Bool? = nil, dependencies: [String]? = nil, requireSuccess: Bool? = nil
     ) {
         self.version = WireCoding.version
         self.id = id
@@ -61,6 +65,7 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
         self.createdAt = createdAt
         self.maxAttempts = maxAttempts
         self.timeLimitSeconds = timeLimitSeconds
+        self.unique = unique
         self.dependencies = dependencies
         self.requireSuccess = requireSuccess
     }
@@ -94,6 +99,18 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
         return "a time limit must be from 1 ms to a year (0.001 to 31536000 seconds); got \(seconds) seconds"
     }
 
+    /// The longest key of a unique job, in bytes: its lock is a queue named `warren.unique.KEY`, and queue names
+    /// have at most 255 bytes.
+    public static let maxUniqueKeyLength = 255 - UniqueLock.prefix.utf8.count
+
+    /// What is wrong with `key` as the key of a unique job, or `nil` when it is fine.
+    public static func problem(withUniqueKey key: String?) -> String? {
+        guard let key else { return "a unique job needs a key: its lock is the key's" }
+        guard !(1...maxUniqueKeyLength).contains(key.utf8.count) else { return nil }
+        return "a unique job's key must be 1 to \(maxUniqueKeyLength) bytes long (its lock is a queue named "
+            + "'\(UniqueLock.prefix)KEY'); got \(key.utf8.count) bytes"
+    }
+
     /// Letters, digits and `-_.:`: checked byte by byte, since every job passes through it.
     private static func isIDByte(_ byte: UInt8) -> Bool {
         switch byte {
@@ -107,7 +124,7 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case version, id, type, input, priority, sequence, key, deadline, notBefore, createdAt, maxAttempts,
-            timeLimitSeconds, dependencies, requireSuccess
+            timeLimitSeconds, unique, dependencies, requireSuccess
     }
 
     public init(from decoder: any Decoder) throws {
@@ -124,6 +141,7 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
         createdAt = try container.decodeIfPresent(Date.self, forKey: .createdAt)
         maxAttempts = try container.decodeIfPresent(Int.self, forKey: .maxAttempts)
         timeLimitSeconds = try container.decodeIfPresent(Double.self, forKey: .timeLimitSeconds)
+        unique = try container.decodeIfPresent(Bool.self, forKey: .unique)
         dependencies = try container.decodeIfPresent([String].self, forKey: .dependencies)
         requireSuccess = try container.decodeIfPresent(Bool.self, forKey: .requireSuccess)
     }

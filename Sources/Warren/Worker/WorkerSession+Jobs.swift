@@ -23,7 +23,7 @@ extension WorkerSession {
             return consumerLimitsMayFallShort()
         }
         if let result = orphanResults.take(descriptor.id) {
-            return try end(delivery, with: result)
+            return try end(delivery, with: result, lock: HeldLock(descriptor))
         }
         if recycling != nil { return try sendBackWhileRetiring(delivery) }
         let attempt = Self.attempt(of: delivery)
@@ -33,7 +33,7 @@ extension WorkerSession {
             let result = makeResult(
                 descriptor, delivery: delivery, status: .cancelled, cancellation: cancellation,
                 timings: JobTimings(enqueuedAt: descriptor.createdAt, receivedAt: receivedAt, finishedAt: Date()))
-            return try end(delivery, with: result)
+            return try end(delivery, with: result, lock: HeldLock(descriptor))
         }
         if delivery.redelivered { try findDeadWorkers(afterRedelivery: true) }
         let deaths = deaths(of: descriptor, delivery)
@@ -53,7 +53,10 @@ extension WorkerSession {
         guard running == nil else {
             let error = JobError(
                 code: "duplicateID", message: "job id '\(descriptor.id)' is already running on this worker")
-            return try reject(delivery, error: error, receivedAt: receivedAt, descriptor: descriptor, reply: false)
+            // Another delivery of the job runs here, and holds its lock.
+            return try reject(
+                delivery, error: error, receivedAt: receivedAt, descriptor: descriptor, reply: false,
+                releasesLock: false)
         }
         let mailbox = worker.mailbox
         let jobID = descriptor.id
@@ -110,20 +113,22 @@ extension WorkerSession {
             job.operation.job.logger.warning("job failed", metadata: ["error": "\(error)"])
             let failed = makeResult(job.descriptor, delivery: job.delivery, status: .failed, timings: timings, error: error)
             return try whenDeadLettersReachable(of: job.delivery) { [unowned self] in
+                try release(HeldLock(job.descriptor))
                 let dead = try deadLetter(job.delivery, error: error)
                 let confirms = try publishResult(failed, replyTo: job.delivery.replyQueue)
                 try settle(job.delivery.deliveryTag, action: .ack, after: [.publish(dead)] + confirms)
             }
         }
-        try end(job.delivery, with: result)
+        try end(job.delivery, with: result, lock: HeldLock(job.descriptor))
     }
 
-    /// Publishes a succeeded or cancelled `result` and acks `delivery` once the broker confirmed it. When the
-    /// connection fails first, the result is kept for the redelivery (``OrphanResults``), as are results whose
-    /// confirm is lost with the connection.
-    func end(_ delivery: Delivery, with result: JobResult) throws {
+    /// Releases `lock`, the job's unique lock if it holds one, then publishes a succeeded or cancelled `result` and
+    /// acks `delivery` once the broker confirmed it. When the connection fails first, the result is kept for the
+    /// redelivery (``OrphanResults``), as are results whose confirm is lost with the connection.
+    func end(_ delivery: Delivery, with result: JobResult, lock: HeldLock?) throws {
         let confirms: [Settlement.Confirm]
         do {
+            try release(lock)
             confirms = try publishResult(result, replyTo: delivery.replyQueue)
         } catch {
             orphanResults.keep(result)
@@ -134,10 +139,11 @@ extension WorkerSession {
 
     // MARK: - Bad input
 
-    /// Dead-letters a job that can never run, and replies with a `failed` result when its id is known.
+    /// Dead-letters a job that can never run, and replies with a `failed` result when its id is known; first
+    /// releases its unique lock, if it holds one, unless `releasesLock` is `false`.
     func reject(
         _ delivery: Delivery, error: JobError, receivedAt: Date, descriptor: OperationDescriptor? = nil,
-        reply: Bool = true
+        reply: Bool = true, releasesLock: Bool = true
     ) throws {
         let candidates = [descriptor?.id, salvageID(from: delivery.body), delivery.properties.messageID]
         let id = candidates.compactMap { $0 }.first { OperationDescriptor.problem(withID: $0) == nil }
@@ -155,6 +161,7 @@ extension WorkerSession {
                 timings: JobTimings(enqueuedAt: descriptor?.createdAt, receivedAt: receivedAt, finishedAt: Date()))
         } : nil
         try whenDeadLettersReachable(of: delivery) { [unowned self] in
+            if releasesLock { try release(descriptor.flatMap(HeldLock.init)) }
             var confirms: [Settlement.Confirm] = [.publish(try deadLetter(delivery, error: error))]
             if let result { confirms += try publishResult(result, replyTo: delivery.replyQueue) }
             try settle(delivery.deliveryTag, action: .ack, after: confirms)

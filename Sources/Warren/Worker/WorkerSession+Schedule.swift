@@ -26,7 +26,7 @@ extension WorkerSession {
             let result = makeResult(
                 descriptor, delivery: delivery, status: .cancelled, cancellation: cancellation,
                 timings: JobTimings(enqueuedAt: descriptor.createdAt, receivedAt: receivedAt, finishedAt: Date()))
-            return try end(delivery, with: result)
+            return try end(delivery, with: result, lock: HeldLock(descriptor))
         }
         let milliseconds = Int((notBefore.timeIntervalSince(receivedAt) * 1000).rounded(.up))
         let hop = Self.scheduleHop(milliseconds: milliseconds)

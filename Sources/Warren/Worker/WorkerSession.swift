@@ -15,6 +15,8 @@ final class WorkerSession {
     static let storeChannel: UInt16 = 5
     /// The channel whose consumers read single results of the `warren.results` stream (``ResultFetches``).
     static let fetchChannel: UInt16 = 6
+    /// The channel that releases unique jobs' locks (``WorkerSession+UniqueLocks``), opened when first needed.
+    static let lockChannel: UInt16 = 7
 
     let worker: Worker
     let localQueues: [String: LocalQueue]
@@ -63,6 +65,8 @@ final class WorkerSession {
     var aloneJobRuns = false
     /// Results of jobs that finished after their delivery died with a connection, kept for the redelivery.
     var orphanResults = OrphanResults()
+    /// Whether ``lockChannel`` is open.
+    var lockChannelOpen = false
     /// Job queue consumed, by consumer tag.
     var jobConsumers: [String: String] = [:]
     /// Job queue of each consumer cancelled on this connection, by consumer tag: its deliveries may still be held.
@@ -308,6 +312,7 @@ final class WorkerSession {
         readsResultsStream = false
         resultsStreamProbe = nil
         acks.reset()
+        lockChannelOpen = false
         publishCount = 0  // confirm numbers start at 1 on every new channel
         try connection.openChannel(Self.publishChannel)
         try Topology.declareResults(on: connection, channel: Self.publishChannel)

@@ -68,7 +68,7 @@ enum WireSamples {
         func maybe<T>(_ make: (inout SeededGenerator) -> T) -> T? {
             Bool.random(using: &generator) ? make(&generator) : nil
         }
-        return OperationDescriptor(
+        var descriptor = OperationDescriptor(
             id: UUID().uuidString.lowercased(), type: string(using: &generator),
             input: value(using: &generator), priority: JobPriority.allCases.randomElement(using: &generator)!,
             sequence: Bool.random(using: &generator) ? .random(in: 0 ... .max, using: &generator) : 0,
@@ -76,7 +76,13 @@ enum WireSamples {
             notBefore: maybe { date(using: &$0) }, createdAt: maybe { date(using: &$0) },
             maxAttempts: maybe { Int.random(in: -5...Int.max, using: &$0) },
             timeLimitSeconds: maybe { Double.random(in: 0.001...31_536_000, using: &$0) },
+            unique: maybe { Bool.random(using: &$0) },
             dependencies: maybe { generator in (0..<Int.random(in: 0...3, using: &generator)).map { "d\($0)" } },
             requireSuccess: maybe { Bool.random(using: &$0) })
+        // A unique job's key must fit its lock's name, or JobDecoder refuses the job.
+        if descriptor.unique == true, OperationDescriptor.problem(withUniqueKey: descriptor.key) != nil {
+            descriptor.unique = false
+        }
+        return descriptor
     }
 }

@@ -1,0 +1,109 @@
+import AMQP
+import Foundation
+
+/// Unique jobs (``JobRequest/uniqueFor``): the locks a call takes before it publishes its jobs (``UniqueLock``).
+extension Producer {
+    /// What is wrong with the unique jobs among `requests`, or `nil` when nothing is.
+    static func problem(withUnique requests: [JobRequest]) -> String? {
+        var keys: Set<String> = []
+        for request in requests {
+            guard let lifetime = request.uniqueFor else { continue }
+            if let problem = UniqueLock.problem(withLifetime: lifetime / .seconds(1))
+                ?? OperationDescriptor.problem(withUniqueKey: request.key)
+            {
+                return "job \(request.id): \(problem)"
+            }
+            if request.supersede {
+                return "job \(request.id): a unique job cannot supersede the jobs of its key, which hold its lock"
+            }
+            if !keys.insert(request.key!).inserted {
+                return "job \(request.id): another job of this call is unique for key '\(request.key!)' too"
+            }
+        }
+        return nil
+    }
+
+    /// Takes the lock of each unique job among `requests`, all or none, and returns the jobs that hold one.
+    ///
+    /// Each token is published with confirms and `mandatory`: a lock queue that a worker deleted between its
+    /// declaration and the publish returns the token, which is then declared and published again.
+    /// - Throws: ``WarrenError`` `duplicate` when another job holds a lock (the ones this call took are released
+    ///   first); `broker` when the broker refuses otherwise or the connection fails.
+    func takeUniqueLocks(of requests: [JobRequest]) throws -> [JobRequest] {
+        var pending = requests.filter { $0.uniqueFor != nil }
+        guard !pending.isEmpty else { return [] }
+        var held: [JobRequest] = []
+        var refused: [JobRequest] = []
+        for _ in 0..<3 where !pending.isEmpty {
+            var tokens: [(number: UInt64, request: JobRequest)] = []
+            for request in pending {
+                try declareLock(key: request.key!)
+                let token = UniqueLock.token(jobID: request.id, lifetime: request.uniqueFor!)
+                try publish(
+                    token.body, exchange: "", routingKey: UniqueLock.queue(forKey: request.key!),
+                    properties: token.properties, mandatory: true)
+                tokens.append((publishCount, request))
+            }
+            let refusedNumbers = try waitForAnswers()
+            let returned = takeReturnedQueues { $0.hasPrefix(UniqueLock.prefix) }
+            pending = []
+            for (number, request) in tokens {
+                if refusedNumbers.contains(number) {
+                    refused.append(request)
+                } else if returned.contains(UniqueLock.queue(forKey: request.key!)) {
+                    pending.append(request)
+                } else {
+                    held.append(request)
+                }
+            }
+        }
+        if !refused.isEmpty || !pending.isEmpty { try releaseUniqueLocks(of: held) }
+        if let request = refused.first {
+            throw WarrenError(
+                .duplicate,
+                "job \(request.id) not enqueued: another job of key '\(request.key!)' holds the key's unique lock "
+                    + "(queue '\(UniqueLock.queue(forKey: request.key!))'), until it ends or the lock expires"
+                    + (requests.count > 1 ? "; no job of this call was enqueued" : ""))
+        }
+        if let request = pending.first {
+            throw WarrenError(
+                .broker, "the lock queue of key '\(request.key!)' was deleted each time its token was published")
+        }
+        return held
+    }
+
+    /// Releases the locks `requests` hold, as their jobs' worker would: for jobs that were not enqueued after all.
+    func releaseUniqueLocks(of requests: [JobRequest]) throws {
+        guard !requests.isEmpty else { return }
+        try openLockChannel()
+        do {
+            for request in requests {
+                _ = try UniqueLock.release(
+                    key: request.key!, jobID: request.id, on: connection, channel: Self.lockChannel)
+            }
+        } catch let error as AMQPError where error.channel == Self.lockChannel {
+            lockChannelOpen = false
+            throw error
+        }
+    }
+
+    /// Declares the lock queue of `key` on ``lockChannel``, opened first if need be.
+    private func declareLock(key: String) throws {
+        try openLockChannel()
+        do {
+            try UniqueLock.declare(key: key, on: connection, channel: Self.lockChannel)
+        } catch let error as AMQPError where error.channel == Self.lockChannel && error.replyCode == 406 {
+            lockChannelOpen = false
+            throw WarrenError(
+                .invalidConfiguration,
+                "queue '\(UniqueLock.queue(forKey: key))' exists, but not as Warren declares a unique job's lock "
+                    + "(docs/wire-format.md §5): \(error.replyText ?? "406 PRECONDITION_FAILED")")
+        }
+    }
+
+    private func openLockChannel() throws {
+        guard !lockChannelOpen else { return }
+        try connection.openChannel(Self.lockChannel)
+        lockChannelOpen = true
+    }
+}

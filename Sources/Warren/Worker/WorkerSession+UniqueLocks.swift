@@ -1,0 +1,52 @@
+import AMQP
+import Foundation
+import Logging
+
+/// The lock a unique job holds (``OperationDescriptor/unique``), to release when the job ends for good.
+///
+/// Thread safety: immutable.
+struct HeldLock {
+    let key: String
+    let jobID: String
+
+    /// The lock `descriptor`'s job holds, or `nil` if it is not unique.
+    init?(_ descriptor: OperationDescriptor) {
+        guard descriptor.unique == true, let key = descriptor.key else { return nil }
+        self.key = key
+        jobID = descriptor.id
+    }
+}
+
+/// Unique jobs' locks (``UniqueLock``): a job that ends for good (succeeded, failed, cancelled, dead-lettered;
+/// not a retry or a job sent back) releases its lock just before its result is published, so that whoever sees
+/// the result can enqueue the key's next job at once.
+extension WorkerSession {
+    /// Releases `lock`, if any, on ``lockChannel`` (opened when first needed). A lock the broker refuses to release
+    /// (its queue declared otherwise, say) is logged and left to expire.
+    /// - Throws: `AMQPError` when the connection fails.
+    func release(_ lock: HeldLock?) throws {
+        guard let lock else { return }
+        let metadata: Logger.Metadata = ["job": "\(lock.jobID)", "key": "\(lock.key)"]
+        do {
+            if !lockChannelOpen {
+                try connection.openChannel(Self.lockChannel)
+                lockChannelOpen = true
+            }
+            switch try UniqueLock.release(key: lock.key, jobID: lock.jobID, on: connection, channel: Self.lockChannel) {
+            case .released:
+                logger.debug("released the job's unique lock", metadata: metadata)
+            case .free:
+                logger.debug("the job's unique lock had expired", metadata: metadata)
+            case .heldBy(let holder):
+                logger.warning(
+                    "the job's unique lock expired before the job ended, and another job holds it now",
+                    metadata: metadata.merging(["holder": "\(holder ?? "-")"]) { $1 })
+            }
+        } catch let error as AMQPError where error.channel == Self.lockChannel {
+            lockChannelOpen = false
+            logger.error(
+                "cannot release the job's unique lock; it expires by itself",
+                metadata: metadata.merging(["error": "\(error)"]) { $1 })
+        }
+    }
+}
