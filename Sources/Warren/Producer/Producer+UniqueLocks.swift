@@ -97,7 +97,7 @@ extension Producer {
             throw WarrenError(
                 .invalidConfiguration,
                 "queue '\(UniqueLock.queue(forKey: key))' exists, but not as Warren declares a unique job's lock "
-                    + "(docs/wire-format.md §5): \(error.replyText ?? "406 PRECONDITION_FAILED")")
+                    + "(docs/wire-format.md §2, Unique jobs): \(error.replyText ?? "406 PRECONDITION_FAILED")")
         }
     }
 

@@ -10,7 +10,7 @@ import Foundation
 /// expires after the lock's lifetime (`expiration`), so a lock whose job was lost frees itself. The worker that ends
 /// the job for good takes its token back (`basic.get`, then `basic.ack`) and deletes the queue if it is empty; a
 /// token of another job (this one's lock expired, and another job took it) goes back untouched. See
-/// docs/wire-format.md §5.
+/// docs/wire-format.md §2, *Unique jobs*.
 ///
 /// Thread safety: stateless; the connection passed in is confined to the calling thread.
 public enum UniqueLock {

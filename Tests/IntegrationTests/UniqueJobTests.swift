@@ -1,0 +1,156 @@
+import AMQP
+import Foundation
+import Testing
+import Warren
+
+extension Integration {
+    @Suite struct UniqueJobs {
+        /// Whether the lock queue of `key` exists.
+        static func lockExists(_ key: String) -> Bool {
+            (try? BrokerProbe.depth(of: UniqueLock.queue(forKey: key))) != nil
+        }
+
+        @Test("a unique job is enqueued only while no job of its key holds the lock; its result means the lock is free")
+        func heldUntilTheResult() throws {
+            let url = try TestEnvironment.brokerURL
+            let queue = TestEnvironment.uniqueName("unique")
+            let idle = TestEnvironment.uniqueName("unique-idle")
+            let key = TestEnvironment.uniqueName("report")
+            defer { [queue, idle, UniqueLock.queue(forKey: key)].forEach(BrokerProbe.delete) }
+            let tap = try MessageTap.results()
+            let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "2"])
+            defer { worker.terminate() }
+            let producer = try Producer.forTests()
+            let first = JobRequest(type: "sleep", input: ["seconds": 1.5], key: key, queue: queue, uniqueFor: .seconds(60))
+            #expect(try producer.enqueue(first).unique == true)
+            #expect(try BrokerProbe.depth(of: UniqueLock.queue(forKey: key)) == 1)
+
+            let again = JobRequest(type: "echo", key: key, queue: queue, uniqueFor: .seconds(60))
+            let refused = #expect(throws: WarrenError.self) { try producer.enqueue(again) }
+            #expect(refused?.code == .duplicate)
+            #expect(
+                refused?.message == "job \(again.id) not enqueued: another job of key '\(key)' holds the key's unique "
+                    + "lock (queue 'warren.unique.\(key)'), until it ends or the lock expires")
+            // All or nothing: the plain job of the same call is not enqueued either.
+            let plain = JobRequest(type: "echo", queue: idle)
+            let batch = #expect(throws: WarrenError.self) { try producer.enqueue([plain, again]) }
+            #expect(batch?.code == .duplicate)
+            #expect(batch?.message.hasSuffix("; no job of this call was enqueued") == true)
+            #expect((try? BrokerProbe.depth(of: idle)) ?? 0 == 0)
+            let cli = try CLI.run(["enqueue", "echo", "--key", key, "--unique-for", "1m", "--queue", queue, "--url", url])
+            #expect(cli.status == 6, "\(cli.stderr)")
+            #expect(cli.stdout.isEmpty && cli.stderr.contains("holds the key's unique lock"), "\(cli.stderr)")
+            // Another key, and the same key without uniqueness, are not held back.
+            try producer.enqueue(JobRequest(type: "echo", key: key + "-other", queue: queue, uniqueFor: .seconds(60)))
+            try producer.enqueue(JobRequest(type: "echo", key: key, queue: queue))
+
+            // Seen its result, the next job of the key is enqueued at once.
+            #expect(try tap.waitForResults([first.id]).first?.status == .succeeded)
+            let next = JobRequest(type: "echo", input: "next", key: key, queue: queue, uniqueFor: .seconds(60))
+            try producer.enqueue(next)
+            #expect(try tap.waitForResults([next.id]).first?.status == .succeeded)
+            // The last release deletes the lock's queue.
+            #expect(!Self.lockExists(key))
+            #expect(!Self.lockExists(key + "-other"))
+            #expect(try BrokerProbe.depth(of: queue) == 0)
+        }
+
+        @Test("the lock holds across retries, and a failure, a cancellation or a dead letter releases it")
+        func endsForGood() throws {
+            let queue = TestEnvironment.uniqueName("unique-ends")
+            let key = TestEnvironment.uniqueName("ends")
+            defer { [queue, UniqueLock.queue(forKey: key)].forEach(BrokerProbe.delete) }
+            let tap = try MessageTap.results()
+            let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "1", "--prefetch", "4"])
+            defer { worker.terminate() }
+            let producer = try Producer.forTests()
+            func unique(_ type: String, _ input: JSONValue = .null, maxAttempts: Int? = nil) -> JobRequest {
+                JobRequest(type: type, input: input, key: key, queue: queue, maxAttempts: maxAttempts, uniqueFor: .seconds(60))
+            }
+
+            // A retryable failure: the job waits in a delay queue between its two attempts, and keeps the lock.
+            let failing = unique("fail", ["retryable": true], maxAttempts: 2)
+            try producer.enqueue(failing)
+            try worker.waitForStderr(containing: "job failed; retrying")
+            #expect(throws: WarrenError.self) { try producer.enqueue(unique("echo")) }
+            let failed = try tap.waitForResults([failing.id])
+            #expect(failed.map(\.status) == [.failed] && failed.first?.attempt == 2)
+
+            // Cancelled while it waits behind a job on the worker's one thread.
+            let blocker = JobRequest(type: "sleep", input: ["seconds": 30], queue: queue)
+            try producer.enqueue(blocker)
+            try worker.waitForStart(of: blocker.id)
+            let waiting = unique("echo")
+            try producer.enqueue(waiting)
+            try producer.cancel(jobIDs: [waiting.id])
+            #expect(try tap.waitForResults([waiting.id]).first?.status == .cancelled)
+            try producer.cancel(jobIDs: [blocker.id])
+
+            // Dead-lettered: no worker runs the type.
+            let unknown = unique("nope")
+            try producer.enqueue(unknown)
+            #expect(try tap.waitForResults([unknown.id]).first?.error?.code == "unknownType")
+            let last = unique("echo")
+            try producer.enqueue(last)
+            #expect(try tap.waitForResults([last.id]).first?.status == .succeeded)
+            #expect(!Self.lockExists(key))
+        }
+
+        @Test("an expired lock is taken by the next job; the old job, ending, leaves the new holder's token")
+        func expires() throws {
+            let queue = TestEnvironment.uniqueName("unique-expiry")
+            let key = TestEnvironment.uniqueName("expiry")
+            defer { [queue, UniqueLock.queue(forKey: key)].forEach(BrokerProbe.delete) }
+            let tap = try MessageTap.results()
+            let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "2"])
+            defer { worker.terminate() }
+            let producer = try Producer.forTests()
+            let slow = JobRequest(type: "sleep", input: ["seconds": 3], key: key, queue: queue, uniqueFor: .seconds(1))
+            try producer.enqueue(slow)
+            try worker.waitForStart(of: slow.id)
+            let deadline = ContinuousClock.now + .seconds(20)
+            let next = JobRequest(type: "sleep", input: ["seconds": 4], key: key, queue: queue, uniqueFor: .seconds(60))
+            // Refused until the first lock expires, a second after it was taken.
+            while (try? producer.enqueue(next)) == nil {
+                #expect(ContinuousClock.now < deadline, "the expired lock was never taken")
+                Thread.sleep(forTimeInterval: 0.2)
+            }
+            #expect(try tap.waitForResults([slow.id]).first?.status == .succeeded)
+            try worker.waitForStderr(containing: "the job's unique lock expired before the job ended")
+            #expect(try BrokerProbe.depth(of: UniqueLock.queue(forKey: key)) == 1, "the next job's token stays")
+            #expect(throws: WarrenError.self) { try producer.enqueue(JobRequest(type: "echo", key: key, queue: queue, uniqueFor: .seconds(5))) }
+            #expect(try tap.waitForResults([next.id]).first?.status == .succeeded)
+            #expect(!Self.lockExists(key))
+        }
+
+        @Test("pika takes a lock as the wire format says, and a Warren worker releases it; a unique job without a key is dead-lettered")
+        func foreignClients() throws {
+            let url = try TestEnvironment.brokerURL
+            let queue = TestEnvironment.uniqueName("unique-pika")
+            let key = TestEnvironment.uniqueName("pika")
+            defer { [queue, UniqueLock.queue(forKey: key)].forEach(BrokerProbe.delete) }
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            let script = TestEnvironment.packageRoot.appendingPathComponent("Tests/IntegrationTests/Clients/pika_unique.py")
+            let client = try ChildProcess(URL(fileURLWithPath: "/usr/bin/python3"), [script.path, url, queue, key])
+            #expect(client.waitForExit() == 0, "\(client.stderr)")
+            let line = try #require(
+                try JSONSerialization.jsonObject(with: Data(client.stdout.utf8)) as? [String: Any], "\(client.stdout)")
+            #expect(line["first"] as? Bool == true && line["second"] as? Bool == false, "\(line)")
+            #expect(line["status"] as? String == "succeeded" && line["third"] as? Bool == true, "\(line)")
+            #expect(line["holder"] as? Bool == true, "\(line)")
+
+            let dead = try MessageTap.deadLetters()
+            let tap = try MessageTap.results()
+            let id = TestEnvironment.uniqueName("keyless")
+            let body = Array(#"{"version":1,"id":"\#(id)","type":"echo","unique":true}"#.utf8)
+            try ForeignPublisher.publish(body, url: url, routingKey: queue)
+            try dead.read(timeout: .seconds(30)) { letters in letters.contains { $0.body == body } }
+            let letter = try #require(dead.messages.first { $0.body == body })
+            #expect(letter.properties.headers?[Topology.deadReasonHeader]?.stringValue == "invalidDescriptor")
+            #expect(
+                try tap.waitForResults([id]).first?.error?.message
+                    == "unique: a unique job needs a key: its lock is the key's")
+        }
+    }
+}
