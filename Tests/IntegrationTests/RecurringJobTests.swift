@@ -119,6 +119,38 @@ extension Integration {
             }
         }
 
+        @Test("a unique schedule skips the ticks whose earlier job still waits or runs, and enqueues again once it ended")
+        func uniqueTicks() async throws {
+            try await Self.withFreshSchedule { queue, name in
+                let key = TestEnvironment.uniqueName("beat-lock")
+                defer { BrokerProbe.delete(UniqueLock.queue(forKey: key)) }
+                let file = try Self.scheduleFile(
+                    name: name, queue: queue, extra: #", "key": "\#(key)", "uniqueFor": "1m""#)
+                let scheduler = try Self.startScheduler(file, name: "scheduler")
+                defer { scheduler.terminate() }
+                try scheduler.waitForStderr(containing: "leading the schedules")
+                // No worker yet: the first tick's job waits in the queue and holds the lock; the next ticks are skipped.
+                try Self.waitForJobs(in: queue, count: 1)
+                let skip = "skipped a tick: an earlier job of its key still holds"
+                let deadline = ContinuousClock.now + .seconds(15)
+                while scheduler.stderr.components(separatedBy: skip).count < 3, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+                #expect(scheduler.stderr.components(separatedBy: skip).count >= 3, "two ticks skipped")
+                #expect(try BrokerProbe.depth(of: queue) == 1)
+                // A worker runs it, which frees the lock: the next tick's job is enqueued, and runs in turn.
+                let tap = try MessageTap.results()
+                let worker = try CLI.startWorker(queue: queue)
+                defer { worker.terminate() }
+                try tap.read(timeout: .seconds(30)) { messages in
+                    Set(messages.compactMap { try? JobResult.decode($0.body) }.map(\.jobID).filter { $0.hasPrefix(name) })
+                        .count >= 2
+                }
+                let ran = Set(tap.messages.compactMap { try? JobResult.decode($0.body) }.map(\.jobID))
+                #expect(ran.filter { $0.hasPrefix(name) }.count >= 2, "\(ran)")
+            }
+        }
+
         @Test("when the leading scheduler dies, another leads: no tick missed, none enqueued twice")
         func failover() async throws {
             try await Self.withFreshSchedule { queue, name in

@@ -31,10 +31,11 @@ import Testing
               {"name": "nightly", "cron": "0 3 * * *", "timeZone": "Europe/Paris", "type": "report",
                "input": {"scope": "all"}, "priority": "high", "key": "report", "supersede": true, "queue": "reports",
                "maxAttempts": 5, "deadline": "1h", "timeLimit": "10m", "maxLateness": 600},
-              {"name": "beat", "every": "30s", "type": "sleep"}
+              {"name": "beat", "every": "30s", "type": "sleep"},
+              {"name": "sync", "every": 60, "type": "sync", "key": "sync", "uniqueFor": "2h"}
             ]}
             """)
-        #expect(schedules.count == 2)
+        #expect(schedules.count == 3)
         let nightly = schedules[0]
         #expect(nightly.recurrence == .cron(try CronExpression("0 3 * * *"), TimeZone(identifier: "Europe/Paris")!))
         #expect(nightly.input == ["scope": "all"])
@@ -46,7 +47,9 @@ import Testing
         let beat = schedules[1]
         #expect(beat.recurrence == .every(.seconds(30)))
         #expect(beat.input == .null && beat.queue == Topology.defaultQueue && beat.key == nil && beat.maxLateness == nil)
-        #expect(beat.timeLimit == nil)
+        #expect(beat.timeLimit == nil && beat.uniqueFor == nil)
+        #expect(schedules[2].uniqueFor == .seconds(7200))
+        #expect(schedules[2].request(for: Date(), now: Date()).uniqueFor == .seconds(7200))
     }
 
     @Test func cronWithoutTimeZoneIsUTC() throws {
@@ -76,6 +79,11 @@ import Testing
         (#"{"schedules": [{"name": "a", "type": "t", "every": 5, "maxLateness": "0.5s"}]}"#, "maxLateness must be at least 1 s"),
         (#"{"schedules": [{"name": "a", "type": "t", "every": 5, "timeLimit": 0}]}"#, "timeLimit: a time limit must be from 1 ms to a year"),
         (#"{"schedules": [{"name": "a", "type": "t", "every": 5, "timeLimit": "2y"}]}"#, "timeLimit must be seconds, or a number"),
+        (#"{"schedules": [{"name": "a", "type": "t", "every": 5, "uniqueFor": "1h"}]}"#, "uniqueFor: a unique job needs a key"),
+        (#"{"schedules": [{"name": "a", "type": "t", "every": 5, "key": "k", "uniqueFor": "31d"}]}"#,
+         "uniqueFor: a unique job's lock lasts from 1 second to 30 days"),
+        (#"{"schedules": [{"name": "a", "type": "t", "every": 5, "key": "k", "supersede": true, "uniqueFor": 60}]}"#,
+         "uniqueFor and supersede: give one or the other"),
         (#"{"schedules": [{"name": "a", "type": "t", "every": 5}, {"name": "a", "type": "u", "every": 6}]}"#, "schedule name 'a' is given twice"),
         ("not json", "not JSON"),
     ])

@@ -36,6 +36,10 @@ public struct Schedule: Sendable, Equatable {
     public var deadline: Duration?
     /// The longest a job's code may run (``JobRequest/timeLimit``). Default: none.
     public var timeLimit: Duration?
+    /// With ``key``: each job is unique for its key (``JobRequest/uniqueFor``), so a tick whose earlier job of the
+    /// key still waits or runs is skipped, as a Kubernetes CronJob's `Forbid` policy does; its lock lasts at most
+    /// this long. Not with ``supersede``. Default: none, a tick's job runs even while the one before still does.
+    public var uniqueFor: Duration?
     /// When no scheduler ran at a tick, the most recent tick missed is enqueued once, late, when one runs again;
     /// one later than this is skipped instead. At least a second. Default: `nil`, enqueued however late (as Celery
     /// beat and a CronJob without `startingDeadlineSeconds` do).
@@ -44,7 +48,8 @@ public struct Schedule: Sendable, Equatable {
     public init(
         name: String, recurrence: Recurrence, type: String, input: JSONValue = .null, priority: JobPriority = .normal,
         key: String? = nil, supersede: Bool = false, queue: String = Topology.defaultQueue, maxAttempts: Int? = nil,
-        deadline: Duration? = nil, timeLimit: Duration? = nil, maxLateness: Duration? = nil
+        deadline: Duration? = nil, timeLimit: Duration? = nil, uniqueFor: Duration? = nil,
+        maxLateness: Duration? = nil
     ) {
         self.name = name
         self.recurrence = recurrence
@@ -57,6 +62,7 @@ public struct Schedule: Sendable, Equatable {
         self.maxAttempts = maxAttempts
         self.deadline = deadline
         self.timeLimit = timeLimit
+        self.uniqueFor = uniqueFor
         self.maxLateness = maxLateness
     }
 
@@ -85,6 +91,14 @@ public struct Schedule: Sendable, Equatable {
         if let timeLimit, let problem = OperationDescriptor.problem(withTimeLimit: timeLimit / .seconds(1)) {
             return "schedule '\(name)': timeLimit: \(problem)"
         }
+        if let uniqueFor {
+            if supersede { return "schedule '\(name)': uniqueFor and supersede: give one or the other" }
+            if let problem = UniqueLock.problem(withLifetime: uniqueFor / .seconds(1))
+                ?? OperationDescriptor.problem(withUniqueKey: key)
+            {
+                return "schedule '\(name)': uniqueFor: \(problem)"
+            }
+        }
         if let maxLateness, maxLateness < .seconds(1) {
             // A job is enqueued milliseconds after its tick: a smaller limit would skip every tick.
             return "schedule '\(name)': maxLateness must be at least 1 s"
@@ -97,7 +111,7 @@ public struct Schedule: Sendable, Equatable {
         JobRequest(
             type: type, input: input, priority: priority, key: key, supersede: supersede, queue: queue,
             deadline: deadline.map { now.addingTimeInterval($0.seconds) }, maxAttempts: maxAttempts,
-            timeLimit: timeLimit, id: Self.jobID(name: name, tick: tick))
+            timeLimit: timeLimit, uniqueFor: uniqueFor, id: Self.jobID(name: name, tick: tick))
     }
 
     /// `NAME:YYYYMMDDTHHMMSSZ`.

@@ -12,7 +12,7 @@ import Foundation
 ///
 /// Each schedule has a `name`, a `type`, and either `cron` (five fields, read on the wall clock of `timeZone`, UTC
 /// unless given) or `every` (an interval); the other members are ``Schedule``'s. Lengths of time (`every`,
-/// `deadline`, `timeLimit`, `maxLateness`) are seconds, or a number with a unit: `30s`, `10m`, `2h`, `1d`.
+/// `deadline`, `timeLimit`, `uniqueFor`, `maxLateness`) are seconds, or a number with a unit: `30s`, `10m`, `2h`, `1d`.
 ///
 /// Thread safety: immutable (a namespace).
 public enum ScheduleFile {
@@ -20,7 +20,7 @@ public enum ScheduleFile {
     /// meant silently.
     static let members: Set<String> = [
         "name", "cron", "every", "timeZone", "type", "input", "priority", "key", "supersede", "queue", "maxAttempts",
-        "deadline", "timeLimit", "maxLateness",
+        "deadline", "timeLimit", "uniqueFor", "maxLateness",
     ]
 
     /// Reads and checks the schedules in the file at `path`.
@@ -105,6 +105,7 @@ public enum ScheduleFile {
             }
             schedule.deadline = try duration("deadline")
             schedule.timeLimit = try duration("timeLimit")
+            schedule.uniqueFor = try duration("uniqueFor")
             schedule.maxLateness = try duration("maxLateness")
             if let problem = schedule.problem { throw WarrenError(.invalidSchedule, problem) }
             return schedule

@@ -6,7 +6,7 @@ import Metrics
 /// | metric | kind | labels |
 /// | --- | --- | --- |
 /// | `warren_recurring_jobs_enqueued_total` | counter | `schedule` |
-/// | `warren_recurring_ticks_skipped_total` | counter: ticks skipped, missed while nothing enqueued them or later than their schedule's `maxLateness` | `schedule` |
+/// | `warren_recurring_ticks_skipped_total` | counter: ticks skipped, missed while nothing enqueued them, later than their schedule's `maxLateness`, or whose earlier job still holds the key's unique lock (`uniqueFor`) | `schedule` |
 /// | `warren_scheduler_leading` | gauge: 1 while this scheduler leads, else 0 | |
 ///
 /// Thread safety: confined to the scheduler's thread (the facade's metric objects are safe from any thread).

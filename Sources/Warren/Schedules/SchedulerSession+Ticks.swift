@@ -80,9 +80,28 @@ extension SchedulerSession {
                 jobs.append((schedule, tick, schedule.request(for: tick, now: now)))
             }
         }
-        guard !jobs.isEmpty else { return }
+        // A unique job goes alone: a lock that is held refuses only its own tick.
+        let unique = jobs.filter { $0.request.uniqueFor != nil }
+        let plain = jobs.filter { $0.request.uniqueFor == nil }
+        for batch in (plain.isEmpty ? [] : [plain]) + unique.map({ [$0] }) {
+            guard try submit(batch, to: queue) else { return }
+        }
+    }
+
+    /// Enqueues the jobs of one batch for job `queue`, and records their ticks in the state when that is done with
+    /// them: `false` when the queue refused them, and they wait to be enqueued again.
+    private func submit(_ jobs: [(schedule: Schedule, tick: Date, request: JobRequest)], to queue: String) throws -> Bool {
         do {
             try producer.enqueue(jobs.map(\.request))
+        } catch let error as WarrenError where error.code == .duplicate {
+            for (schedule, tick, _) in jobs {
+                logger.info(
+                    "skipped a tick: an earlier job of its key still holds the key's unique lock",
+                    metadata: metadata(schedule, tick))
+                metrics.skipped(schedule.name, count: 1)
+                dealtWith(schedule, tick: tick)
+            }
+            return true
         } catch let error as WarrenError where error.code == .invalidConfiguration {
             // Jobs the producer refuses before publishing: they never can be.
             for (schedule, tick, _) in jobs {
@@ -91,7 +110,7 @@ extension SchedulerSession {
                 logger.error("the producer refused a tick's job; the tick is skipped", metadata: metadata)
                 dealtWith(schedule, tick: tick)
             }
-            return
+            return true
         } catch let error as WarrenError {
             // The queue refuses (its node is down, it is exclusive to another connection, full, not permitted), or
             // the connection failed: the others go on; this queue's ticks wait, and the broker may have closed the
@@ -105,7 +124,7 @@ extension SchedulerSession {
                     "wait": "\(wait)",
                 ])
             try replaceProducer()
-            return
+            return false
         }
         retries[queue] = nil
         for (schedule, tick, request) in jobs {
@@ -115,6 +134,7 @@ extension SchedulerSession {
             metrics.enqueued(schedule.name)
             dealtWith(schedule, tick: tick)
         }
+        return true
     }
 
     /// Records `tick` in the state; the schedule's next tick is the one after it, or the latest that passed
