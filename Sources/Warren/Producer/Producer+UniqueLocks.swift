@@ -92,8 +92,9 @@ extension Producer {
         try openLockChannel()
         do {
             try UniqueLock.declare(key: key, on: connection, channel: Self.lockChannel)
-        } catch let error as AMQPError where error.channel == Self.lockChannel && error.replyCode == 406 {
+        } catch let error as AMQPError where error.channel == Self.lockChannel {
             lockChannelOpen = false
+            guard error.replyCode == 406 else { throw error }
             throw WarrenError(
                 .invalidConfiguration,
                 "queue '\(UniqueLock.queue(forKey: key))' exists, but not as Warren declares a unique job's lock "

@@ -62,6 +62,8 @@ public enum UniqueLock {
         case free
         /// Another job's token, left where it was: the job's own expired before it ended.
         case heldBy(String?)
+        /// The lock queue lives on a cluster node that is down: the token stays until it expires.
+        case unreachable
     }
 
     /// Releases the lock of `key` that job `jobID` holds, on `channel`, which must be open: takes the job's token
@@ -77,7 +79,7 @@ public enum UniqueLock {
             token = try connection.get(name, channel: channel)
         } catch let error as AMQPError where error.channel == channel && error.replyCode == 404 {
             try connection.openChannel(channel)
-            return .free
+            return error.isQueueNodeDown ? .unreachable : .free
         }
         guard let token else {
             try deleteIfEmpty(name, on: connection, channel: channel)

@@ -37,6 +37,10 @@ extension WorkerSession {
                 logger.debug("released the job's unique lock", metadata: metadata)
             case .free:
                 logger.debug("the job's unique lock had expired", metadata: metadata)
+            case .unreachable:
+                logger.warning(
+                    "cannot release the job's unique lock: its queue is on a cluster node that is down; it expires",
+                    metadata: metadata)
             case .heldBy(let holder):
                 logger.warning(
                     "the job's unique lock expired before the job ended, and another job holds it now",
