@@ -123,6 +123,28 @@ extension Integration {
             #expect(!Self.lockExists(key))
         }
 
+        @Test("warren unlock frees a held lock by hand and names its job; a free key says so; a bad key is refused")
+        func unlock() throws {
+            let url = try TestEnvironment.brokerURL
+            let queue = TestEnvironment.uniqueName("unique-unlock")
+            let key = TestEnvironment.uniqueName("stale")
+            defer { [queue, UniqueLock.queue(forKey: key)].forEach(BrokerProbe.delete) }
+            let producer = try Producer.forTests()
+            // No worker: the job waits in its queue and holds the lock.
+            let held = JobRequest(type: "echo", key: key, queue: queue, uniqueFor: .seconds(600))
+            try producer.enqueue(held)
+            #expect(throws: WarrenError.self) { try producer.enqueue(JobRequest(type: "echo", key: key, queue: queue, uniqueFor: .seconds(5))) }
+            let freed = try CLI.run(["unlock", key, key + "-never", "--url", url])
+            #expect(freed.status == 0, "\(freed.stderr)")
+            #expect(freed.stdout == "\(key): freed (held by job \(held.id))\n\(key)-never: was free\n")
+            #expect(!Self.lockExists(key))
+            try producer.enqueue(JobRequest(type: "echo", key: key, queue: queue, uniqueFor: .seconds(5)))
+            #expect(try producer.unlock(key: key) != nil && producer.unlock(key: key) == nil)
+            #expect(try BrokerProbe.depth(of: queue) == 2, "unlocking cancels nothing")
+            let bad = try CLI.run(["unlock", "", "--url", url])
+            #expect(bad.status == 64 && bad.stderr.contains("a unique job's key must be 1 to 241 bytes long"), "\(bad.stderr)")
+        }
+
         @Test("pika takes a lock as the wire format says, and a Warren worker releases it; a unique job without a key is dead-lettered")
         func foreignClients() throws {
             let url = try TestEnvironment.brokerURL

@@ -87,6 +87,31 @@ extension Producer {
         }
     }
 
+    /// Frees the unique lock of `key` by hand, whoever holds it: its queue is deleted, so the next unique job of
+    /// the key is enqueued at once. The holder, if it still waits or runs, is not cancelled; when it ends it finds
+    /// its lock gone and releases nothing.
+    /// - Returns: The id of the job that held the lock, or `nil` when the lock was free.
+    /// - Throws: ``WarrenError`` (`invalidConfiguration` for a key that cannot be a unique job's, `queueUnreachable`
+    ///   when the lock's queue is on a cluster node that is down, `broker` when the connection fails).
+    @discardableResult
+    public func unlock(key: String) throws -> String? {
+        if let problem = OperationDescriptor.problem(withUniqueKey: key) {
+            throw WarrenError(.invalidConfiguration, problem)
+        }
+        let name = UniqueLock.queue(forKey: key)
+        do {
+            try openLockChannel()
+            guard try Topology.lookUp(name, on: connection) != nil else { return nil }
+            let token = try connection.get(name, channel: Self.lockChannel)
+            try connection.deleteQueue(name, channel: Self.lockChannel)
+            return token.map { $0.properties.messageID ?? String(decoding: $0.body, as: UTF8.self) }
+        } catch let error as AMQPError {
+            if error.channel == Self.lockChannel { lockChannelOpen = false }
+            if error.channel == Self.lockChannel && error.replyCode == 404 && !error.isQueueNodeDown { return nil }
+            throw WarrenError(error.isQueueNodeDown ? .queueUnreachable : .broker, error.description)
+        }
+    }
+
     /// Declares the lock queue of `key` on ``lockChannel``, opened first if need be.
     private func declareLock(key: String) throws {
         try openLockChannel()
