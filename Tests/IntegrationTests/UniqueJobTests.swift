@@ -97,12 +97,12 @@ extension Integration {
         }
 
         @Test("an expired lock is taken by the next job; the old job, ending, leaves the new holder's token")
-        func expires() throws {
+        func expires() async throws {
             let queue = TestEnvironment.uniqueName("unique-expiry")
             let key = TestEnvironment.uniqueName("expiry")
             defer { [queue, UniqueLock.queue(forKey: key)].forEach(BrokerProbe.delete) }
             let tap = try MessageTap.results()
-            let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "2"])
+            let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "2", "--metrics-port", "0"])
             defer { worker.terminate() }
             let producer = try Producer.forTests()
             let slow = JobRequest(type: "sleep", input: ["seconds": 3], key: key, queue: queue, uniqueFor: .seconds(1))
@@ -113,7 +113,7 @@ extension Integration {
             // Refused until the first lock expires, a second after it was taken.
             while (try? producer.enqueue(next)) == nil {
                 #expect(ContinuousClock.now < deadline, "the expired lock was never taken")
-                Thread.sleep(forTimeInterval: 0.2)
+                try await Task.sleep(for: .milliseconds(200))
             }
             #expect(try tap.waitForResults([slow.id]).first?.status == .succeeded)
             try worker.waitForStderr(containing: "the job's unique lock expired before the job ended")
@@ -121,6 +121,11 @@ extension Integration {
             #expect(throws: WarrenError.self) { try producer.enqueue(JobRequest(type: "echo", key: key, queue: queue, uniqueFor: .seconds(5))) }
             #expect(try tap.waitForResults([next.id]).first?.status == .succeeded)
             #expect(!Self.lockExists(key))
+            let metrics = try await MetricsScrape.fetch(try worker.metricsURL()) { metrics in
+                metrics.value("warren_unique_lock_releases_total", ["outcome": "released"]) == 1
+            }
+            #expect(metrics.value("warren_unique_lock_releases_total", ["outcome": "takenByAnother"]) == 1)
+            #expect(metrics.value("warren_unique_lock_releases_total", ["outcome": "released"]) == 1)
         }
 
         @Test("warren unlock frees a held lock by hand and names its job; a free key says so; a bad key is refused")

@@ -16,6 +16,7 @@ import Synchronization
 /// | `warren_reconnects_total` | counter | |
 /// | `warren_dead_lettered_total` | counter | `reason` |
 /// | `warren_dead_workers_reported_total`, `warren_jobs_run_alone_total` | counter | |
+/// | `warren_unique_lock_releases_total` | counter | `outcome` |
 ///
 /// The local queue gauges are sampled, not counted: ``sampleLocalQueues()`` reads every watched queue when the
 /// metrics endpoint is scraped, so the job path pays nothing for them.
@@ -27,6 +28,7 @@ public final class WorkerMetrics: Sendable {
         /// By the type a job names, known or not: one lookup per job finds its type's metrics.
         var types: [String: TypeHandles] = [:]
         var deadLetters: [String: CoreMetrics.Counter] = [:]
+        var lockReleases: [String: CoreMetrics.Counter] = [:]
         var executing: [String: Gauge] = [:]
         var waiting: [String: Gauge] = [:]
         var width: [String: Gauge] = [:]
@@ -154,6 +156,19 @@ public final class WorkerMetrics: Sendable {
             Self.cached(reason, in: &handles.deadLetters) {
                 CoreMetrics.Counter(
                     label: "warren_dead_lettered_total", dimensions: [("reason", reason)], factory: currentFactory)
+            }
+        }
+        counter.increment()
+    }
+
+    /// Counts what releasing a unique job's lock found: `released`, `expired`, `takenByAnother` (expired, and
+    /// another job holds it now), `unreachable` (on a cluster node that is down) or `refused`.
+    func uniqueLockReleased(_ outcome: String) {
+        let counter: CoreMetrics.Counter = handles.withLock { handles in
+            Self.cached(outcome, in: &handles.lockReleases) {
+                CoreMetrics.Counter(
+                    label: "warren_unique_lock_releases_total", dimensions: [("outcome", outcome)],
+                    factory: currentFactory)
             }
         }
         counter.increment()

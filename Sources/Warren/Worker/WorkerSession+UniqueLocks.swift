@@ -27,6 +27,7 @@ extension WorkerSession {
     func release(_ lock: HeldLock?) throws {
         guard let lock else { return }
         let metadata: Logger.Metadata = ["job": "\(lock.jobID)", "key": "\(lock.key)"]
+        let outcome: String
         do {
             if !lockChannelOpen {
                 try connection.openChannel(Self.lockChannel)
@@ -34,23 +35,29 @@ extension WorkerSession {
             }
             switch try UniqueLock.release(key: lock.key, jobID: lock.jobID, on: connection, channel: Self.lockChannel) {
             case .released:
+                outcome = "released"
                 logger.debug("released the job's unique lock", metadata: metadata)
             case .free:
+                outcome = "expired"
                 logger.debug("the job's unique lock had expired", metadata: metadata)
             case .unreachable:
+                outcome = "unreachable"
                 logger.warning(
                     "cannot release the job's unique lock: its queue is on a cluster node that is down; it expires",
                     metadata: metadata)
             case .heldBy(let holder):
+                outcome = "takenByAnother"
                 logger.warning(
                     "the job's unique lock expired before the job ended, and another job holds it now",
                     metadata: metadata.merging(["holder": "\(holder ?? "-")"]) { $1 })
             }
         } catch let error as AMQPError where error.channel == Self.lockChannel {
             lockChannelOpen = false
+            outcome = "refused"
             logger.error(
                 "cannot release the job's unique lock; it expires by itself",
                 metadata: metadata.merging(["error": "\(error)"]) { $1 })
         }
+        metrics.uniqueLockReleased(outcome)
     }
 }
