@@ -44,6 +44,14 @@ public struct WorkerOptions: ParsableArguments {
     var rateLimits: [String] = []
 
     @Option(
+        name: .customLong("fleet-rate-limit"),
+        help: ArgumentHelp(
+            "Start at most N jobs of an operation type per second, minute, hour or day across every worker of the "
+                + "broker with this limit, evenly spaced up to 10/s; repeat for several types.",
+            valueName: "type=N/s|m|h|d"))
+    var fleetRateLimits: [String] = []
+
+    @Option(
         name: .customLong("time-limit"),
         help: ArgumentHelp(
             "Cancel a job of an operation type whose code runs longer, and end it failed (timeLimit); repeat for "
@@ -153,6 +161,17 @@ public struct WorkerOptions: ParsableArguments {
                 configuration.rateLimits[type] = try RateLimit(parsing: value)
             } catch let error as WarrenError {
                 throw ValidationError("--rate-limit \(entry): \(error.message)")
+            }
+        }
+        for entry in fleetRateLimits {
+            let (type, value) = try Self.split(entry, option: "--fleet-rate-limit", form: "type=N/unit")
+            guard configuration.fleetRateLimits[type] == nil else {
+                throw ValidationError("--fleet-rate-limit \(type) is given twice")
+            }
+            do {
+                configuration.fleetRateLimits[type] = try RateLimit(parsing: value)
+            } catch let error as WarrenError {
+                throw ValidationError("--fleet-rate-limit \(entry): \(error.message)")
             }
         }
         for entry in timeLimits {

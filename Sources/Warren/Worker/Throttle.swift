@@ -2,8 +2,7 @@
 ///
 /// A turn comes ``interval`` after the job before it went, so that no two jobs go closer together, whatever the
 /// moment the worker's loop wakes (a loop that wakes late makes the rate a little lower, never higher); no burst
-/// follows a pause. Jobs waiting go highest priority first, then in the order they came. A job that ends while it
-/// waits (it can only be cancelled) is dropped when its turn would come, and takes none.
+/// follows a pause. Jobs wait in a ``WaitingLine``; a cancelled one takes no turn.
 ///
 /// Thread safety: confined to the worker's broker thread.
 struct Throttle {
@@ -16,14 +15,7 @@ struct Throttle {
         get { next }
         set { next = newValue }
     }
-    /// The waiting jobs by priority, lowest first, each in arrival order from its `start`.
-    private var lines = Array(repeating: Line(), count: JobPriority.allCases.count)
-
-    private struct Line {
-        var jobs: [InFlightJob] = []
-        var start = 0
-        var isEmpty: Bool { start == jobs.count }
-    }
+    private var line = WaitingLine()
 
     init(_ limit: RateLimit) {
         interval = limit.interval
@@ -31,51 +23,25 @@ struct Throttle {
 
     /// When the first waiting job's turn comes; `nil` while none waits.
     var dueAt: ContinuousClock.Instant? {
-        lines.allSatisfy(\.isEmpty) ? nil : next ?? .now
+        line.isEmpty ? nil : next ?? .now
     }
 
     /// Whether `job` may be handed to its local queue at `now`; if not, it waits here for its turn.
     mutating func admit(_ job: InFlightJob, at now: ContinuousClock.Instant) -> Bool {
-        if lines.allSatisfy(\.isEmpty), takeTurn(at: now) { return true }
-        lines[Self.level(of: job.descriptor.priority)].jobs.append(job)
+        if line.isEmpty, takeTurn(at: now) { return true }
+        line.append(job)
         return false
     }
 
     /// The waiting jobs whose turn has come by `now`, in the order they go.
     mutating func due(at now: ContinuousClock.Instant) -> [InFlightJob] {
         var released: [InFlightJob] = []
-        while let job = nextWaiting() {
+        while let job = line.next() {
             guard takeTurn(at: now) else { break }
             released.append(job)
-            removeFirst(at: Self.level(of: job.descriptor.priority))
+            line.removeNext()
         }
         return released
-    }
-
-    /// The job whose turn comes next, after dropping the cancelled ones ahead of it.
-    private mutating func nextWaiting() -> InFlightJob? {
-        for level in lines.indices.reversed() {
-            while !lines[level].isEmpty {
-                let job = lines[level].jobs[lines[level].start]
-                guard job.operation.job.isCancelled else { return job }
-                removeFirst(at: level)
-            }
-        }
-        return nil
-    }
-
-    private static func level(of priority: JobPriority) -> Int {
-        Int(priority.amqpPriority) - 1
-    }
-
-    private mutating func removeFirst(at level: Int) {
-        lines[level].start += 1
-        if lines[level].isEmpty {
-            lines[level] = Line()
-        } else if lines[level].start >= 1024, lines[level].start * 2 >= lines[level].jobs.count {
-            lines[level].jobs.removeFirst(lines[level].start)
-            lines[level].start = 0
-        }
     }
 
     private mutating func takeTurn(at now: ContinuousClock.Instant) -> Bool {

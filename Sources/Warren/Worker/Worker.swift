@@ -63,6 +63,11 @@ public final class Worker: Sendable {
         /// local queue. The limit is this worker's own (ten workers with `10/s` start up to 100 such jobs a second).
         /// Default: none.
         public var rateLimits: [String: RateLimit] = [:]
+        /// Rate limits by operation type that every worker of the broker shares (``FleetRateLimit``): a job of such
+        /// a type waits in the worker until the broker grants it a turn, then goes to its local queue. At most the
+        /// limit's count of such jobs start per period across all workers with the same limit, evenly spaced up to
+        /// ten a second, in windows of about 100 ms above. Not with ``rateLimits`` for the same type. Default: none.
+        public var fleetRateLimits: [String: RateLimit] = [:]
         /// Time limits by operation type, Celery's `time_limit`: a job of such a type whose code runs longer is
         /// cancelled, and ends `failed` with code `timeLimit` (not retried; dead-lettered like any failure) however
         /// its code returns. Cancellation is cooperative: code that never checks ``JobContext/isCancelled`` runs on,
@@ -155,6 +160,7 @@ public final class Worker: Sendable {
         }
         let limited = [
             ("rate limit", Array(configuration.rateLimits.keys)), ("time limit", Array(configuration.timeLimits.keys)),
+            ("fleet-wide rate limit", Array(configuration.fleetRateLimits.keys)),
         ]
         for (limit, types) in limited {
             for type in types.sorted() where registry[type] == nil {
@@ -162,6 +168,16 @@ public final class Worker: Sendable {
                     .invalidConfiguration,
                     "\(limit) for operation type '\(type)', which this worker does not run (it runs: "
                         + "\(registry.types.joined(separator: ", ")))")
+            }
+        }
+        for (type, limit) in configuration.fleetRateLimits.sorted(by: { $0.key < $1.key }) {
+            if configuration.rateLimits[type] != nil {
+                throw WarrenError(
+                    .invalidConfiguration,
+                    "operation type '\(type)' has both a rate limit and a fleet-wide one; give it one or the other")
+            }
+            if let problem = FleetRateLimit.problem(withType: type, limit: limit) {
+                throw WarrenError(.invalidConfiguration, problem)
             }
         }
         if let maxJobs = configuration.maxJobs, maxJobs < 1 {

@@ -85,7 +85,7 @@ extension WorkerSession {
         var counts: [WorkerStatus.Job.State: Int] = [
             .waitingForDependencies: parked.count, .waitingForTurn: 0, .waitingToRunAlone: 0,
         ]
-        if !throttles.isEmpty || !aloneJobs.isEmpty {
+        if !throttles.isEmpty || !fleetThrottles.isEmpty || !aloneJobs.isEmpty {
             for job in inFlight.values where !job.isQueued && parked[job.descriptor.id] == nil {
                 counts[state(of: job), default: 0] += 1
             }

@@ -134,6 +134,11 @@ final class WorkerSession {
     /// where the operations of those types space their starts.
     var throttles: [String: Throttle]
     let startGates: [String: StartGate]
+    /// The jobs of types under a fleet-wide rate limit waiting for a turn, by type, and the jobs whose turn was
+    /// asked for, by the number of the question on ``rateChannel`` (``WorkerSession+FleetRateLimits``).
+    var fleetThrottles: [String: FleetThrottle]
+    var turnsAsked: [UInt64: InFlightJob] = [:]
+    var ratePublishCount: UInt64 = 0
     /// Jobs taken to run, counted only with ``Worker/Configuration/maxJobs``; why the worker takes no more and runs
     /// what it holds before it stops, to start afresh (`maxJobs`, `maxMemory`; ``WorkerSession+Recycling``).
     var jobsTaken = 0
@@ -169,6 +174,8 @@ final class WorkerSession {
         }
         basePrefetch = worker.configuration.effectivePrefetch
         throttles = worker.configuration.rateLimits.mapValues(Throttle.init)
+        fleetThrottles = Dictionary(
+            uniqueKeysWithValues: worker.configuration.fleetRateLimits.map { ($0, FleetThrottle(type: $0, limit: $1)) })
         startGates = worker.configuration.rateLimits.mapValues { StartGate(interval: $0.interval) }
         metrics = WorkerMetrics(operationTypes: worker.registry.types)
         metrics.watch(localQueues.values)
@@ -228,6 +235,7 @@ final class WorkerSession {
             let reads = brokerSentSomething || ContinuousClock.now - lastRead >= .seconds(1)
             if reads { lastRead = .now }
             try receive(readingEvents: reads)
+            try askForFleetTurns()
             try storeResults(force: inFlight.isEmpty)
             try sendAcks()
             try renewConsumersIfDue()
@@ -283,6 +291,7 @@ final class WorkerSession {
         if let due = unreachableQueues.values.min() { timeout = min(timeout, due - now) }
         if let due = heldJobsRetryAt { timeout = min(timeout, due - now) }
         if let due = throttledJobsDueAt { timeout = min(timeout, due - now) }
+        if let due = fleetTurnsDueAt { timeout = min(timeout, due - now) }
         if let due = timeLimitCheckAt { timeout = min(timeout, due - now) }
         if let due = jobsWaitingResampleAt { timeout = min(timeout, due - now) }
         if let due = redeliveriesAwaitedUntil { timeout = min(timeout, due - now) }
@@ -325,6 +334,7 @@ final class WorkerSession {
         try connection.enableConfirms(channel: Self.publishChannel)
         try connection.openChannel(Self.storeChannel)
         try connection.enableConfirms(channel: Self.storeChannel)
+        try openRateChannel()
         try consumeControl()
         if !parked.isEmpty { try readResultsStream() }
         try connection.openChannel(Self.jobsChannel)
@@ -423,6 +433,8 @@ final class WorkerSession {
                 try containingMessageErrors(delivery.deliveryTag) { try handleJob(delivery) }
             case .confirm(Self.storeChannel, let tag, let multiple, let ack):
                 try batchesConfirmed(upTo: tag, multiple: multiple, ack: ack)
+            case .confirm(Self.rateChannel, let tag, let multiple, let ack):
+                fleetTurnsAnswered(upTo: tag, multiple: multiple, granted: ack)
             case .confirm(_, let tag, let multiple, let ack):
                 try settle(upTo: tag, multiple: multiple, ack: ack)
             case .channelClosed(let error):
@@ -436,6 +448,8 @@ final class WorkerSession {
                 logger.warning("the broker blocked this connection", metadata: ["reason": "\(reason)"])
             case .unblocked:
                 logger.info("the broker unblocked this connection")
+            case .returned(Self.rateChannel, _, _, _, let queue):
+                fleetTurnReturned(to: queue)
             case .returned:
                 break
             }

@@ -1,0 +1,63 @@
+import AMQP
+
+/// A rate limit that every worker of a broker shares (``Worker/Configuration/fleetRateLimits``, `warren worker
+/// --fleet-rate-limit TYPE=N/UNIT`), kept by the broker as a sliding window of *turns*.
+///
+/// The window is a durable classic queue that holds at most ``window(of:)``'s `turns` messages, each of which
+/// expires after the window's `lifetime` (`x-max-length`, `x-overflow` `reject-publish`, `x-message-ttl`). A worker
+/// takes a turn for a job by publishing a message there with publisher confirms: the broker refuses it (`basic.nack`)
+/// while the window is full, and the job waits for a later turn. So at most `turns` jobs of the type start in any
+/// `lifetime`, fleet-wide: one every `period / count` for limits up to ten jobs a second (one turn, alive for the
+/// interval), in windows of about 100 ms for faster ones. Workers with the same limit share a queue; one with
+/// another limit for the type uses a window of its own. See docs/wire-format.md §1 and the README's *Rate limits*.
+///
+/// Thread safety: stateless.
+public enum FleetRateLimit {
+    /// The start of every window queue's name.
+    public static let prefix = "warren.rate."
+    /// The shortest window for limits faster than ten jobs a second.
+    static let shortestWindowMilliseconds = 100
+    /// How long a window queue lives unused, in milliseconds (a day); workers declare theirs again every hour.
+    static let lease: Int64 = 86_400_000
+
+    /// The window that keeps `limit`: how many turns it holds, and how long each lives, in milliseconds.
+    public static func window(of limit: RateLimit) -> (turns: Int, milliseconds: Int) {
+        let interval = Double(limit.period / .milliseconds(1)) / Double(limit.count)
+        let turns = interval >= Double(shortestWindowMilliseconds)
+            ? 1 : Int((Double(shortestWindowMilliseconds) / interval).rounded(.up))
+        // Rounded up, so that the rate is never above the limit.
+        return (turns, Int((interval * Double(turns)).rounded(.up)))
+    }
+
+    /// The queue that keeps `limit` for operation type `type`: `warren.rate.TYPE.TURNSperMSms`.
+    public static func queue(forType type: String, limit: RateLimit) -> String {
+        let window = window(of: limit)
+        return "\(prefix)\(type).\(window.turns)per\(window.milliseconds)ms"
+    }
+
+    /// What is wrong with `type` as the type of a fleet-wide rate limit, or `nil` when it is fine: its window
+    /// queue's name must fit AMQP's 255 bytes.
+    public static func problem(withType type: String, limit: RateLimit) -> String? {
+        let length = queue(forType: type, limit: limit).utf8.count
+        guard length > 255 else { return nil }
+        return "operation type '\(type.prefix(40))…' is too long for a fleet-wide rate limit: its queue's name would "
+            + "be \(length) bytes, and AMQP allows 255"
+    }
+
+    /// The arguments every worker declares the window queue of `limit` with.
+    static func arguments(for limit: RateLimit) -> AMQPTable {
+        let window = window(of: limit)
+        return [
+            "x-max-length": .int(Int64(window.turns)), "x-overflow": "reject-publish",
+            "x-message-ttl": .int(Int64(window.milliseconds)), "x-expires": .int(lease),
+        ]
+    }
+
+    /// How long a worker whose turn was refused waits before it asks again: a quarter of the time between two
+    /// turns, from 10 ms to 1 s.
+    static func retryDelay(for limit: RateLimit) -> Duration {
+        let window = window(of: limit)
+        let quarter = Duration.milliseconds(window.milliseconds) / (4 * window.turns)
+        return min(max(quarter, .milliseconds(10)), .seconds(1))
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+import Testing
+import Warren
+
+extension Integration {
+    @Suite struct FleetRateLimits {
+        /// The start times of `results`, sorted.
+        static func starts(_ results: [JobResult]) throws -> [Date] {
+            try results.map { try #require($0.timings.startedAt) }.sorted()
+        }
+
+        @Test("two workers with the same fleet-wide limit share it: their jobs start evenly spaced between them")
+        func sharedSpacing() throws {
+            let queue = TestEnvironment.uniqueName("fleet")
+            let limit = try RateLimit(5, per: .seconds(1))
+            defer { [queue, FleetRateLimit.queue(forType: "echo", limit: limit)].forEach(BrokerProbe.delete) }
+            let tap = try MessageTap.results()
+            let arguments = ["--width", "4", "--prefetch", "20", "--fleet-rate-limit", "echo=5/s"]
+            let first = try CLI.startWorker(queue: queue, arguments: arguments)
+            defer { first.terminate() }
+            let second = try CLI.startWorker(queue: queue, arguments: arguments)
+            defer { second.terminate() }
+            let producer = try Producer.forTests()
+            let limited = (1...10).map { JobRequest(type: "echo", input: .integer(Int64($0)), queue: queue) }
+            let free = JobRequest(type: "sum", input: ["numbers": [1]], queue: queue)
+            try producer.enqueue(limited + [free])
+            let results = try tap.waitForResults(limited.map(\.id) + [free.id])
+            #expect(results.allSatisfy { $0.status == .succeeded })
+            #expect(Set(results.prefix(10).compactMap(\.workerID)).count == 2, "both workers ran some")
+            let starts = try Self.starts(Array(results.prefix(10)))
+            let gaps = zip(starts.dropFirst(), starts).map { $0.timeIntervalSince($1) }
+            // A turn lives 200 ms in the broker's window; each job then starts on a thread of its queue, a moment
+            // after its turn came.
+            #expect(gaps.allSatisfy { $0 >= 0.18 }, "\(gaps)")
+            #expect(try #require(results[10].timings.startedAt) < starts[9], "the sum does not wait behind the echo jobs")
+            #expect(try BrokerProbe.depth(of: "warren.rate.echo.1per200ms") <= 1)
+        }
+
+        @Test("above ten a second, the limit holds per window of about 100 ms, and over any second")
+        func fastWindows() throws {
+            let queue = TestEnvironment.uniqueName("fleet-fast")
+            let limit = try RateLimit(40, per: .seconds(1))
+            defer { [queue, FleetRateLimit.queue(forType: "echo", limit: limit)].forEach(BrokerProbe.delete) }
+            #expect(FleetRateLimit.queue(forType: "echo", limit: limit) == "warren.rate.echo.4per100ms")
+            let tap = try MessageTap.results()
+            let arguments = ["--width", "8", "--prefetch", "50", "--fleet-rate-limit", "echo=40/s"]
+            let first = try CLI.startWorker(queue: queue, arguments: arguments)
+            defer { first.terminate() }
+            let second = try CLI.startWorker(queue: queue, arguments: arguments)
+            defer { second.terminate() }
+            let producer = try Producer.forTests()
+            let jobs = (1...100).map { JobRequest(type: "echo", input: .integer(Int64($0)), queue: queue) }
+            try producer.enqueue(jobs)
+            let starts = try Self.starts(try tap.waitForResults(jobs.map(\.id)))
+            // No more than 40 in any second (with a 20 ms margin for the way from a turn to a thread).
+            for (index, start) in starts.enumerated() {
+                let within = starts[index...].prefix { $0.timeIntervalSince(start) < 0.98 }.count
+                #expect(within <= 40, "\(within) jobs started within a second of \(start)")
+            }
+        }
+
+        @Test("a job waiting for a fleet-wide turn can be cancelled and shows as waiting; bad limits are refused")
+        func waitingAndRefused() throws {
+            let url = try TestEnvironment.brokerURL
+            let queue = TestEnvironment.uniqueName("fleet-wait")
+            let limit = try RateLimit(1, per: .seconds(3600))
+            defer { [queue, FleetRateLimit.queue(forType: "sleep", limit: limit)].forEach(BrokerProbe.delete) }
+            let tap = try MessageTap.results()
+            let worker = try CLI.startWorker(
+                queue: queue, id: "fleet-wait", arguments: ["--width", "2", "--fleet-rate-limit", "sleep=1/h"])
+            defer { worker.terminate() }
+            let producer = try Producer.forTests()
+            let jobs = (1...3).map { _ in JobRequest(type: "sleep", input: ["seconds": 0], queue: queue) }
+            try producer.enqueue(jobs)
+            #expect(try tap.waitForResult(jobs[0].id).status == .succeeded)
+            try producer.cancel(jobIDs: [jobs[1].id])
+            let cancelled = try tap.waitForResult(jobs[1].id)
+            #expect(cancelled.status == .cancelled && cancelled.timings.startedAt == nil)
+            let status = try #require(try producer.workerStatuses(jobs: 10).first { $0.workerID == "fleet-wait" })
+            #expect(status.jobs?.map(\.state) == [.waitingForTurn], "\(status)")
+            worker.signal(SIGTERM)
+            #expect(worker.waitForExit() == 0)
+            #expect(try BrokerProbe.depth(of: queue) == 1, "the job that waited is back in its queue")
+
+            let cases = [
+                (["--fleet-rate-limit", "echo=5/x"], "--fleet-rate-limit echo=5/x: rate limit '5/x': expected N/s, N/m"),
+                (["--fleet-rate-limit", "echo=2000/s"], "above 1,000 jobs a second"),
+                (["--fleet-rate-limit", "echo=5/s", "--rate-limit", "echo=5/s"],
+                 "operation type 'echo' has both a rate limit and a fleet-wide one"),
+                (["--fleet-rate-limit", "nope=5/s"], "fleet-wide rate limit for operation type 'nope', which this worker does not run"),
+            ]
+            for (arguments, message) in cases {
+                let output = try CLI.run(["worker", "--url", url] + arguments)
+                #expect(output.status == 64, "\(arguments): \(output.stderr)")
+                #expect(output.stderr.contains(message), "\(output.stderr)")
+            }
+        }
+    }
+}
