@@ -31,18 +31,8 @@ struct RateLimitTests {
         #expect(tooFast?.message == "a rate limit of 1001 per 1.0 seconds is above 1,000 jobs a second")
     }
 
-    /// A job the worker holds, for the throttle: only its id and priority matter.
     private func job(_ id: String, _ priority: JobPriority = .normal) -> InFlightJob {
-        let descriptor = OperationDescriptor(id: id, type: "api", priority: priority, sequence: 1)
-        let delivery = Delivery(
-            channel: 1, consumerTag: "c", deliveryTag: 1, redelivered: false, exchange: "", routingKey: "q",
-            properties: MessageProperties(), body: [])
-        let operation = JobOperation(
-            job: JobContext(descriptor: descriptor, attempt: 1, logger: TestJobs.logger), input: .null,
-            body: .blocking { _, _ in .null }, report: { _ in })
-        return InFlightJob(
-            descriptor: descriptor, delivery: delivery, generation: 1, queue: "q", localQueue: "default", attempt: 1,
-            receivedAt: Date(), operation: operation)
+        TestJobs.waiting(id, priority)
     }
 
     @Test func spacesJobsEvenlyNeverCloserThanTheInterval() throws {

@@ -1,3 +1,4 @@
+import AMQP
 import Foundation
 import Logging
 
@@ -57,6 +58,20 @@ enum TestJobs {
 
     struct UnknownType: Error {
         let type: String
+    }
+
+    /// A job the worker holds, waiting for its turn under a rate limit: only its id, type and priority matter.
+    static func waiting(_ id: String, _ priority: JobPriority = .normal, type: String = "api") -> InFlightJob {
+        let descriptor = OperationDescriptor(id: id, type: type, priority: priority, sequence: 1)
+        let delivery = Delivery(
+            channel: 1, consumerTag: "c", deliveryTag: 1, redelivered: false, exchange: "", routingKey: "q",
+            properties: MessageProperties(), body: [])
+        let operation = JobOperation(
+            job: JobContext(descriptor: descriptor, attempt: 1, logger: logger), input: .null,
+            body: .blocking { _, _ in .null }, report: { _ in })
+        return InFlightJob(
+            descriptor: descriptor, delivery: delivery, generation: 1, queue: "q", localQueue: "default", attempt: 1,
+            receivedAt: Date(), operation: operation)
     }
 }
 

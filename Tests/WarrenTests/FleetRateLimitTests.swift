@@ -1,0 +1,64 @@
+import Foundation
+import Testing
+
+@testable import Warren
+
+@Suite("Fleet-wide rate limits")
+struct FleetRateLimitTests {
+    @Test(arguments: [
+        ("10/s", 1, 100), ("5/s", 1, 200), ("100/m", 1, 600), ("1/h", 1, 3_600_000), ("3/s", 1, 334),
+        ("11/s", 2, 182), ("40/s", 4, 100), ("1000/s", 100, 100), ("999/s", 100, 101), ("30/s", 3, 100),
+    ])
+    func windowsSpaceTurnsUpToTenASecondAndGroupThemAbove(_ rate: String, _ turns: Int, _ milliseconds: Int) throws {
+        let window = FleetRateLimit.window(of: try RateLimit(parsing: rate))
+        #expect(window.turns == turns && window.milliseconds == milliseconds, "\(rate): \(window)")
+        // Never above the limit: turns per millisecond at most count per period.
+        let limit = try RateLimit(parsing: rate)
+        #expect(Double(window.turns) / Double(window.milliseconds) <= Double(limit.count) / (limit.period / .milliseconds(1)))
+    }
+
+    @Test func theQueueNamesTheWindowAndLimitsWithTheSameSpacingShareIt() throws {
+        #expect(FleetRateLimit.queue(forType: "call-api", limit: try RateLimit(parsing: "10/s")) == "warren.rate.call-api.1per100ms")
+        #expect(
+            FleetRateLimit.queue(forType: "t", limit: try RateLimit(parsing: "600/m"))
+                == FleetRateLimit.queue(forType: "t", limit: try RateLimit(parsing: "10/s")))
+        let arguments = FleetRateLimit.arguments(for: try RateLimit(parsing: "40/s"))
+        #expect(arguments["x-max-length"] == .int(4) && arguments["x-message-ttl"] == .int(100))
+        #expect(arguments["x-overflow"] == .string("reject-publish") && arguments["x-expires"] == .int(86_400_000))
+        let long = String(repeating: "t", count: 240)
+        #expect(FleetRateLimit.problem(withType: long, limit: try RateLimit(parsing: "10/s")) != nil)
+        #expect(FleetRateLimit.problem(withType: String(long.prefix(200)), limit: try RateLimit(parsing: "10/s")) == nil)
+    }
+
+    @Test func refusedTurnsPutTheirJobsBackInOrderAndWaitBeforeAskingAgain() throws {
+        var throttle = FleetThrottle(type: "api", limit: try RateLimit(parsing: "40/s"))
+        let now = ContinuousClock.now
+        let jobs = (1...6).map { TestJobs.waiting("j\($0)") }
+        for job in jobs { throttle.wait(job) }
+        let asked = throttle.jobsToAsk(at: now)
+        #expect(asked.map(\.descriptor.id) == ["j1", "j2", "j3", "j4"], "as many as the window holds")
+        #expect(throttle.dueAt == nil && !throttle.isDue(at: now), "every turn is asked for")
+        throttle.answered(asked[0], granted: true, at: now)
+        // Refusals are taken in last first, as the worker does.
+        for job in asked.dropFirst().reversed() { throttle.answered(job, granted: false, at: now) }
+        #expect(throttle.asking == 0)
+        #expect(!throttle.isDue(at: now) && throttle.isDue(at: now + throttle.retryDelay))
+        #expect(throttle.retryDelay == .milliseconds(10))
+        let again = throttle.jobsToAsk(at: now + throttle.retryDelay)
+        #expect(again.map(\.descriptor.id) == ["j2", "j3", "j4", "j5"])
+    }
+
+    @Test func cancelledJobsAskForNoTurnAndLostQuestionsAreAskedAgainFirst() throws {
+        var throttle = FleetThrottle(type: "api", limit: try RateLimit(parsing: "1/s"))
+        let now = ContinuousClock.now
+        let jobs = [TestJobs.waiting("low", .low), TestJobs.waiting("gone"), TestJobs.waiting("high", .high)]
+        for job in jobs { throttle.wait(job) }
+        jobs[1].operation.cancel(.requested)
+        #expect(throttle.jobsToAsk(at: now).map(\.descriptor.id) == ["high"])
+        throttle.unanswered([jobs[2]])
+        #expect(throttle.asking == 0 && throttle.declaredAt == nil)
+        #expect(throttle.jobsToAsk(at: now).map(\.descriptor.id) == ["high"])
+        throttle.answered(jobs[2], granted: true, at: now)
+        #expect(throttle.jobsToAsk(at: now).map(\.descriptor.id) == ["low"])
+    }
+}
