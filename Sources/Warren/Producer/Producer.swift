@@ -154,7 +154,7 @@ public final class Producer {
             var published = false
             // Locks of jobs sure not to be enqueued are released; after a lost connection they expire.
             do {
-                return try publish(ordered, replyTo: replyTo, published: &published)
+                return try publishJobs(ordered, replyTo: replyTo, published: &published)
             } catch let error as WarrenError where error.code == .queueUnreachable && published {
                 let unreachable = Set(lastReturnedQueues)
                 try? releaseUniqueLocks(of: locked.filter { unreachable.contains($0.queue) })
@@ -172,7 +172,7 @@ public final class Producer {
 
     /// Publishes the jobs of a checked call, in order, and waits for the broker's confirms.
     /// - Parameter published: Set once the first job is handed to the connection.
-    private func publish(
+    private func publishJobs(
         _ ordered: [JobRequest], replyTo: String?, published: inout Bool
     ) throws -> [OperationDescriptor] {
         var jobs: [(request: JobRequest, descriptor: OperationDescriptor, body: [UInt8])] = []
