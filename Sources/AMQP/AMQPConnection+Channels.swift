@@ -77,13 +77,12 @@ extension AMQPConnection {
         try check(amqp_get_rpc_reply(state), "unbind queue '\(queue)' from '\(exchange)'", channel: channel)
     }
 
-    /// Deletes a queue and returns how many messages it held. With `ifEmpty`, the broker refuses (406, closing
-    /// the channel) when the queue holds a message.
+    /// Deletes a queue and returns how many messages it held.
     @discardableResult
-    public func deleteQueue(_ queue: String, ifEmpty: Bool = false, channel: UInt16) throws -> UInt32 {
+    public func deleteQueue(_ queue: String, channel: UInt16) throws -> UInt32 {
         flushOutput()
         let arena = CArena()
-        let ok = amqp_queue_delete(state, channel, arena.bytes(queue), 0, ifEmpty ? 1 : 0)
+        let ok = amqp_queue_delete(state, channel, arena.bytes(queue), 0, 0)
         try check(amqp_get_rpc_reply(state), "delete queue '\(queue)'", channel: channel)
         return ok?.pointee.message_count ?? 0
     }

@@ -89,8 +89,8 @@ struct DeadCommand: ParsableCommand {
 
     static func line(_ letter: DeadLetter) -> String {
         var fields = [letter.jobID ?? "-", "reason=\(letter.reason)"]
-        if let queue = letter.queue { fields.append("queue=\(queue)") }
-        if let type = letter.type { fields.append("type=\(type)") }
+        if let queue = letter.queue { fields.append("queue=\(ResultPrinter.printable(queue))") }
+        if let type = letter.type { fields.append("type=\(ResultPrinter.printable(type))") }
         fields.append("bytes=\(letter.size)")
         return fields.joined(separator: " ") + (letter.message.map { ": \(ResultPrinter.printable($0))" } ?? "")
     }

@@ -1,13 +1,14 @@
 import AMQP
 import Foundation
+import Synchronization
 import Testing
 import Warren
 
 extension Integration {
     @Suite struct UniqueJobs {
-        /// Whether the lock queue of `key` exists.
-        static func lockExists(_ key: String) -> Bool {
-            (try? BrokerProbe.depth(of: UniqueLock.queue(forKey: key))) != nil
+        /// Whether the lock of `key` is held: its queue holds a token.
+        static func isHeld(_ key: String) -> Bool {
+            ((try? BrokerProbe.depth(of: UniqueLock.queue(forKey: key))) ?? 0) > 0
         }
 
         @Test("a unique job is enqueued only while no job of its key holds the lock; its result means the lock is free")
@@ -16,7 +17,10 @@ extension Integration {
             let queue = TestEnvironment.uniqueName("unique")
             let idle = TestEnvironment.uniqueName("unique-idle")
             let key = TestEnvironment.uniqueName("report")
-            defer { [queue, idle, UniqueLock.queue(forKey: key)].forEach(BrokerProbe.delete) }
+            defer {
+                [queue, idle, UniqueLock.queue(forKey: key), UniqueLock.queue(forKey: key + "-other")]
+                    .forEach(BrokerProbe.delete)
+            }
             let tap = try MessageTap.results()
             let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "2"])
             defer { worker.terminate() }
@@ -49,9 +53,9 @@ extension Integration {
             let next = JobRequest(type: "echo", input: "next", key: key, queue: queue, uniqueFor: .seconds(60))
             try producer.enqueue(next)
             #expect(try tap.waitForResults([next.id]).first?.status == .succeeded)
-            // The last release deletes the lock's queue.
-            #expect(!Self.lockExists(key))
-            #expect(!Self.lockExists(key + "-other"))
+            // The last release took the token back; the queue stays, empty, until it goes unused for 8 days.
+            #expect(!Self.isHeld(key))
+            #expect(!Self.isHeld(key + "-other"))
             #expect(try BrokerProbe.depth(of: queue) == 0)
         }
 
@@ -93,7 +97,7 @@ extension Integration {
             let last = unique("echo")
             try producer.enqueue(last)
             #expect(try tap.waitForResults([last.id]).first?.status == .succeeded)
-            #expect(!Self.lockExists(key))
+            #expect(!Self.isHeld(key))
         }
 
         @Test("an expired lock is taken by the next job; the old job, ending, leaves the new holder's token")
@@ -120,7 +124,7 @@ extension Integration {
             #expect(try BrokerProbe.depth(of: UniqueLock.queue(forKey: key)) == 1, "the next job's token stays")
             #expect(throws: WarrenError.self) { try producer.enqueue(JobRequest(type: "echo", key: key, queue: queue, uniqueFor: .seconds(5))) }
             #expect(try tap.waitForResults([next.id]).first?.status == .succeeded)
-            #expect(!Self.lockExists(key))
+            #expect(!Self.isHeld(key))
             let metrics = try await MetricsScrape.fetch(try worker.metricsURL()) { metrics in
                 metrics.value("warren_unique_lock_releases_total", ["outcome": "released"]) == 1
             }
@@ -142,12 +146,82 @@ extension Integration {
             let freed = try CLI.run(["unlock", key, key + "-never", "--url", url])
             #expect(freed.status == 0, "\(freed.stderr)")
             #expect(freed.stdout == "\(key): freed (held by job \(held.id))\n\(key)-never: was free\n")
-            #expect(!Self.lockExists(key))
+            #expect(!Self.isHeld(key))
             try producer.enqueue(JobRequest(type: "echo", key: key, queue: queue, uniqueFor: .seconds(5)))
             #expect(try producer.unlock(key: key) != nil && producer.unlock(key: key) == nil)
             #expect(try BrokerProbe.depth(of: queue) == 2, "unlocking cancels nothing")
             let bad = try CLI.run(["unlock", "", "--url", url])
             #expect(bad.status == 64 && bad.stderr.contains("a unique job's key must be 1 to 241 bytes long"), "\(bad.stderr)")
+        }
+
+        @Test("producers racing for one key while workers end its jobs: never two of its jobs run at once")
+        func racingProducers() throws {
+            let queue = TestEnvironment.uniqueName("unique-race")
+            let key = TestEnvironment.uniqueName("race")
+            defer { [queue, UniqueLock.queue(forKey: key)].forEach(BrokerProbe.delete) }
+            let tap = try MessageTap.results()
+            let workers = try (1...3).map { _ in try CLI.startWorker(queue: queue, arguments: ["--width", "2"]) }
+            defer { workers.forEach { $0.terminate() } }
+            let enqueued = Mutex<[String]>([])
+            let failures = Mutex<[String]>([])
+            // Eight producers, each on a thread of its own (a producer is confined to its thread), 60 tries each.
+            DispatchQueue.concurrentPerform(iterations: 8) { _ in
+                do {
+                    let producer = try Producer.forTests()
+                    for _ in 0..<60 {
+                        let job = JobRequest(
+                            type: "sleep", input: ["seconds": 0.02], key: key, queue: queue, uniqueFor: .seconds(60))
+                        do {
+                            try producer.enqueue(job)
+                            enqueued.withLock { $0.append(job.id) }
+                        } catch let error as WarrenError where error.code == .duplicate {
+                            Thread.sleep(forTimeInterval: 0.005)
+                        }
+                    }
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                }
+            }
+            #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
+            let ids = enqueued.withLock { $0 }
+            #expect(ids.count >= 3, "some got the lock in turn")
+            let runs = try tap.waitForResults(ids).map { result in
+                (try #require(result.timings.startedAt), try #require(result.timings.finishedAt), result.jobID)
+            }.sorted { $0.0 < $1.0 }
+            for (run, next) in zip(runs, runs.dropFirst()) {
+                #expect(next.0 >= run.1, "job \(next.2) started before job \(run.2) ended")
+            }
+            #expect(!Self.isHeld(key))
+        }
+
+        @Test("a unique job its queue refuses frees its lock; a lock queue declared otherwise is a broker error")
+        func refusedJobsAndForeignLocks() throws {
+            let url = try TestEnvironment.brokerURL
+            let full = TestEnvironment.uniqueName("unique-full")
+            let key = TestEnvironment.uniqueName("refused")
+            let foreign = TestEnvironment.uniqueName("foreign-lock")
+            defer { [full, UniqueLock.queue(forKey: key), UniqueLock.queue(forKey: foreign)].forEach(BrokerProbe.delete) }
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: url))
+            defer { connection.close() }
+            try connection.openChannel(1)
+            // A job queue at its length limit that refuses what comes: one message in, one at most.
+            try connection.declareQueue(
+                full, arguments: ["x-max-length": .int(1), "x-overflow": "reject-publish"], channel: 1)
+            try connection.publish([1], exchange: "", routingKey: full, properties: MessageProperties(), channel: 1)
+            let producer = try Producer.forTests()
+            let job = JobRequest(type: "echo", key: key, queue: full, uniqueFor: .seconds(60))
+            let refused = #expect(throws: WarrenError.self) { try producer.enqueue(job) }
+            #expect(refused?.code == .broker)
+            #expect(refused?.message.contains("refused 1 job for queue '\(full)' (basic.nack") == true, "\(refused?.message ?? "")")
+            #expect(!Self.isHeld(key), "the job was not enqueued: its lock is free")
+
+            try connection.declareQueue(UniqueLock.queue(forKey: foreign), arguments: ["x-max-length": .int(1)], channel: 1)
+            let cli = try CLI.run(["enqueue", "echo", "--key", foreign, "--unique-for", "1m", "--queue", full, "--url", url])
+            #expect(cli.status == 1, "\(cli.stderr)")
+            #expect(cli.stderr.contains("exists, but not as Warren declares a unique job's lock"), "\(cli.stderr)")
+            #expect(!cli.stderr.contains("Usage"), "\(cli.stderr)")
+            let own = try CLI.run(["enqueue", "echo", "--queue", UniqueLock.queue(forKey: key), "--url", url])
+            #expect(own.status == 64 && own.stderr.contains("is one of Warren's own queues"), "\(own.stderr)")
         }
 
         @Test("pika takes a lock as the wire format says, and a Warren worker releases it; a unique job without a key is dead-lettered")

@@ -8,7 +8,7 @@ struct UniqueJobRequestTests {
     @Test func fittingUniqueJobsPass() {
         let requests = [
             JobRequest(type: "t", key: "a", uniqueFor: .seconds(1)),
-            JobRequest(type: "t", key: "b", uniqueFor: .seconds(2_592_000)),
+            JobRequest(type: "t", key: "b", uniqueFor: .seconds(604_800)),
             // Not unique: the same key, and supersession, are fine.
             JobRequest(type: "t", key: "a", supersede: true),
         ]
@@ -19,7 +19,7 @@ struct UniqueJobRequestTests {
         let cases: [(JobRequest, String)] = [
             (JobRequest(type: "t", uniqueFor: .seconds(5), id: "j"), "job j: a unique job needs a key: its lock is the key's"),
             (JobRequest(type: "t", key: "k", uniqueFor: .milliseconds(999), id: "j"),
-             "job j: a unique job's lock lasts from 1 second to 30 days (1 to 2592000 seconds); got 0.999 seconds"),
+             "job j: a unique job's lock lasts from 1 second to 7 days (1 to 604800 seconds); got 0.999 seconds"),
             (JobRequest(type: "t", key: "k", supersede: true, uniqueFor: .seconds(5), id: "j"),
              "job j: a unique job cannot supersede the jobs of its key, which hold its lock"),
         ]
@@ -31,6 +31,22 @@ struct UniqueJobRequestTests {
             JobRequest(type: "t", key: "k", uniqueFor: .seconds(5), id: "b"),
         ]
         #expect(Producer.problem(withUnique: twice) == "job b: another job of this call is unique for key 'k' too")
+    }
+
+    @Test func aKeyWithControlCharactersIsRefused() {
+        for key in ["line\nbreak", "cr\r", "tab\t", "nul\u{0}", "del\u{7F}"] {
+            #expect(
+                OperationDescriptor.problem(withUniqueKey: key)
+                    == "a unique job's key cannot hold control characters (line breaks, tabs, …): it names a queue")
+        }
+        #expect(OperationDescriptor.problem(withUniqueKey: "spaces, # * . and 漢字 are fine") == nil)
+    }
+
+    @Test func lockAndWindowQueuesAreNoJobQueues() {
+        for name in ["warren.unique.k", "warren.rate.echo.1per100ms", "warren.delay.q.1s", "warren.schedules"] {
+            #expect(Topology.problem(withJobQueue: name) == "'\(name)' is one of Warren's own queues, not a job queue")
+        }
+        #expect(Topology.problem(withJobQueue: "warren.uniques") == nil)
     }
 
     @Test func theTokenExpiresWithTheLockAndNamesItsJob() {

@@ -36,7 +36,7 @@ public struct JobRequest: Sendable {
     public var timeLimit: Duration?
     /// Makes the job unique for its ``key`` (Sidekiq's unique jobs): it is enqueued only if no other job of that key
     /// holds the key's lock, and then holds it until it ends for good (succeeded, failed, cancelled or
-    /// dead-lettered; not between retries), or for at most this long (1 second to 30 days), whichever comes first.
+    /// dead-lettered; not between retries), or for at most this long (1 second to 7 days), whichever comes first.
     /// When the lock is held, ``Producer/enqueue(_:watch:)`` throws ``WarrenError/Code/duplicate`` and enqueues
     /// nothing. Needs a ``key`` of 1 to ``OperationDescriptor/maxUniqueKeyLength`` bytes; not with ``supersede``.
     /// Default: none.

@@ -87,9 +87,9 @@ extension Producer {
         }
     }
 
-    /// Frees the unique lock of `key` by hand, whoever holds it: its queue is deleted, so the next unique job of
-    /// the key is enqueued at once. The holder, if it still waits or runs, is not cancelled; when it ends it finds
-    /// its lock gone and releases nothing.
+    /// Frees the unique lock of `key` by hand, whoever holds it: its token is taken out of the lock's queue, so the
+    /// next unique job of the key is enqueued at once. The holder, if it still waits or runs, is not cancelled; when
+    /// it ends it finds its token gone and releases nothing.
     /// - Returns: The id of the job that held the lock, or `nil` when the lock was free.
     /// - Throws: ``WarrenError`` (`invalidConfiguration` for a key that cannot be a unique job's, `queueUnreachable`
     ///   when the lock's queue is on a cluster node that is down, `broker` when the connection fails).
@@ -102,9 +102,9 @@ extension Producer {
         do {
             try openLockChannel()
             guard try Topology.lookUp(name, on: connection) != nil else { return nil }
-            let token = try connection.get(name, channel: Self.lockChannel)
-            try connection.deleteQueue(name, channel: Self.lockChannel)
-            return token.map { $0.properties.messageID ?? String(decoding: $0.body, as: UTF8.self) }
+            guard let token = try connection.get(name, channel: Self.lockChannel) else { return nil }
+            try connection.ack(token.deliveryTag, channel: Self.lockChannel)
+            return token.properties.messageID ?? String(decoding: token.body, as: UTF8.self)
         } catch let error as AMQPError {
             if error.channel == Self.lockChannel { lockChannelOpen = false }
             if error.channel == Self.lockChannel && error.replyCode == 404 && !error.isQueueNodeDown { return nil }
@@ -121,7 +121,7 @@ extension Producer {
             lockChannelOpen = false
             guard error.replyCode == 406 else { throw error }
             throw WarrenError(
-                .invalidConfiguration,
+                .broker,
                 "queue '\(UniqueLock.queue(forKey: key))' exists, but not as Warren declares a unique job's lock "
                     + "(docs/wire-format.md §2, Unique jobs): \(error.replyText ?? "406 PRECONDITION_FAILED")")
         }

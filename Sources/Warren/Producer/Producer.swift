@@ -35,8 +35,6 @@ public final class Producer {
     private var declaredQueues: Set<String> = []
     /// Job queues of the publishes the broker returned (`basic.return`) since the last wait for confirms.
     private var returnedQueues: [String] = []
-    /// The queues of the returned job publishes that ``checkNothingReturned()`` last threw for.
-    private var lastReturnedQueues: [String] = []
     /// Every publish up to this number is answered.
     private var confirmedCount: UInt64 = 0
     /// Publishes above ``confirmedCount``, answered out of order.
@@ -104,7 +102,7 @@ public final class Producer {
     ///   (``Topology/problem(withJobQueue:)``), a job that depends on itself, an
     ///   unknown dependency or a cycle, a ``JobRequest/replyTo`` that is empty, longer than 255 bytes or given
     ///   with `watch`, a deadline that is not after the job's ``JobRequest/notBefore``, a time limit outside 1 ms to a
-    ///   year, a unique job without a key or with a lifetime outside 1 second to 30 days (``JobRequest/uniqueFor``),
+    ///   year, a unique job without a key or with a lifetime outside 1 second to 7 days (``JobRequest/uniqueFor``),
     ///   or a sequence file that cannot be used; (`duplicate`) when another job holds a unique job's lock: nothing
     ///   of the call was enqueued; (`queueUnreachable`) when a job queue is on a cluster node that
     ///   is down, or the broker took a job nowhere (its queue deleted since this producer declared it, or its node down since): those jobs
@@ -154,11 +152,7 @@ public final class Producer {
             var published = false
             // Locks of jobs sure not to be enqueued are released; after a lost connection they expire.
             do {
-                return try publishJobs(ordered, replyTo: replyTo, published: &published)
-            } catch let error as WarrenError where error.code == .queueUnreachable && published {
-                let unreachable = Set(lastReturnedQueues)
-                try? releaseUniqueLocks(of: locked.filter { unreachable.contains($0.queue) })
-                throw error
+                return try publishJobs(ordered, replyTo: replyTo, locked: locked, published: &published)
             } catch where !published {
                 try? releaseUniqueLocks(of: locked)
                 throw error
@@ -170,10 +164,11 @@ public final class Producer {
         return descriptors.sorted { order[$0.id]! < order[$1.id]! }
     }
 
-    /// Publishes the jobs of a checked call, in order, and waits for the broker's confirms.
+    /// Publishes the jobs of a checked call, in order, and waits for the broker's confirms; releases the unique
+    /// locks of the jobs in `locked` that the broker refused or returned.
     /// - Parameter published: Set once the first job is handed to the connection.
     private func publishJobs(
-        _ ordered: [JobRequest], replyTo: String?, published: inout Bool
+        _ ordered: [JobRequest], replyTo: String?, locked: [JobRequest], published: inout Bool
     ) throws -> [OperationDescriptor] {
         var jobs: [(request: JobRequest, descriptor: OperationDescriptor, body: [UInt8])] = []
         for (request, sequence) in zip(ordered, try sequences.reserve(ordered.count)) {
@@ -190,6 +185,7 @@ public final class Producer {
         // (and on the way out when a publish fails).
         connection.holdOutput()
         defer { connection.flushOutput() }
+        var numbers: [UInt64: JobRequest] = [:]
         for (request, descriptor, body) in jobs {
             if request.supersede, let key = request.key {
                 try publishControl(.supersede(key: key, before: descriptor.sequence))
@@ -206,9 +202,23 @@ public final class Producer {
                     messageID: descriptor.id,
                     timestamp: UInt64(Date().timeIntervalSince1970), type: descriptor.type, appID: "warren"),
                 mandatory: true)
+            numbers[publishCount] = request
         }
         connection.flushOutput()
-        try waitForConfirms()
+        let refused = try waitForAnswers()
+        let refusedJobs = refused.compactMap { numbers[$0] }
+        let returned = Set(returnedQueues)
+        let lost = Set(refusedJobs.map(\.id) + ordered.filter { returned.contains($0.queue) }.map(\.id))
+        if !lost.isEmpty { try? releaseUniqueLocks(of: locked.filter { lost.contains($0.id) }) }
+        if let job = refusedJobs.first {
+            throw WarrenError(
+                .broker,
+                "the broker refused \(refusedJobs.count) job\(refusedJobs.count == 1 ? "" : "s") for queue "
+                    + "'\(job.queue)' (basic.nack: a queue at its length limit with x-overflow reject-publish does "
+                    + "this); \(refusedJobs.count == 1 ? "it was" : "they were") not enqueued"
+                    + (ordered.count > refusedJobs.count ? ", the others of the call were" : ""))
+        }
+        guard refused.isEmpty else { throw WarrenError(.broker, "the broker refused a published message (basic.nack)") }
         try checkNothingReturned()
         return jobs.map(\.descriptor)
     }
@@ -434,7 +444,6 @@ public final class Producer {
     private func checkNothingReturned() throws {
         guard let queue = returnedQueues.first else { return }
         let count = returnedQueues.count
-        lastReturnedQueues = returnedQueues
         returnedQueues = []
         declaredQueues = []
         throw WarrenError(

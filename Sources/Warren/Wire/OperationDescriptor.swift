@@ -106,9 +106,13 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
     /// What is wrong with `key` as the key of a unique job, or `nil` when it is fine.
     public static func problem(withUniqueKey key: String?) -> String? {
         guard let key else { return "a unique job needs a key: its lock is the key's" }
-        guard !(1...maxUniqueKeyLength).contains(key.utf8.count) else { return nil }
-        return "a unique job's key must be 1 to \(maxUniqueKeyLength) bytes long (its lock is a queue named "
-            + "'\(UniqueLock.prefix)KEY'); got \(key.utf8.count) bytes"
+        guard (1...maxUniqueKeyLength).contains(key.utf8.count) else {
+            return "a unique job's key must be 1 to \(maxUniqueKeyLength) bytes long (its lock is a queue named "
+                + "'\(UniqueLock.prefix)KEY'); got \(key.utf8.count) bytes"
+        }
+        // The broker drops CR and LF from a queue's name, but not from a routing key: no token would reach it.
+        guard key.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return nil }
+        return "a unique job's key cannot hold control characters (line breaks, tabs, …): it names a queue"
     }
 
     /// Letters, digits and `-_.:`: checked byte by byte, since every job passes through it.

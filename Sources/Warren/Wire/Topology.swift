@@ -75,7 +75,9 @@ public enum Topology {
             return "job queue name '\(name.prefix(40))…' is \(name.utf8.count) bytes; at most \(maxJobQueueNameLength)"
         }
         if name.hasPrefix("amq.") { return "job queue name '\(name)' starts with amq., which the broker reserves" }
-        if [deadQueue, resultsStream, controlStream, scheduleQueue].contains(name) || name.hasPrefix("warren.delay.") {
+        if [deadQueue, resultsStream, controlStream, scheduleQueue].contains(name)
+            || ["warren.delay.", UniqueLock.prefix, FleetRateLimit.prefix].contains(where: { name.hasPrefix($0) })
+        {
             return "'\(name)' is one of Warren's own queues, not a job queue"
         }
         return nil

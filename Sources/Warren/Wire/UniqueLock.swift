@@ -8,19 +8,20 @@ import Foundation
 /// A producer takes the lock by publishing a token with publisher confirms: while another token is there, the
 /// broker refuses it (`basic.nack`), and the job is not enqueued. The token names its job (`message_id`) and
 /// expires after the lock's lifetime (`expiration`), so a lock whose job was lost frees itself. The worker that ends
-/// the job for good takes its token back (`basic.get`, then `basic.ack`) and deletes the queue if it is empty; a
-/// token of another job (this one's lock expired, and another job took it) goes back untouched. See
-/// docs/wire-format.md §2, *Unique jobs*.
+/// the job for good takes its token back (`basic.get`, then `basic.ack`); a token of another job (this one's lock
+/// expired, and another job took it) goes back untouched. The queue stays, empty, until it has gone unused for
+/// ``lease``: deleting it could lose a token published at that moment, which the broker confirms all the same.
+/// See docs/wire-format.md §2, *Unique jobs*.
 ///
 /// Thread safety: stateless; the connection passed in is confined to the calling thread.
 public enum UniqueLock {
     /// The start of every lock queue's name.
     public static let prefix = "warren.unique."
-    /// How long a lock may be taken for, in seconds: 1 second to 30 days.
-    public static let lifetimeRange = 1.0...2_592_000.0
+    /// How long a lock may be taken for, in seconds: 1 second to 7 days.
+    public static let lifetimeRange = 1.0...604_800.0
     /// How long a lock queue lives unused (`x-expires`), in milliseconds: a day longer than the longest lock, so
     /// that only a queue whose token expired goes.
-    static let lease: Int64 = 31 * 86_400_000
+    static let lease: Int64 = 8 * 86_400_000
     /// The `type` property of a token.
     static let tokenType = "warren.unique-lock"
 
@@ -30,7 +31,7 @@ public enum UniqueLock {
     /// What is wrong with `seconds` as a lock's lifetime, or `nil` when it is fine.
     public static func problem(withLifetime seconds: Double) -> String? {
         guard !lifetimeRange.contains(seconds) else { return nil }
-        return "a unique job's lock lasts from 1 second to 30 days (1 to 2592000 seconds); got \(seconds) seconds"
+        return "a unique job's lock lasts from 1 second to 7 days (1 to 604800 seconds); got \(seconds) seconds"
     }
 
     /// The arguments every party declares a lock queue with.
@@ -58,7 +59,7 @@ public enum UniqueLock {
     enum Release: Equatable {
         /// The job's token was there, and is gone.
         case released
-        /// No token (it expired), or no lock queue.
+        /// No token (it expired), or no lock queue (it went unused for ``lease``, or was deleted by hand).
         case free
         /// Another job's token, left where it was: the job's own expired before it ended.
         case heldBy(String?)
@@ -67,8 +68,7 @@ public enum UniqueLock {
     }
 
     /// Releases the lock of `key` that job `jobID` holds, on `channel`, which must be open: takes the job's token
-    /// back, then deletes the queue if it is empty. The broker closes `channel` when the queue is missing or not
-    /// empty at the delete; it is open again when this returns.
+    /// back. The broker closes `channel` when the queue is missing; it is open again when this returns.
     /// - Throws: `AMQPError` when the connection fails or the broker refuses otherwise.
     static func release(
         key: String, jobID: String, on connection: AMQPConnection, channel: UInt16
@@ -81,26 +81,12 @@ public enum UniqueLock {
             try connection.openChannel(channel)
             return error.isQueueNodeDown ? .unreachable : .free
         }
-        guard let token else {
-            try deleteIfEmpty(name, on: connection, channel: channel)
-            return .free
-        }
+        guard let token else { return .free }
         guard token.properties.messageID == jobID else {
             try connection.nack(token.deliveryTag, requeue: true, channel: channel)
             return .heldBy(token.properties.messageID)
         }
         try connection.ack(token.deliveryTag, channel: channel)
-        try deleteIfEmpty(name, on: connection, channel: channel)
         return .released
-    }
-
-    /// Deletes lock queue `name` unless a token came meanwhile (406, which closes `channel`; opened again) or it is
-    /// gone already (404, likewise).
-    private static func deleteIfEmpty(_ name: String, on connection: AMQPConnection, channel: UInt16) throws {
-        do {
-            try connection.deleteQueue(name, ifEmpty: true, channel: channel)
-        } catch let error as AMQPError where error.channel == channel && [404, 406].contains(error.replyCode) {
-            try connection.openChannel(channel)
-        }
     }
 }

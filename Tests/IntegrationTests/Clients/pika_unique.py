@@ -1,10 +1,11 @@
-"""A unique job from pika, with only docs/wire-format.md §5: take the key's lock, publish the job, find the lock
+"""A unique job from pika, with only docs/wire-format.md §2, *Unique jobs*: take the key's lock, publish the job, find the lock
 held, then free once the job's result came. Prints one JSON line: {"first", "second", "status", "third", "holder"}.
 
 Usage: pika_unique.py URL QUEUE KEY
 """
 import json
 import sys
+import time
 import uuid
 
 import pika
@@ -14,7 +15,7 @@ connection = pika.BlockingConnection(pika.URLParameters(url))
 channel = connection.channel()
 channel.confirm_delivery()
 lock = "warren.unique." + key
-arguments = {"x-max-length": 1, "x-overflow": "reject-publish", "x-expires": 2678400000}
+arguments = {"x-max-length": 1, "x-overflow": "reject-publish", "x-expires": 691200000}
 
 
 def take(job_id):
@@ -33,7 +34,9 @@ def take(job_id):
 reply = channel.queue_declare("", exclusive=True).method.queue
 first = str(uuid.uuid4())
 out = {"first": take(first)}
-job = {"version": 1, "id": first, "type": "sleep", "input": {"seconds": 1}, "key": key, "unique": True}
+# A keyed job carries a sequence (§6): one of 0 would fall under any `cancel --all` of the past day.
+job = {"version": 1, "id": first, "type": "sleep", "input": {"seconds": 1}, "key": key, "unique": True,
+       "sequence": time.time_ns() // 1000}
 channel.basic_publish(
     "", queue, json.dumps(job).encode(),
     pika.BasicProperties(content_type="application/json", delivery_mode=2, reply_to=reply, message_id=first))
@@ -52,6 +55,5 @@ method, properties, body = channel.basic_get(lock)
 out["holder"] = properties.message_id == third if method else None
 if method:
     channel.basic_ack(method.delivery_tag)
-channel.queue_delete(lock)
 connection.close()
 print(json.dumps(out))
