@@ -53,10 +53,11 @@ extension AMQPConnection {
             let ret = method.decoded.assumingMemoryBound(to: amqp_basic_return_t.self).pointee
             var message = amqp_message_t()
             try check(amqp_read_message(state, channel, &message, 0), "read a returned message", channel: channel)
-            amqp_destroy_message(&message)
+            defer { amqp_destroy_message(&message) }
             return .returned(
                 channel: channel, replyCode: ret.reply_code, replyText: CDecode.string(ret.reply_text),
-                exchange: CDecode.string(ret.exchange), routingKey: CDecode.string(ret.routing_key))
+                exchange: CDecode.string(ret.exchange), routingKey: CDecode.string(ret.routing_key),
+                messageID: MessageProperties(message.properties).messageID)
         case AMQP_BASIC_CANCEL_METHOD:
             let cancel = method.decoded.assumingMemoryBound(to: amqp_basic_cancel_t.self).pointee
             return .consumerCancelled(channel: channel, consumerTag: CDecode.string(cancel.consumer_tag))

@@ -32,8 +32,10 @@ public enum AMQPEvent: Sendable {
     /// A publisher confirm: `ack` is `false` for `basic.nack` (the broker could not take the message).
     /// With `multiple`, it covers every unconfirmed publish up to and including `deliveryTag`.
     case confirm(channel: UInt16, deliveryTag: UInt64, multiple: Bool, ack: Bool)
-    /// A mandatory publish that no queue took (`basic.return`).
-    case returned(channel: UInt16, replyCode: UInt16, replyText: String, exchange: String, routingKey: String)
+    /// A mandatory publish that no queue took (`basic.return`), with the `message_id` it was published with.
+    case returned(
+        channel: UInt16, replyCode: UInt16, replyText: String, exchange: String, routingKey: String,
+        messageID: String?)
     /// The broker cancelled one of our consumers (its queue was deleted, for example).
     case consumerCancelled(channel: UInt16, consumerTag: String)
     /// The broker closed a channel; it has been acknowledged and must be reopened before use.

@@ -59,6 +59,49 @@ extension Integration {
             }
         }
 
+        @Test("turns are taken for free threads only: jobs held up behind a long one do not start in a burst")
+        func turnsForFreeThreads() throws {
+            let queue = TestEnvironment.uniqueName("fleet-room")
+            let limit = try RateLimit(2, per: .seconds(1))
+            defer { [queue, FleetRateLimit.queue(forType: "echo", limit: limit)].forEach(BrokerProbe.delete) }
+            let tap = try MessageTap.results()
+            let worker = try CLI.startWorker(
+                queue: queue, arguments: ["--width", "1", "--prefetch", "20", "--fleet-rate-limit", "echo=2/s"])
+            defer { worker.terminate() }
+            let producer = try Producer.forTests()
+            let long = JobRequest(type: "sleep", input: ["seconds": 2], queue: queue)
+            try producer.enqueue(long)
+            try worker.waitForStart(of: long.id)
+            let limited = (1...5).map { JobRequest(type: "echo", input: .integer(Int64($0)), queue: queue) }
+            try producer.enqueue(limited)
+            let starts = try Self.starts(try tap.waitForResults(limited.map(\.id)))
+            let gaps = zip(starts.dropFirst(), starts).map { $0.timeIntervalSince($1) }
+            #expect(gaps.allSatisfy { $0 >= 0.45 }, "\(gaps)")
+        }
+
+        @Test("a window queue deleted while jobs wait is declared again, and the limit holds meanwhile")
+        func deletedWindow() throws {
+            let queue = TestEnvironment.uniqueName("fleet-deleted")
+            let limit = try RateLimit(2, per: .seconds(1))
+            let window = FleetRateLimit.queue(forType: "echo", limit: limit)
+            defer { [queue, window].forEach(BrokerProbe.delete) }
+            let tap = try MessageTap.results()
+            let arguments = ["--width", "2", "--prefetch", "20", "--fleet-rate-limit", "echo=2/s"]
+            let workers = try (1...2).map { _ in try CLI.startWorker(queue: queue, arguments: arguments) }
+            defer { workers.forEach { $0.terminate() } }
+            let producer = try Producer.forTests()
+            let jobs = (1...8).map { JobRequest(type: "echo", input: .integer(Int64($0)), queue: queue) }
+            try producer.enqueue(jobs)
+            _ = try tap.waitForResults(Array(jobs.prefix(2)).map(\.id))
+            BrokerProbe.delete(window)
+            let starts = try Self.starts(try tap.waitForResults(jobs.map(\.id)))
+            let gaps = zip(starts.dropFirst(), starts).map { $0.timeIntervalSince($1) }
+            // The deleted window took its live turn with it: one start may come early, and no burst follows (each
+            // refused or returned turn waits).
+            #expect(gaps.filter { $0 < 0.45 }.count <= 1 && gaps.allSatisfy { $0 >= 0.1 }, "\(gaps)")
+            #expect(workers.contains { $0.stderr.contains("a fleet-wide rate limit's queue was missing; declaring it again") })
+        }
+
         @Test("a job waiting for a fleet-wide turn can be cancelled and shows as waiting; bad limits are refused")
         func waitingAndRefused() throws {
             let url = try TestEnvironment.brokerURL

@@ -24,7 +24,7 @@ struct FleetRateLimitTests {
                 == FleetRateLimit.queue(forType: "t", limit: try RateLimit(parsing: "10/s")))
         let arguments = FleetRateLimit.arguments(for: try RateLimit(parsing: "40/s"))
         #expect(arguments["x-max-length"] == .int(4) && arguments["x-message-ttl"] == .int(100))
-        #expect(arguments["x-overflow"] == .string("reject-publish") && arguments["x-expires"] == .int(86_400_000))
+        #expect(arguments["x-overflow"] == .string("reject-publish") && arguments["x-expires"] == .int(86_400_100))
         let long = String(repeating: "t", count: 240)
         #expect(FleetRateLimit.problem(withType: long, limit: try RateLimit(parsing: "10/s")) != nil)
         #expect(FleetRateLimit.problem(withType: String(long.prefix(200)), limit: try RateLimit(parsing: "10/s")) == nil)
@@ -35,7 +35,8 @@ struct FleetRateLimitTests {
         let now = ContinuousClock.now
         let jobs = (1...6).map { TestJobs.waiting("j\($0)") }
         for job in jobs { throttle.wait(job) }
-        let asked = throttle.jobsToAsk(at: now)
+        #expect(throttle.jobsToAsk(at: now, room: 0).isEmpty, "no thread free")
+        let asked = throttle.jobsToAsk(at: now, room: 10)
         #expect(asked.map(\.descriptor.id) == ["j1", "j2", "j3", "j4"], "as many as the window holds")
         #expect(throttle.dueAt == nil && !throttle.isDue(at: now), "every turn is asked for")
         throttle.answered(asked[0], granted: true, at: now)
@@ -44,8 +45,11 @@ struct FleetRateLimitTests {
         #expect(throttle.asking == 0)
         #expect(!throttle.isDue(at: now) && throttle.isDue(at: now + throttle.retryDelay))
         #expect(throttle.retryDelay == .milliseconds(10))
-        let again = throttle.jobsToAsk(at: now + throttle.retryDelay)
-        #expect(again.map(\.descriptor.id) == ["j2", "j3", "j4", "j5"])
+        let probe = throttle.jobsToAsk(at: now + throttle.retryDelay, room: 10)
+        #expect(probe.map(\.descriptor.id) == ["j2"], "a full window is probed with one turn")
+        throttle.answered(probe[0], granted: true, at: now + throttle.retryDelay)
+        let again = throttle.jobsToAsk(at: now + throttle.retryDelay, room: 10)
+        #expect(again.map(\.descriptor.id) == ["j3", "j4", "j5", "j6"])
     }
 
     @Test func cancelledJobsAskForNoTurnAndLostQuestionsAreAskedAgainFirst() throws {
@@ -54,11 +58,11 @@ struct FleetRateLimitTests {
         let jobs = [TestJobs.waiting("low", .low), TestJobs.waiting("gone"), TestJobs.waiting("high", .high)]
         for job in jobs { throttle.wait(job) }
         jobs[1].operation.cancel(.requested)
-        #expect(throttle.jobsToAsk(at: now).map(\.descriptor.id) == ["high"])
+        #expect(throttle.jobsToAsk(at: now, room: 5).map(\.descriptor.id) == ["high"])
         throttle.unanswered([jobs[2]])
         #expect(throttle.asking == 0 && throttle.declaredAt == nil)
-        #expect(throttle.jobsToAsk(at: now).map(\.descriptor.id) == ["high"])
+        #expect(throttle.jobsToAsk(at: now, room: 5).map(\.descriptor.id) == ["high"])
         throttle.answered(jobs[2], granted: true, at: now)
-        #expect(throttle.jobsToAsk(at: now).map(\.descriptor.id) == ["low"])
+        #expect(throttle.jobsToAsk(at: now, room: 5).map(\.descriptor.id) == ["low"])
     }
 }

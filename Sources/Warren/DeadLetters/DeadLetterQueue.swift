@@ -127,7 +127,7 @@ public final class DeadLetterQueue {
             case .confirm(_, let tag, let multiple, let ack):
                 guard ack else { throw WarrenError(.broker, "the broker refused a requeued message") }
                 confirmed = multiple ? max(confirmed, Int(tag)) : confirmed + 1
-            case .returned(_, _, _, _, let routingKey):
+            case .returned(_, _, _, _, let routingKey, _):
                 returned.append(routingKey)
             case .channelClosed(let error):
                 throw error

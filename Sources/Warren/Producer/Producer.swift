@@ -514,7 +514,7 @@ public final class Producer {
                 }
             case .delivery(let delivery):
                 other(delivery)
-            case .returned(Self.publishChannel, _, _, _, let routingKey):
+            case .returned(Self.publishChannel, _, _, _, let routingKey, _):
                 returnedQueues.append(routingKey)
             case .channelClosed(let error):
                 throw error

@@ -17,7 +17,8 @@ public enum FleetRateLimit {
     public static let prefix = "warren.rate."
     /// The shortest window for limits faster than ten jobs a second.
     static let shortestWindowMilliseconds = 100
-    /// How long a window queue lives unused, in milliseconds (a day); workers declare theirs again every hour.
+    /// How long a window queue lives unused beyond its turns' lifetime, in milliseconds (a day), so that it never
+    /// goes before its last turn; workers declare theirs again every hour while jobs wait.
     static let lease: Int64 = 86_400_000
 
     /// The window that keeps `limit`: how many turns it holds, and how long each lives, in milliseconds.
@@ -49,7 +50,8 @@ public enum FleetRateLimit {
         let window = window(of: limit)
         return [
             "x-max-length": .int(Int64(window.turns)), "x-overflow": "reject-publish",
-            "x-message-ttl": .int(Int64(window.milliseconds)), "x-expires": .int(lease),
+            "x-message-ttl": .int(Int64(window.milliseconds)),
+            "x-expires": .int(Int64(window.milliseconds) + lease),
         ]
     }
 

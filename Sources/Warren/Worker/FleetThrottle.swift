@@ -3,8 +3,9 @@ import AMQP
 /// The jobs of one operation type under a fleet-wide rate limit (``FleetRateLimit``) that wait for a turn from the
 /// broker, and the turns asked for and not answered yet.
 ///
-/// At most as many turns are asked for at once as the window holds; a refused turn puts its job back at the head
-/// of the line, and the next question waits ``retryDelay``.
+/// At most as many turns are asked for at once as the window holds. A refused turn puts its job back at the head of
+/// the line; the next question waits ``retryDelay`` and asks for one turn only, until one is granted, so that a full
+/// window costs the broker one refused publish per worker and delay.
 ///
 /// Thread safety: confined to the worker's broker thread.
 struct FleetThrottle {
@@ -18,8 +19,12 @@ struct FleetThrottle {
     private(set) var asking = 0
     /// When to ask again after a refusal; `nil`: now.
     private var askAt: ContinuousClock.Instant?
+    /// Whether the last answer was a refusal: ask for one turn at a time.
+    private var probing = false
     /// When the window queue was last declared on this connection; `nil`: not yet.
     var declaredAt: ContinuousClock.Instant?
+    /// Whether the next job's local queue has no thread free for it: a job that ends there wakes the worker.
+    var waitsForRoom = false
 
     init(type: String, limit: RateLimit) {
         queue = FleetRateLimit.queue(forType: type, limit: limit)
@@ -28,26 +33,35 @@ struct FleetThrottle {
         retryDelay = FleetRateLimit.retryDelay(for: limit)
     }
 
-    /// When to ask for turns next; `nil` while no job waits or every turn the window holds is asked for.
+    /// The most turns to have asked for at once: the window's, or one while probing a full window.
+    private var mostAsking: Int { probing ? 1 : turns }
+
+    /// When to ask for turns next; `nil` while no job waits, every turn allowed is asked for, or the next job waits
+    /// for a thread.
     var dueAt: ContinuousClock.Instant? {
-        line.isEmpty || asking >= turns ? nil : askAt ?? .now
+        line.isEmpty || asking >= mostAsking || waitsForRoom ? nil : askAt ?? .now
     }
 
     /// Whether turns are to be asked for at `now`.
     func isDue(at now: ContinuousClock.Instant) -> Bool {
-        !line.isEmpty && asking < turns && askAt.map { $0 <= now } ?? true
+        !line.isEmpty && asking < mostAsking && askAt.map { $0 <= now } ?? true
+    }
+
+    /// The local queue of the job that comes up next, if one waits.
+    mutating func nextLocalQueue() -> String? {
+        line.next()?.localQueue
     }
 
     mutating func wait(_ job: InFlightJob) {
         line.append(job)
     }
 
-    /// The waiting jobs to ask turns for at `now`, in the order they go, counted as asked.
-    mutating func jobsToAsk(at now: ContinuousClock.Instant) -> [InFlightJob] {
+    /// The waiting jobs to ask turns for at `now`, at most `room` of them, in the order they go, counted as asked.
+    mutating func jobsToAsk(at now: ContinuousClock.Instant, room: Int) -> [InFlightJob] {
         if let askAt, now < askAt { return [] }
         askAt = nil
         var jobs: [InFlightJob] = []
-        while asking < turns, let job = line.next() {
+        while asking < mostAsking, jobs.count < room, let job = line.next() {
             line.removeNext()
             asking += 1
             jobs.append(job)
@@ -58,6 +72,7 @@ struct FleetThrottle {
     /// The broker answered the turn asked for `job`: refused, the job waits at the head of the line again.
     mutating func answered(_ job: InFlightJob, granted: Bool, at now: ContinuousClock.Instant) {
         asking -= 1
+        probing = !granted
         guard !granted else { return }
         line.putBack(job)
         askAt = now + retryDelay

@@ -4,7 +4,8 @@ import Foundation
 /// Fleet-wide rate limits (``Worker/Configuration/fleetRateLimits``, ``FleetRateLimit``): a job of such a type, once
 /// nothing else holds it back, waits in the worker until the broker grants it a turn in the type's window queue,
 /// then goes to its local queue. Turns are asked for on ``rateChannel`` with publisher confirms, several at once
-/// (up to what the window holds) and in the order the jobs go.
+/// (up to what the window holds) and in the order the jobs go, and only for jobs whose local queue has a thread
+/// free for them: a turn is a start, not a place in a queue.
 extension WorkerSession {
     /// The channel that asks for turns; opened with the connection when the worker has fleet-wide limits.
     static let rateChannel: UInt16 = 8
@@ -24,6 +25,7 @@ extension WorkerSession {
     func openRateChannel() throws {
         let lost = turnsAsked.sorted { $0.key < $1.key }.map(\.value)
         turnsAsked = [:]
+        returnedTurns = []
         ratePublishCount = 0
         for type in fleetThrottles.keys {
             fleetThrottles[type]!.unanswered(lost.filter { $0.descriptor.type == type })
@@ -33,28 +35,36 @@ extension WorkerSession {
         try connection.enableConfirms(channel: Self.rateChannel)
     }
 
-    /// Asks the broker for the turns that are due: one message per waiting job to its type's window queue.
+    /// Asks the broker for the turns that are due: one message per waiting job to its type's window queue, for as
+    /// many jobs as their local queue has threads free (not counting the jobs whose turns are asked already).
     func askForFleetTurns() throws {
         guard !fleetThrottles.isEmpty else { return }
         let now = ContinuousClock.now
-        for type in fleetThrottles.keys where fleetThrottles[type]!.isDue(at: now) {
+        for type in fleetThrottles.keys {
+            guard let name = fleetThrottles[type]!.nextLocalQueue(), let local = localQueues[name] else { continue }
+            let room = local.width - local.operationCount - turnsAsked.values.count { $0.localQueue == name }
+            fleetThrottles[type]!.waitsForRoom = room <= 0
+            guard room > 0, fleetThrottles[type]!.isDue(at: now) else { continue }
             do {
                 try declareWindowIfDue(of: type, at: now)
             } catch let error as AMQPError where error.channel == Self.rateChannel {
-                // Declared otherwise by another client (406): its jobs wait, and the worker tries again later.
+                // Declared otherwise by another client (406), or on a cluster node that is down (404): its jobs
+                // wait, never beyond the limit, and the worker tries again.
+                let wait: Duration = error.isQueueNodeDown ? .seconds(5) : .seconds(30)
                 logger.error(
-                    "cannot declare a fleet-wide rate limit's queue; its jobs wait, trying again in 30 s",
+                    "cannot declare a fleet-wide rate limit's queue; its jobs wait, trying again in \(wait)",
                     metadata: ["queue": "\(fleetThrottles[type]!.queue)", "error": "\(error)"])
                 try openRateChannel()
-                fleetThrottles[type]!.postpone(until: now + .seconds(30))
+                fleetThrottles[type]!.postpone(until: now + wait)
                 continue
             }
             let queue = fleetThrottles[type]!.queue
-            for job in fleetThrottles[type]!.jobsToAsk(at: now) {
+            for job in fleetThrottles[type]!.jobsToAsk(at: now, room: room) {
+                // Persistent, so that a broker restart keeps the window's turns.
                 try connection.publish(
                     [], exchange: "", routingKey: queue,
-                    properties: MessageProperties(messageID: job.descriptor.id, appID: "warren"), mandatory: true,
-                    channel: Self.rateChannel)
+                    properties: MessageProperties(persistent: true, messageID: job.descriptor.id, appID: "warren"),
+                    mandatory: true, channel: Self.rateChannel)
                 ratePublishCount += 1
                 turnsAsked[ratePublishCount] = job
             }
@@ -77,18 +87,24 @@ extension WorkerSession {
         // Refused ones go back to the head of their line last first, so that they keep their order.
         for number in granted ? numbers : numbers.reversed() {
             let job = turnsAsked.removeValue(forKey: number)!
-            fleetThrottles[job.descriptor.type]!.answered(job, granted: granted, at: now)
-            guard granted, !job.operation.job.isCancelled, inFlight[job.descriptor.id] === job else { continue }
+            // A returned turn is confirmed too, but no window took it.
+            let taken = granted && returnedTurns.remove(job.descriptor.id) == nil
+            fleetThrottles[job.descriptor.type]!.answered(job, granted: taken, at: now)
+            guard taken, !job.operation.job.isCancelled, inFlight[job.descriptor.id] === job else { continue }
             queueOperation(of: job, throttling: false)
         }
     }
 
-    /// The broker returned a turn: its window queue is gone (deleted by hand). The job it was for goes as if
-    /// granted, since the broker also confirms the publish; every window is declared again before the next turn.
-    func fleetTurnReturned(to queue: String) {
-        logger.warning(
-            "a fleet-wide rate limit's queue was missing; declaring it again", metadata: ["queue": "\(queue)"])
-        for type in fleetThrottles.keys { fleetThrottles[type]!.declaredAt = nil }
+    /// The broker returned the turn of job `jobID`: its window queue is gone (deleted by hand, or its cluster node
+    /// lost). The turn counts as refused when its confirm comes; the window is declared again before the next one.
+    func fleetTurnReturned(to queue: String, jobID: String?) {
+        if let jobID { returnedTurns.insert(jobID) }
+        guard let type = fleetThrottles.first(where: { $0.value.queue == queue })?.key else { return }
+        if fleetThrottles[type]!.declaredAt != nil {
+            logger.warning(
+                "a fleet-wide rate limit's queue was missing; declaring it again", metadata: ["queue": "\(queue)"])
+        }
+        fleetThrottles[type]!.declaredAt = nil
     }
 
     /// When turns are due next, if any job waits for one.

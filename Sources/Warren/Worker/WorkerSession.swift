@@ -138,6 +138,8 @@ final class WorkerSession {
     /// asked for, by the number of the question on ``rateChannel`` (``WorkerSession+FleetRateLimits``).
     var fleetThrottles: [String: FleetThrottle]
     var turnsAsked: [UInt64: InFlightJob] = [:]
+    /// Jobs whose turn the broker returned (no window took it), until its confirm comes.
+    var returnedTurns: Set<String> = []
     var ratePublishCount: UInt64 = 0
     /// Jobs taken to run, counted only with ``Worker/Configuration/maxJobs``; why the worker takes no more and runs
     /// what it holds before it stops, to start afresh (`maxJobs`, `maxMemory`; ``WorkerSession+Recycling``).
@@ -202,13 +204,15 @@ final class WorkerSession {
             connection.close()
             throw WarrenError(.broker, "cannot set up at \(connection.configuration.redactedURL): \(error)")
         }
-        logger.info(
-            "worker started",
-            metadata: [
-                "broker": "\(connection.configuration.redactedURL)", "queues": "\(configuration.queues)",
-                "prefetch": "\(basePrefetch)",
-                "localQueues": "\(localQueues.values.map { "\($0.name)=\($0.width)" }.sorted())",
-            ])
+        var started: Logger.Metadata = [
+            "broker": "\(connection.configuration.redactedURL)", "queues": "\(configuration.queues)",
+            "prefetch": "\(basePrefetch)",
+            "localQueues": "\(localQueues.values.map { "\($0.name)=\($0.width)" }.sorted())",
+        ]
+        if !fleetThrottles.isEmpty {
+            started["fleetRateLimits"] = "\(configuration.fleetRateLimits.map { "\($0)=\($1)" }.sorted())"
+        }
+        logger.info("worker started", metadata: started)
         warnIfOverMemoryAtStart()
         while true {
             do {
@@ -448,8 +452,8 @@ final class WorkerSession {
                 logger.warning("the broker blocked this connection", metadata: ["reason": "\(reason)"])
             case .unblocked:
                 logger.info("the broker unblocked this connection")
-            case .returned(Self.rateChannel, _, _, _, let queue):
-                fleetTurnReturned(to: queue)
+            case .returned(Self.rateChannel, _, _, _, let queue, let jobID):
+                fleetTurnReturned(to: queue, jobID: jobID)
             case .returned:
                 break
             }
