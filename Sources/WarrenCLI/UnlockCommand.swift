@@ -31,7 +31,7 @@ struct UnlockCommand: ParsableCommand {
         defer { producer.close() }
         for key in keys {
             if let holder = try producer.unlock(key: key) {
-                print("\(key): freed (held by job \(holder))")
+                print("\(key): freed (held by job \(ResultPrinter.printable(holder)))")
             } else {
                 print("\(key): was free")
             }

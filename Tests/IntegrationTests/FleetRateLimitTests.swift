@@ -102,6 +102,27 @@ extension Integration {
             #expect(workers.contains { $0.stderr.contains("a fleet-wide rate limit's queue was missing; declaring it again") })
         }
 
+        @Test("with --max-jobs, a job counts once its turn came: one still waiting lets the worker take other jobs")
+        func recyclingCountsTurns() throws {
+            let queue = TestEnvironment.uniqueName("fleet-recycle")
+            let limit = try RateLimit(1, per: .seconds(3600))
+            defer { [queue, FleetRateLimit.queue(forType: "sum", limit: limit)].forEach(BrokerProbe.delete) }
+            let tap = try MessageTap.results()
+            let worker = try CLI.startWorker(
+                queue: queue, arguments: ["--width", "2", "--prefetch", "5", "--max-jobs", "3", "--fleet-rate-limit", "sum=1/h"])
+            defer { worker.terminate() }
+            let producer = try Producer.forTests()
+            let first = JobRequest(type: "sum", input: ["numbers": [1]], queue: queue)
+            let waiting = JobRequest(type: "sum", input: ["numbers": [2]], queue: queue)
+            try producer.enqueue([first, waiting])
+            #expect(try tap.waitForResult(first.id).status == .succeeded)
+            let others = (1...2).map { JobRequest(type: "echo", input: .integer(Int64($0)), queue: queue) }
+            try producer.enqueue(others)
+            #expect(try tap.waitForResults(others.map(\.id)).allSatisfy { $0.status == .succeeded })
+            #expect(worker.stderr.contains("took the most jobs"), "the third job counted, not the one waiting")
+            #expect(tap.results(for: waiting.id).isEmpty)
+        }
+
         @Test("a job waiting for a fleet-wide turn can be cancelled and shows as waiting; bad limits are refused")
         func waitingAndRefused() throws {
             let url = try TestEnvironment.brokerURL

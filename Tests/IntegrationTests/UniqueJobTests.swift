@@ -222,6 +222,10 @@ extension Integration {
             #expect(!cli.stderr.contains("Usage"), "\(cli.stderr)")
             let own = try CLI.run(["enqueue", "echo", "--queue", UniqueLock.queue(forKey: key), "--url", url])
             #expect(own.status == 64 && own.stderr.contains("is one of Warren's own queues"), "\(own.stderr)")
+            // Nor is a lock a reply queue: a result there would be a token that never expires.
+            let reply = JobRequest(type: "echo", queue: full, replyTo: UniqueLock.queue(forKey: key))
+            let refusedReply = #expect(throws: WarrenError.self) { try producer.enqueue(reply) }
+            #expect(refusedReply?.code == .invalidConfiguration && refusedReply?.message.contains("one of Warren's own queues") == true)
         }
 
         @Test("pika takes a lock as the wire format says, and a Warren worker releases it; a unique job without a key is dead-lettered")

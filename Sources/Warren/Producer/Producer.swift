@@ -139,6 +139,11 @@ public final class Producer {
                 throw WarrenError(
                     .invalidConfiguration, "job \(request.id): a reply queue name must be 1 to 255 bytes long")
             }
+            if let request = ordered.first(where: { $0.replyTo.map(Topology.isOwnQueue) ?? false }) {
+                throw WarrenError(
+                    .invalidConfiguration,
+                    "job \(request.id): reply queue '\(request.replyTo!)' is one of Warren's own queues")
+            }
             if let request = ordered.first(where: { request in
                 guard let deadline = request.deadline, let notBefore = request.notBefore else { return false }
                 return deadline <= notBefore

@@ -75,12 +75,15 @@ public enum Topology {
             return "job queue name '\(name.prefix(40))…' is \(name.utf8.count) bytes; at most \(maxJobQueueNameLength)"
         }
         if name.hasPrefix("amq.") { return "job queue name '\(name)' starts with amq., which the broker reserves" }
-        if [deadQueue, resultsStream, controlStream, scheduleQueue].contains(name)
-            || ["warren.delay.", UniqueLock.prefix, FleetRateLimit.prefix].contains(where: { name.hasPrefix($0) })
-        {
-            return "'\(name)' is one of Warren's own queues, not a job queue"
-        }
+        if isOwnQueue(name) { return "'\(name)' is one of Warren's own queues, not a job queue" }
         return nil
+    }
+
+    /// Whether `name` is one of Warren's own queues: the dead letters, the streams, the schedule state, delay
+    /// queues, unique jobs' locks and fleet-wide rate limits' windows.
+    public static func isOwnQueue(_ name: String) -> Bool {
+        [deadQueue, resultsStream, controlStream, scheduleQueue].contains(name)
+            || ["warren.delay.", UniqueLock.prefix, FleetRateLimit.prefix].contains(where: { name.hasPrefix($0) })
     }
 
     /// Why job queues cannot be created both as priority queues and as quorum queues, or `nil`: RabbitMQ 3's quorum

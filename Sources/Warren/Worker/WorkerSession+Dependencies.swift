@@ -98,8 +98,7 @@ extension WorkerSession {
                     message: "dependency \(id) ended \(status.rawValue), and the job requires success"))
             return
         }
-        try jobTaken()
-        queueOperation(of: job)
+        try take(job)
     }
 
     /// Reads the stream message at `offset` for `dependency`'s result, unless it is being read already.

@@ -81,7 +81,7 @@ extension WorkerSession {
 
     /// Takes in the broker's answer to the turns asked up to `tag` (`multiple`) or to `tag` alone: a granted turn
     /// sends its job to its local queue, unless it ended meanwhile (cancelled); a refused one puts it back.
-    func fleetTurnsAnswered(upTo tag: UInt64, multiple: Bool, granted: Bool) {
+    func fleetTurnsAnswered(upTo tag: UInt64, multiple: Bool, granted: Bool) throws {
         let numbers = multiple ? turnsAsked.keys.filter { $0 <= tag }.sorted() : turnsAsked[tag] == nil ? [] : [tag]
         let now = ContinuousClock.now
         // Refused ones go back to the head of their line last first, so that they keep their order.
@@ -91,7 +91,8 @@ extension WorkerSession {
             let taken = granted && returnedTurns.remove(job.descriptor.id) == nil
             fleetThrottles[job.descriptor.type]!.answered(job, granted: taken, at: now)
             guard taken, !job.operation.job.isCancelled, inFlight[job.descriptor.id] === job else { continue }
-            queueOperation(of: job, throttling: false)
+            try jobTaken()
+            queueOperation(of: job)
         }
     }
 

@@ -78,9 +78,8 @@ extension WorkerSession {
             timeLimit: timeLimit)
         job.runsAlone = !deaths.isEmpty || (delivery.redelivered && jobsInOtherJournals.contains(descriptor.id))
         if try holdForDependencies(job) { return }
-        try jobTaken()
         inFlight[descriptor.id] = job
-        queueOperation(of: job)
+        try take(job)
     }
 
     /// Ends `job`, which the worker holds, as its operation reported.

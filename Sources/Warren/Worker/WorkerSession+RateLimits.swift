@@ -8,7 +8,6 @@ import Foundation
 extension WorkerSession {
     /// Whether `job` waits for its turn under its type's rate limit; `false` when it may go now.
     func waitsForItsTurn(_ job: InFlightJob) -> Bool {
-        if waitsForFleetTurn(job) { return true }
         guard !throttles.isEmpty, throttles[job.descriptor.type] != nil else { return false }
         guard !throttles[job.descriptor.type]!.admit(job, at: .now) else { return false }
         job.operation.job.debug("waiting for its turn under its type's rate limit")

@@ -9,6 +9,14 @@ extension WorkerSession {
     /// Counts a job taken to run: one that goes to its local queue (a job waiting for its dependencies counts once
     /// they ended). The last one ``Worker/Configuration/maxJobs`` allows stops the job consumers: the worker runs
     /// what it holds, then stops (``stopIfRetired()``).
+    /// Takes `job`, which nothing holds back any more, to run: it counts (``jobTaken()``) and goes to its local
+    /// queue, unless it waits for a fleet-wide turn first, which counts it once granted.
+    func take(_ job: InFlightJob) throws {
+        if waitsForFleetTurn(job) { return }
+        try jobTaken()
+        queueOperation(of: job)
+    }
+
     func jobTaken() throws {
         guard let maxJobs = configuration.maxJobs else { return }
         jobsTaken += 1

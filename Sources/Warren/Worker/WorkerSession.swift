@@ -438,7 +438,7 @@ final class WorkerSession {
             case .confirm(Self.storeChannel, let tag, let multiple, let ack):
                 try batchesConfirmed(upTo: tag, multiple: multiple, ack: ack)
             case .confirm(Self.rateChannel, let tag, let multiple, let ack):
-                fleetTurnsAnswered(upTo: tag, multiple: multiple, granted: ack)
+                try fleetTurnsAnswered(upTo: tag, multiple: multiple, granted: ack)
             case .confirm(_, let tag, let multiple, let ack):
                 try settle(upTo: tag, multiple: multiple, ack: ack)
             case .channelClosed(let error):
