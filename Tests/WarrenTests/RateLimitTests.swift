@@ -29,6 +29,8 @@ struct RateLimitTests {
         #expect(try RateLimit(parsing: "1000/s").interval == .milliseconds(1))
         let tooFast = #expect(throws: WarrenError.self) { try RateLimit(parsing: "1001/s") }
         #expect(tooFast?.message == "a rate limit of 1001 per 1.0 seconds is above 1,000 jobs a second")
+        let huge = #expect(throws: WarrenError.self) { try RateLimit(parsing: "99999999999999999999/d") }
+        #expect(huge?.message == "rate limit '99999999999999999999/d': the count is too large")
     }
 
     private func job(_ id: String, _ priority: JobPriority = .normal) -> InFlightJob {

@@ -358,7 +358,8 @@ public final class Producer {
                 if let result = arrivedResults.removeValue(forKey: jobID) { return result }
                 let left = deadline - ContinuousClock.now
                 guard left > .zero else {
-                    throw WarrenError(.timeout, "no result for job \(jobID) within \(timeout)")
+                    let seconds = (timeout / .milliseconds(1)).rounded() / 1000
+                    throw WarrenError(.timeout, "no result for job \(jobID) within \(String(format: "%g", seconds)) s")
                 }
                 try readEvents(until: deadline) {
                     arrivedResults[jobID] != nil || arrivedProgress.contains { $0.jobID == jobID }

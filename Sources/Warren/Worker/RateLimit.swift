@@ -35,6 +35,12 @@ public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
         let units: [Substring: Duration] = [
             "s": .seconds(1), "m": .seconds(60), "h": .seconds(3600), "d": .seconds(86_400),
         ]
+        let digits: ClosedRange<Character> = "0"..."9"
+        if parts.count == 2, units[parts[1]] != nil, !parts[0].isEmpty, parts[0].allSatisfy(digits.contains),
+            Int(parts[0]) == nil
+        {
+            throw WarrenError(.invalidConfiguration, "rate limit '\(text)': the count is too large")
+        }
         guard parts.count == 2, let count = Int(parts[0]), let period = units[parts[1]] else {
             throw WarrenError(
                 .invalidConfiguration,
