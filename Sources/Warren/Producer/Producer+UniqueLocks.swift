@@ -25,8 +25,9 @@ extension Producer {
 
     /// Takes the lock of each unique job among `requests`, all or none, and returns the jobs that hold one.
     ///
-    /// Each token is published with confirms and `mandatory`: a lock queue that a worker deleted between its
-    /// declaration and the publish returns the token, which is then declared and published again.
+    /// Each token is published with confirms and `mandatory`: a lock queue gone between its declaration and the
+    /// publish (unused for 8 days, or deleted by hand) returns the token, which is then declared and published
+    /// again.
     /// - Throws: ``WarrenError`` `duplicate` when another job holds a lock (the ones this call took are released
     ///   first); `broker` when the broker refuses otherwise or the connection fails.
     func takeUniqueLocks(of requests: [JobRequest]) throws -> [JobRequest] {
@@ -101,7 +102,6 @@ extension Producer {
         let name = UniqueLock.queue(forKey: key)
         do {
             try openLockChannel()
-            guard try Topology.lookUp(name, on: connection) != nil else { return nil }
             guard let token = try connection.get(name, channel: Self.lockChannel) else { return nil }
             try connection.ack(token.deliveryTag, channel: Self.lockChannel)
             return token.properties.messageID ?? String(decoding: token.body, as: UTF8.self)
