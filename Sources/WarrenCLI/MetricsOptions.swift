@@ -6,7 +6,10 @@ import Warren
 public struct MetricsOptions: ParsableArguments {
     @Option(
         name: .customLong("metrics-port"),
-        help: "Serve Prometheus metrics at http://127.0.0.1:PORT/metrics; 0 picks a free port and logs it.")
+        help: """
+            Serve Prometheus metrics at http://127.0.0.1:PORT/metrics, and health at /livez and /readyz; 0 picks a \
+            free port and logs it.
+            """)
     var metricsPort: UInt16?
 
     @Option(
@@ -21,11 +24,13 @@ public struct MetricsOptions: ParsableArguments {
     }
 
     /// Starts the endpoint, if asked for: before anything records a metric, since it bootstraps swift-metrics.
+    /// - Parameter health: The broker threads whose health `/livez` and `/readyz` report, by name.
     /// - Throws: `ValidationError` for a host that is no IPv4 address; ``WarrenError`` when the port is taken.
-    func startServer(logger: Logger) throws -> MetricsServer? {
+    func startServer(logger: Logger, health: KeyValuePairs<String, BrokerThreadHealth>) throws -> MetricsServer? {
         do {
             return try metricsPort.map {
-                try MetricsServer.start(host: metricsHost ?? "127.0.0.1", port: $0, logger: logger)
+                try MetricsServer.start(
+                    host: metricsHost ?? "127.0.0.1", port: $0, health: HealthEndpoint(health), logger: logger)
             }
         } catch let error as WarrenError where error.code == .invalidConfiguration {
             throw ValidationError(error.message)

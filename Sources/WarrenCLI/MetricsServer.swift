@@ -6,8 +6,9 @@ import NIOPosix
 import Prometheus
 import Warren
 
-/// The worker's Prometheus endpoint (`--metrics-port`): `GET /metrics` answers with the exposition text of the
-/// registry behind swift-metrics in this process (`HEAD` its headers); anything else is 404.
+/// The Prometheus and health endpoint of a worker or scheduler (`--metrics-port`): `GET /metrics` answers with the
+/// exposition text of the registry behind swift-metrics in this process, `GET /livez` and `GET /readyz` with the
+/// health of its broker threads (``HealthEndpoint``); `HEAD` with their headers; anything else is 404.
 ///
 /// SwiftNIO serves it, on one event loop thread the server owns: unlike an HTTP stack built on Foundation's
 /// networking, NIO does not bring libcurl and its TLS and Kerberos libraries into every process.
@@ -35,7 +36,7 @@ final class MetricsServer: Sendable {
     /// Bootstraps swift-metrics with Prometheus (once per process), listens on `host:port`, and logs
     /// "metrics endpoint listening" with the bound port. Returns once it listens.
     /// - Throws: ``WarrenError`` (`invalidConfiguration`) when it cannot listen there (a bad address, a port in use).
-    static func start(host: String, port: UInt16, logger: Logger) throws -> MetricsServer {
+    static func start(host: String, port: UInt16, health: HealthEndpoint, logger: Logger) throws -> MetricsServer {
         let registry = MetricsSetup.bootstrap()
         var ip4 = in_addr()
         guard inet_pton(AF_INET, host, &ip4) == 1, let address = try? SocketAddress(ipAddress: host, port: Int(port))
@@ -51,7 +52,7 @@ final class MetricsServer: Sendable {
                     let pipeline = channel.pipeline.syncOperations
                     try pipeline.addHandler(IdleStateHandler(allTimeout: idleTimeout))
                     try pipeline.configureHTTPServerPipeline(withErrorHandling: true)
-                    try pipeline.addHandler(MetricsHandler(registry: registry))
+                    try pipeline.addHandler(MetricsHandler(registry: registry, health: health))
                 }
             }
         let channel: any Channel
@@ -86,10 +87,12 @@ private final class MetricsHandler: ChannelInboundHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     private let registry: PrometheusCollectorRegistry
+    private let health: HealthEndpoint
     private var request: HTTPRequestHead?
 
-    init(registry: PrometheusCollectorRegistry) {
+    init(registry: PrometheusCollectorRegistry, health: HealthEndpoint) {
         self.registry = registry
+        self.health = health
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -123,13 +126,22 @@ private final class MetricsHandler: ChannelInboundHandler {
         var headers = HTTPHeaders()
         let status: HTTPResponseStatus
         var body = context.channel.allocator.buffer(capacity: 0)
-        if head.method == .GET || head.method == .HEAD, path == "/metrics" {
+        let probes: [Substring: HealthEndpoint.Probe] = ["/livez": .live, "/readyz": .ready]
+        if head.method != .GET && head.method != .HEAD {
+            status = .notFound
+        } else if path == "/metrics" {
             WorkerMetrics.sampleLocalQueues()
             var text: [UInt8] = []
             registry.emit(into: &text)
             body.writeBytes(text)
             status = .ok
             headers.add(name: "Content-Type", value: "text/plain; version=0.0.4; charset=utf-8")
+        } else if let probe = probes[path] {
+            let (passes, json) = health.answer(probe)
+            body.writeBytes(json)
+            status = passes ? .ok : .serviceUnavailable
+            headers.add(name: "Content-Type", value: "application/json")
+            headers.add(name: "Cache-Control", value: "no-store")
         } else {
             status = .notFound
         }

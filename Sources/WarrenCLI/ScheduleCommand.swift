@@ -83,7 +83,8 @@ struct ScheduleCommand: ParsableCommand {
             return source
         }
         defer { signals.forEach { $0.cancel() } }
-        let metricsServer = try metrics.startServer(logger: configuration.logger)
+        let metricsServer = try metrics.startServer(
+            logger: configuration.logger, health: ["scheduler": scheduler.health])
         defer { metricsServer?.stop() }
         try scheduler.runOnCurrentThread()
     }

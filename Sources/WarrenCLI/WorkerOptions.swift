@@ -251,7 +251,9 @@ public struct WorkerOptions: ParsableArguments {
         defer { signals.forEach { $0.cancel() } }
         var logger = worker.configuration.logger
         logger[metadataKey: "worker"] = "\(worker.configuration.workerID)"
-        let metricsServer = try metrics.startServer(logger: logger)
+        let health: KeyValuePairs<String, BrokerThreadHealth> =
+            scheduler.map { ["worker": worker.health, "scheduler": $0.health] } ?? ["worker": worker.health]
+        let metricsServer = try metrics.startServer(logger: logger, health: health)
         defer { metricsServer?.stop() }
         let schedulerEnded = scheduler.map { start($0, logger: logger) }
         defer {

@@ -118,7 +118,7 @@ extension Integration {
             #expect(after.value("warren_jobs_waiting_in_worker", ["state": "waitingForDependencies"]) == 0)
         }
 
-        @Test("anything but GET or HEAD /metrics is 404; a port in use or a host that is not IPv4 stops the worker")
+        @Test("anything but GET or HEAD /metrics, /livez or /readyz is 404; a port in use or a host that is not IPv4 stops the worker")
         func otherRequestsAndAddresses() async throws {
             let queue = TestEnvironment.uniqueName("metrics-other")
             defer { BrokerProbe.delete(queue) }
@@ -126,7 +126,10 @@ extension Integration {
             defer { worker.terminate() }
             let url = try worker.metricsURL()
             _ = try await MetricsScrape.fetch(try #require(URL(string: url.absoluteString + "?name=warren_prefetch")))
-            for (method, path) in [("GET", "/"), ("GET", "/metrics/more"), ("GET", "/other"), ("POST", "/metrics")] {
+            for (method, path) in [
+                ("GET", "/"), ("GET", "/metrics/more"), ("GET", "/other"), ("POST", "/metrics"), ("POST", "/readyz"),
+                ("GET", "/livez/more"),
+            ] {
                 var request = URLRequest(url: try #require(URL(string: path, relativeTo: url)))
                 request.httpMethod = method
                 let (_, response) = try await URLSession.shared.data(for: request)

@@ -317,7 +317,7 @@ extension Integration {
             }
         }
 
-        @Test("--metrics-port: the leader's gauge is 1 and its counter moves; a standby's gauge is 0")
+        @Test("--metrics-port: the leader's gauge is 1 and its counter moves, and it is ready; a standby's gauge is 0")
         func metrics() async throws {
             try await Self.withFreshSchedule { queue, name in
                 let file = try Self.scheduleFile(name: name, queue: queue)
@@ -333,6 +333,9 @@ extension Integration {
                     (metrics.value("warren_recurring_jobs_enqueued_total", schedule) ?? 0) >= 2
                 }
                 #expect(led.value("warren_scheduler_leading") == 1)
+                let health = try await HealthScrape.fetch(try leader.metricsURL(), "/readyz")
+                #expect(health.status == 200)
+                #expect(health.component("scheduler")?["connection"] as? String == "connected")
                 #expect((led.value("warren_recurring_jobs_enqueued_total", schedule) ?? 0) >= 2)
                 #expect(led.value("warren_recurring_ticks_skipped_total", schedule) == 0)
                 let waiting = try await MetricsScrape.fetch(try standby.metricsURL())
@@ -348,16 +351,21 @@ extension Integration {
             }
         }
 
-        @Test("warren worker --schedule runs the jobs it schedules")
+        @Test("warren worker --schedule runs the jobs it schedules; its /readyz reports the worker and the scheduler")
         func workerSchedules() async throws {
             try await Self.withFreshSchedule { queue, name in
                 let tap = try MessageTap.results()
                 let worker = try CLI.startWorker(
-                    queue: queue, arguments: ["--schedule", try Self.scheduleFile(name: name, queue: queue)])
+                    queue: queue,
+                    arguments: ["--schedule", try Self.scheduleFile(name: name, queue: queue), "--metrics-port", "0"])
                 defer { worker.terminate() }
                 try tap.read(timeout: .seconds(30)) { _ in
                     tap.arrivedResults.filter { $0.jobID.hasPrefix("\(name):") && $0.status == .succeeded }.count >= 2
                 }
+                let health = try await HealthScrape.fetch(try worker.metricsURL(), "/readyz")
+                #expect(health.status == 200)
+                #expect(health.component("worker")?["ready"] as? Bool == true)
+                #expect(health.component("scheduler")?["ready"] as? Bool == true)
                 let result = try #require(tap.arrivedResults.first { $0.jobID.hasPrefix("\(name):") })
                 #expect(result.output == ["tick": true])
                 worker.signal(SIGTERM)

@@ -20,8 +20,8 @@ import Logging
 /// try await scheduler.run()   // until scheduler.stop()
 /// ```
 ///
-/// Thread safety: immutable, but for the mailbox, which is locked. Its broker connections live on the thread that
-/// runs it and nowhere else.
+/// Thread safety: immutable, but for the mailbox and the health, which are locked. Its broker connections live on the
+/// thread that runs it and nowhere else.
 public final class Scheduler: Sendable {
     /// How a scheduler connects and what it enqueues.
     public struct Configuration: Sendable {
@@ -50,6 +50,9 @@ public final class Scheduler: Sendable {
     public let configuration: Configuration
     let brokers: BrokerAddresses
     let mailbox = Mailbox<SchedulerMessage>()
+    /// How the broker thread is doing: whether it has its broker, and whether it still turns (a health endpoint's
+    /// view; `warren schedule --metrics-port` serves it at `/livez` and `/readyz`).
+    public let health = BrokerThreadHealth()
 
     /// Checks the configuration.
     /// - Throws: ``WarrenError``: `invalidConfiguration` for a bad URL or both kinds of queue, `invalidSchedule`

@@ -65,8 +65,10 @@ extension SchedulerSession {
                     throw WarrenError(.broker, "the broker cancelled the consumer of '\(Topology.scheduleQueue)'")
                 case .channelClosed(let error):
                     throw error
-                case .blocked, .unblocked:
-                    break
+                case .blocked(let reason):
+                    scheduler.health.blocked(reason)
+                case .unblocked:
+                    scheduler.health.blocked(nil)
                 }
             }
         }
@@ -104,6 +106,7 @@ extension SchedulerSession {
             metadata: ["error": "\(error)", "leading": "\(isLeading)"])
         connection.close()
         producer.close()
+        scheduler.health.disconnected(error)
         isLeading = false
         metrics.leading(false)
         lastPublished = nil
@@ -115,7 +118,11 @@ extension SchedulerSession {
         var attempt = 0
         while true {
             let wait = delay * Double.random(in: 0.75...1.25)
-            scheduler.mailbox.sleep { scheduler.mailbox.wakeUp.wait(timeout: wait) }
+            scheduler.mailbox.sleep {
+                scheduler.health.sleeping(for: wait)
+                scheduler.mailbox.wakeUp.wait(timeout: wait)
+            }
+            scheduler.health.turning()
             if stopRequested() { return false }
             attempt += 1
             do {
@@ -126,6 +133,7 @@ extension SchedulerSession {
             } catch {
                 connection.close()
                 producer.close()
+                scheduler.health.disconnected(error)
                 logger.warning("scheduler cannot reconnect", metadata: ["error": "\(error)"])
             }
             delay = min(delay * 2, configuration.maxReconnectDelay)

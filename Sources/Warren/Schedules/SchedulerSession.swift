@@ -87,6 +87,7 @@ final class SchedulerSession {
         publishCount = 0
         confirmedCount = 0
         try publish(ScheduleState())
+        scheduler.health.connected(to: connection.configuration.redactedURL)
         logger.info(
             "scheduler connected; it leads once the broker hands it the schedule state",
             metadata: [
@@ -100,6 +101,7 @@ final class SchedulerSession {
             connection.close()
             producer.close()
             metrics.leading(false)
+            scheduler.health.stopped()
         }
         if let startFailure, !reconnect(after: startFailure) {
             logger.info("scheduler stopping", metadata: ["leading": "false"])
@@ -119,6 +121,7 @@ final class SchedulerSession {
 
     /// Reads what came, enqueues what is due, then sleeps until the next tick, a message or a stop.
     private func turn() throws {
+        scheduler.health.turning()
         try brokerCall { try producer.readReplies(waitingUpTo: .zero, wakeUp: scheduler.mailbox.wakeUp) }
         try readEvents()
         while !arrivals.isEmpty { try received(arrivals.removeFirst()) }
@@ -132,7 +135,10 @@ final class SchedulerSession {
         let untilTick = wake.timeIntervalSince(now)
         // At least once a second: the producer's connection sends its heartbeats only when it is read.
         let wait = Duration.milliseconds(Int(max(0, min(untilTick, 1)) * 1000))
-        scheduler.mailbox.sleep { connection.waitForActivity(wakeUp: scheduler.mailbox.wakeUp, timeout: wait) }
+        scheduler.mailbox.sleep {
+            scheduler.health.sleeping(for: wait)
+            connection.waitForActivity(wakeUp: scheduler.mailbox.wakeUp, timeout: wait)
+        }
     }
 
     /// Takes a state message in: leads if this is the first, merges its news, and decides whether to hold it.

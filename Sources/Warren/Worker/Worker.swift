@@ -13,7 +13,7 @@ import Synchronization
 /// try await worker.run()   // until worker.stop()
 /// ```
 ///
-/// Thread safety: immutable, but for the mailbox and the recycling handover, which are locked, and
+/// Thread safety: immutable, but for the mailbox, the health and the recycling handover, which are locked, and
 /// ``stoppedToRecycle``, atomic. The broker connection lives on the thread that runs the worker and nowhere else.
 public final class Worker: Sendable {
     /// How a worker connects and behaves.
@@ -103,6 +103,9 @@ public final class Worker: Sendable {
     /// The broker addresses, tried in turn.
     let brokers: BrokerAddresses
     let mailbox = Mailbox<WorkerMessage>()
+    /// How the broker thread is doing: whether it has its broker, and whether it still turns (a health endpoint's
+    /// view; `warren worker --metrics-port` serves it at `/livez` and `/readyz`).
+    public let health = BrokerThreadHealth()
     private let recycles = Atomic(false)
     /// What the recycled process this one is a fresh copy of handed over; `nil` in a process that is no such copy.
     let inherited: RecyclingHandover?

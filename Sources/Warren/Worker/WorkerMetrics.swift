@@ -14,6 +14,7 @@ import Synchronization
 /// | `warren_local_queue_executing`, `warren_local_queue_waiting` | gauge | `queue` |
 /// | `warren_prefetch` | gauge | |
 /// | `warren_reconnects_total` | counter | |
+/// | `warren_broker_connected`, `warren_broker_blocked` | gauge | |
 /// | `warren_dead_lettered_total` | counter | `reason` |
 /// | `warren_dead_workers_reported_total`, `warren_jobs_run_alone_total` | counter | |
 /// | `warren_unique_lock_releases_total` | counter | `outcome` |
@@ -33,6 +34,8 @@ public final class WorkerMetrics: Sendable {
         var waiting: [String: Gauge] = [:]
         var width: [String: Gauge] = [:]
         var prefetch: Gauge?
+        /// Gauges without labels, by name.
+        var gauges: [String: Gauge] = [:]
         var waitingInWorker: [WorkerStatus.Job.State: Gauge] = [:]
         /// Counters without labels, by name.
         var counters: [String: CoreMetrics.Counter] = [:]
@@ -188,6 +191,18 @@ public final class WorkerMetrics: Sendable {
     /// Counts a reconnection after a lost connection.
     func reconnected() {
         increment("warren_reconnects_total")
+    }
+
+    /// Reports whether the worker has its broker, and whether the broker blocks the connection (a memory or disk
+    /// alarm).
+    func brokerConnection(connected: Bool, blocked: Bool) {
+        let gauges = handles.withLock { handles in
+            ["warren_broker_connected", "warren_broker_blocked"].map { label in
+                Self.cached(label, in: &handles.gauges) { Gauge(label: label, factory: currentFactory) }
+            }
+        }
+        gauges[0].record(connected ? 1 : 0)
+        gauges[1].record(blocked ? 1 : 0)
     }
 
     // MARK: - Dead workers

@@ -20,6 +20,8 @@ extension WorkerSession {
             "lost the broker; reconnecting",
             metadata: ["broker": "\(connection.configuration.redactedURL)", "error": "\(error)"])
         connection.close()
+        worker.health.disconnected(error)
+        metrics.brokerConnection(connected: false, blocked: false)
         // Whether the broker stored these results is unknown: keep them for the redelivery.
         for settlement in unconfirmed.removeAll() + storedResults.clear() + sentBatches.connectionLost() {
             if let result = settlement.result { orphanResults.keep(result) }
@@ -47,9 +49,11 @@ extension WorkerSession {
                 try declareAndConsume()
                 logger.info("reconnected", metadata: ["broker": "\(broker.redactedURL)", "attempts": "\(attempt)"])
                 metrics.reconnected()
+                connected()
                 return true
             } catch {
                 connection.close()
+                worker.health.disconnected(error)
                 logger.warning(
                     "cannot reconnect", metadata: ["broker": "\(broker.redactedURL)", "error": "\(error)"])
             }
@@ -59,10 +63,17 @@ extension WorkerSession {
         }
     }
 
+    /// Tells the worker's health and metrics that it is connected, queues declared and consumed.
+    func connected() {
+        worker.health.connected(to: connection.configuration.redactedURL)
+        metrics.brokerConnection(connected: true, blocked: false)
+    }
+
     /// Waits, handling the mailbox without a connection; `false` once a stop request has been fully carried out.
     private func waitWhileDisconnected(for duration: Duration) -> Bool {
         let until = ContinuousClock.now + duration
         while ContinuousClock.now < until {
+            worker.health.turning()
             for message in worker.mailbox.drain() {
                 switch message {
                 case .finished(let finished):
@@ -83,7 +94,11 @@ extension WorkerSession {
                 return false
             }
             let wakeAt = min(until, timeLimitCheckAt ?? until)
-            worker.mailbox.sleep { worker.mailbox.wakeUp.wait(timeout: wakeAt - ContinuousClock.now) }
+            worker.mailbox.sleep {
+                let timeout = wakeAt - ContinuousClock.now
+                worker.health.sleeping(for: timeout)
+                worker.mailbox.wakeUp.wait(timeout: timeout)
+            }
         }
         return true
     }

@@ -212,6 +212,7 @@ final class WorkerSession {
         if !fleetThrottles.isEmpty {
             started["fleetRateLimits"] = "\(configuration.fleetRateLimits.map { "\($0)=\($1)" }.sorted())"
         }
+        connected()
         logger.info("worker started", metadata: started)
         warnIfOverMemoryAtStart()
         while true {
@@ -224,6 +225,8 @@ final class WorkerSession {
             }
         }
         connection.close()
+        worker.health.stopped()
+        metrics.brokerConnection(connected: false, blocked: false)
         logger.info("worker stopped")
     }
 
@@ -233,6 +236,7 @@ final class WorkerSession {
         var brokerSentSomething = true
         var lastRead = ContinuousClock.now
         while true {
+            worker.health.turning()
             connection.holdOutput()
             // Read at least once a second even while only the mailbox wakes the loop (a long job reporting its
             // progress), so that librabbitmq checks the broker's heartbeats.
@@ -258,7 +262,9 @@ final class WorkerSession {
             if isDone { return logJobsLeft() }
             brokerSentSomething = true
             worker.mailbox.sleep {
-                brokerSentSomething = connection.waitForActivity(wakeUp: worker.mailbox.wakeUp, timeout: pollTimeout)
+                let timeout = pollTimeout
+                worker.health.sleeping(for: timeout)
+                brokerSentSomething = connection.waitForActivity(wakeUp: worker.mailbox.wakeUp, timeout: timeout)
             }
         }
     }
@@ -450,8 +456,12 @@ final class WorkerSession {
                 consumerCancelled(tag, queue: queue)
             case .blocked(let reason):
                 logger.warning("the broker blocked this connection", metadata: ["reason": "\(reason)"])
+                worker.health.blocked(reason)
+                metrics.brokerConnection(connected: true, blocked: true)
             case .unblocked:
                 logger.info("the broker unblocked this connection")
+                worker.health.blocked(nil)
+                metrics.brokerConnection(connected: true, blocked: false)
             case .returned(Self.rateChannel, _, _, _, let queue, let jobID):
                 fleetTurnReturned(to: queue, jobID: jobID)
             case .returned:
@@ -508,6 +518,7 @@ final class WorkerSession {
             return
         }
         journal?.markStopping()
+        worker.health.stopping()
         let grace = configuration.shutdownGracePeriod
         if announcing {
             logger.info(
