@@ -4,7 +4,7 @@ import Synchronization
 
 /// How log lines look on standard error.
 enum LogFormat: String, CaseIterable, Sendable, ExpressibleByArgument {
-    /// swift-log's text lines: `TIMESTAMP LEVEL LABEL : METADATA [SOURCE] MESSAGE`.
+    /// swift-log's text lines: `TIMESTAMP LEVEL LABEL : METADATA [SOURCE] MESSAGE` (``TextLogHandler``).
     case text
     /// One JSON object per line (``JSONLogHandler``).
     case json
@@ -23,7 +23,7 @@ enum LogSetup {
         LoggingSystem.bootstrap { label -> any LogHandler in
             switch format {
             case .text:
-                var handler = StreamLogHandler.standardError(label: label)
+                var handler = TextLogHandler.standardError(label: label)
                 handler.logLevel = level
                 return handler
             case .json:

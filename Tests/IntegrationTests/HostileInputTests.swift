@@ -145,6 +145,10 @@ extension Integration {
                     body: job(#""version":1,"id":"\#(id(33))","type":"sleep","input":{"seconds":-1}"#),
                     code: "invalidInput", detail: "input.seconds: -1.0 is outside"),
                 Hostile(
+                    name: "a type that holds a log line of its own",
+                    body: job(#""version":1,"id":"\#(id(36))","type":"evil\nFORGED-LINE info warren.worker: x","input":1"#),
+                    code: "unknownType", detail: "FORGED-LINE"),
+                Hostile(
                     name: "a handler failure with a 500 KB message",
                     body: job(#""version":1,"id":"\#(id(29))","type":"fail","input":{"message":"\#(huge)"}"#),
                     code: "requestedFailure", detail: "xxx"),
@@ -212,6 +216,8 @@ extension Integration {
                 #expect(message.contains(hostile.detail), "\(hostile.name): \(message.prefix(300))")
                 #expect(message.unicodeScalars.count <= JobError.maxMessageLength, "\(hostile.name)")
             }
+            let forged = worker.stderr.split(separator: "\n").filter { $0.hasPrefix("FORGED-LINE") }
+            #expect(forged.isEmpty, "a job type forged a log line: \(forged)")
             #expect(worker.process.isRunning, "the worker died: \(worker.stderr.suffix(2000))")
             #expect(!worker.stderr.contains("reconnect"), "hostile input cost the worker its connection")
         }
