@@ -23,6 +23,40 @@ extension Integration {
             #expect(worker.stderr.components(separatedBy: "job failed; retrying").count - 1 == 2)
         }
 
+        @Test("a handler's retryAfter: the next attempt starts no sooner, after hops; one past the deadline is not made")
+        func retryAfter() throws {
+            let queue = TestEnvironment.uniqueName("retry-after")
+            defer { BrokerProbe.delete(queue) }
+            let tap = try MessageTap.results()
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            let producer = try Producer.forTests()
+            // 2.5 s: a 2 s hop, then what is left, the not-before header carried through both.
+            let enqueued = Date()
+            let job = try producer.enqueue(
+                JobRequest(
+                    type: "fail", input: ["retryable": true, "retryAfter": 2.5, "succeedFromAttempt": 2], queue: queue))
+            let result = try tap.waitForResult(job.id, timeout: .seconds(30))
+            #expect(result.status == .succeeded && result.attempt == 2)
+            let started = try #require(result.timings.startedAt)
+            #expect(started.timeIntervalSince(enqueued) >= 2.5, "the retry started \(started.timeIntervalSince(enqueued)) s after")
+            let line = try #require(worker.stderr.split(separator: "\n").first { $0.contains("job=\(job.id)") && $0.hasSuffix("retrying") })
+            #expect(line.contains("delayMs=2500"), "\(line)")
+            #expect(worker.stderr.contains("hopMs="), "the rest of the wait is a hop of its own")
+
+            // A wait that ends after the job's deadline: the failure is final, at once.
+            let late = try producer.enqueue(
+                JobRequest(
+                    type: "fail", input: ["retryable": true, "retryAfter": 60, "code": "rateLimited"], queue: queue,
+                    deadline: Date().addingTimeInterval(20)))
+            let final = try tap.waitForResult(late.id, timeout: .seconds(15))
+            #expect(final.status == .failed && final.attempt == 1 && final.error?.code == "rateLimited")
+            #expect(final.error?.retryable == true)
+            let bad = try producer.enqueue(
+                JobRequest(type: "fail", input: ["retryable": true, "retryAfter": -1], queue: queue))
+            #expect(try tap.waitForResult(bad.id).error?.code == "invalidInput")
+        }
+
         @Test("the last retryable failure is dead-lettered; warren dead list shows it and dead requeue replays it")
         func exhaustedThenRequeued() throws {
             let queue = TestEnvironment.uniqueName("exhaust")

@@ -51,12 +51,18 @@ public struct FailInput: Codable, Sendable {
     public var retryable: Bool?
     /// From this attempt on, succeed instead (to watch retries work). Default: never.
     public var succeedFromAttempt: Int?
+    /// With `retryable`: seconds to wait before the next attempt (``JobError/retryAfter``). Default: the backoff.
+    public var retryAfter: Double?
 
-    public init(code: String? = nil, message: String? = nil, retryable: Bool? = nil, succeedFromAttempt: Int? = nil) {
+    public init(
+        code: String? = nil, message: String? = nil, retryable: Bool? = nil, succeedFromAttempt: Int? = nil,
+        retryAfter: Double? = nil
+    ) {
         self.code = code
         self.message = message
         self.retryable = retryable
         self.succeedFromAttempt = succeedFromAttempt
+        self.retryAfter = retryAfter
     }
 }
 
@@ -66,8 +72,8 @@ extension OperationRegistry {
     ///   before each, checking for cancellation between them and reporting progress.
     /// - `sleep` (asynchronous): waits `seconds` without holding a thread; cancellable.
     /// - `echo` (blocking): returns its input.
-    /// - `fail` (blocking): fails with `code` (default `requestedFailure`), `message` and `retryable`; with
-    ///   `succeedFromAttempt`, succeeds from that attempt on.
+    /// - `fail` (blocking): fails with `code` (default `requestedFailure`), `message`, `retryable` and
+    ///   `retryAfter` (seconds); with `succeedFromAttempt`, succeeds from that attempt on.
     public static var builtIn: OperationRegistry {
         var registry = OperationRegistry()
         registry.register("sum", blocking: sum)
@@ -83,9 +89,14 @@ extension OperationRegistry {
         registry.register("echo", blocking: { (input: JSONValue, _: JobContext) in input })
         registry.register("fail", blocking: { (input: FailInput, job: JobContext) -> JSONValue in
             if let from = input.succeedFromAttempt, job.attempt >= from { return ["attempt": .number(Double(job.attempt))] }
+            if let after = input.retryAfter, !(0...JobError.maxRetryAfter.seconds).contains(after) {
+                throw JobError(
+                    code: "invalidInput",
+                    message: "input.retryAfter: \(after) is outside 0...\(Int(JobError.maxRetryAfter.seconds))")
+            }
             throw JobError(
                 code: input.code ?? "requestedFailure", message: input.message ?? "failed on request",
-                retryable: input.retryable ?? false)
+                retryable: input.retryable ?? false, retryAfter: input.retryAfter.map { .milliseconds($0 * 1000) })
         })
         return registry
     }

@@ -25,16 +25,27 @@ public struct JobError: Sendable, Hashable, Codable, Error, CustomStringConverti
     public var message: String
     /// Whether trying again later could succeed.
     public var retryable: Bool
+    /// With ``retryable``: how long to wait before the next attempt, instead of the worker's backoff (1 s, 2 s,
+    /// 4 s … at most 5 minutes): an API's `Retry-After`, Celery's `retry(countdown=…)`. From 0 to a year; outside,
+    /// the nearest bound. The next attempt never starts sooner. `nil`: the backoff. Not part of a result.
+    public var retryAfter: Duration?
 
     /// The longest ``code`` the initialiser keeps, in Unicode scalars: 200.
     public static let maxCodeLength = 200
     /// The longest ``message`` the initialiser keeps, in Unicode scalars: 1,000.
     public static let maxMessageLength = 1000
+    /// The longest ``retryAfter`` a worker waits: a year.
+    public static let maxRetryAfter = Duration.seconds(31_536_000)
 
-    public init(code: String, message: String, retryable: Bool = false) {
+    public init(code: String, message: String, retryable: Bool = false, retryAfter: Duration? = nil) {
         self.code = Self.bounded(code, to: Self.maxCodeLength)
         self.message = Self.bounded(message, to: Self.maxMessageLength)
         self.retryable = retryable
+        self.retryAfter = retryAfter.map { min(max($0, .zero), Self.maxRetryAfter) }
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case code, message, retryable
     }
 
     /// `text` cut to at most `limit` Unicode scalars (at most 4 UTF-8 bytes each), the last one `…` if it was cut.

@@ -43,6 +43,9 @@ public enum Topology {
     public static let deadQueueHeader = "x-warren-original-queue"
     /// Header: which attempt a job delivery is (1 when absent).
     public static let attemptHeader = "x-warren-attempt"
+    /// A job message's earliest start, in milliseconds since 1970, as a later one of its `notBefore`: a retry
+    /// whose handler chose its wait (``JobError/retryAfter``) carries it through the delay queues' hops.
+    public static let notBeforeHeader = "x-warren-not-before"
     /// Set by `warren dead requeue` (milliseconds since 1970): the worker deaths a job was reported at before it
     /// count no more.
     public static let requeuedAtHeader = "x-warren-requeued-at"

@@ -40,7 +40,7 @@ extension WorkerSession {
         if let error = crashedWorkerError(deaths) {
             return try reject(delivery, error: error, receivedAt: receivedAt, descriptor: descriptor)
         }
-        if let notBefore = descriptor.notBefore, notBefore > receivedAt {
+        if let notBefore = Self.notBefore(of: descriptor, delivery), notBefore > receivedAt {
             return try postpone(delivery, descriptor, until: notBefore, from: queue, receivedAt: receivedAt)
         }
         guard let registered = worker.registry[descriptor.type] else {
@@ -194,6 +194,16 @@ extension WorkerSession {
     static func attempt(of delivery: Delivery) -> Int {
         let sent = sentAttempt(of: delivery)
         return delivery.redelivered && sent < Int.max ? sent + 1 : sent
+    }
+
+    /// When the job may start: its `notBefore`, or the time a retry's not-before header names (a handler's
+    /// ``JobError/retryAfter``), whichever is later; `nil` when neither says.
+    static func notBefore(of descriptor: OperationDescriptor, _ delivery: Delivery) -> Date? {
+        let header = delivery.properties.headers?[Topology.notBeforeHeader]?.intValue.map {
+            Date(timeIntervalSince1970: Double($0) / 1000)
+        }
+        guard let header else { return descriptor.notBefore }
+        return max(header, descriptor.notBefore ?? header)
     }
 
     /// The attempt number the message itself carries (its `x-warren-attempt` header, else 1), not counting a

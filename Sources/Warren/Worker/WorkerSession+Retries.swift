@@ -13,23 +13,36 @@ extension WorkerSession {
         return .milliseconds(Int(base * 1000 * Double.random(in: 0.75...1.25)))
     }
 
-    /// Whether `job`, which failed with `error`, runs again.
+    /// Whether `job`, which failed with `error`, runs again: the error is retryable, attempts are left, and the
+    /// wait it asks for (``JobError/retryAfter``) ends before the job's deadline.
     func shouldRetry(_ job: InFlightJob, after error: JobError) -> Bool {
-        error.retryable && job.attempt < job.descriptor.attemptLimit
+        guard error.retryable && job.attempt < job.descriptor.attemptLimit else { return false }
+        guard let retryAfter = error.retryAfter, let deadline = job.descriptor.deadline else { return true }
+        return Date().addingTimeInterval(retryAfter / .seconds(1)) < deadline
     }
 
-    /// Republishes `job` to the delay queue for its next attempt and acks it once the broker has the copy.
+    /// Republishes `job` to the delay queue for its next attempt and acks it once the broker has the copy. A wait
+    /// the handler chose goes in hops, as a scheduled job's does, its end in the message's not-before header.
     func retry(_ job: InFlightJob, after error: JobError) throws {
-        let wait = Self.retryDelay(after: job.attempt)
+        let wait = error.retryAfter ?? Self.retryDelay(after: job.attempt)
         let milliseconds = Int(wait.components.seconds) * 1000 + Int(wait.components.attoseconds / 1_000_000_000_000_000)
         job.operation.job.logger.info(
             "job failed; retrying", metadata: ["error": "\(error)", "delayMs": "\(milliseconds)"])
-        try delay(job.delivery, from: job.queue, milliseconds: milliseconds, attempt: job.attempt + 1)
+        guard error.retryAfter != nil else {
+            return try delay(job.delivery, from: job.queue, milliseconds: milliseconds, attempt: job.attempt + 1)
+        }
+        let notBefore = Int64((Date().timeIntervalSince1970 * 1000).rounded(.up)) + Int64(milliseconds)
+        try delay(
+            job.delivery, from: job.queue, milliseconds: Self.scheduleHop(milliseconds: milliseconds),
+            attempt: job.attempt + 1, notBefore: notBefore)
     }
 
     /// Republishes `delivery` to a delay queue that sends it back to `queue` after `milliseconds`, with
-    /// `attempt` in its attempt header, and acks it once the broker has the copy.
-    func delay(_ delivery: Delivery, from queue: String, milliseconds: Int, attempt: Int) throws {
+    /// `attempt` in its attempt header (and `notBefore`, milliseconds since 1970, in its not-before header, if
+    /// given), and acks it once the broker has the copy.
+    func delay(
+        _ delivery: Delivery, from queue: String, milliseconds: Int, attempt: Int, notBefore: Int64? = nil
+    ) throws {
         let bucket = Topology.delayQueueSeconds.first { $0 * 1000 >= milliseconds } ?? Topology.delayQueueSeconds.last!
         let delayQueue = Topology.delayQueue(for: queue, seconds: bucket)
         // Declared before every use, never cached: a delay queue deletes itself after an hour unused, and a publish
@@ -39,13 +52,14 @@ extension WorkerSession {
         guard let kind else {
             let why = "a delay queue is on a cluster node that is down; holding jobs to delay until it returns"
             return try hold(why, ["queue": "\(delayQueue)"], delivery) { [unowned self] in
-                try delay(delivery, from: queue, milliseconds: milliseconds, attempt: attempt)
+                try delay(delivery, from: queue, milliseconds: milliseconds, attempt: attempt, notBefore: notBefore)
             }
         }
         delayQueueKinds[delayQueue] = kind
         var properties = delivery.properties
         var headers = properties.headers ?? [:]
         headers[Topology.attemptHeader] = .int(Int64(attempt))
+        if let notBefore { headers[Topology.notBeforeHeader] = .int(notBefore) }
         headers["x-death"] = nil
         properties.headers = headers
         properties.expiration = String(milliseconds)

@@ -1,7 +1,8 @@
 import AMQP
 import Foundation
 
-/// Jobs that must not start yet (`notBefore`): sent through the delay queues, hop after hop, until they are due.
+/// Jobs that must not start yet (`notBefore`, or a retry's not-before header): sent through the delay queues, hop
+/// after hop, until they are due.
 ///
 /// Each hop waits exactly as long as its delay queue's name says (a power of two seconds, the longest that does not
 /// pass the job's time), so that in a delay queue a scheduled job never waits behind one that expires later; only
@@ -22,7 +23,7 @@ extension WorkerSession {
     ) throws {
         if let deadline = descriptor.deadline, deadline <= notBefore {
             let cancellation = Cancellation(
-                reason: "deadline", message: "the job's deadline is not after its notBefore: it could never start")
+                reason: "deadline", message: "the job's deadline is not after the time it may start: it could never start")
             let result = makeResult(
                 descriptor, delivery: delivery, status: .cancelled, cancellation: cancellation,
                 timings: JobTimings(enqueuedAt: descriptor.createdAt, receivedAt: receivedAt, finishedAt: Date()))
