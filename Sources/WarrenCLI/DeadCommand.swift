@@ -50,6 +50,8 @@ struct DeadCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Send dead letters back to their job queues, attempt count reset: the given ids, or all.",
             discussion: """
+                Exits 1 when an id has no dead letter, or a chosen letter stays dead (it names no queue, or its \
+                queue is gone).
                 Examples:
                   warren dead requeue 3f0c… 7a1e…
                   warren dead requeue --all
@@ -71,24 +73,31 @@ struct DeadCommand: ParsableCommand {
             let dead = try DeadLetterQueue(url: broker.brokerURL)
             defer { dead.close() }
             let report = try dead.requeue(jobIDs: all ? nil : Set(ids))
-            for letter in report.requeued { print("requeued \(letter.jobID ?? "-") to \(letter.queue ?? "-")") }
+            for letter in report.requeued {
+                print("requeued \(letter.jobID ?? "-") to \(ResultPrinter.printable(letter.queue ?? "-"))")
+            }
             fflush(nil)  // in the order things happened, also where both streams go to one file
             for letter in report.stayed {
-                FileHandle.standardError.write(
-                    Data("warren: \(letter.jobID ?? "-") stays dead: its queue '\(letter.queue ?? "")' does not exist\n".utf8))
+                let why =
+                    letter.queue.map { "its queue '\(ResultPrinter.printable($0))' does not exist" }
+                    ?? "it names no queue (no x-warren-original-queue header, no x-death)"
+                FileHandle.standardError.write(Data("warren: \(letter.jobID ?? "-") stays dead: \(why)\n".utf8))
             }
+            var missing = false
             if !all {
                 let found = Set(report.requeued.compactMap(\.jobID)).union(report.stayed.compactMap(\.jobID))
                 for id in ids where !found.contains(id) {
-                    FileHandle.standardError.write(Data("warren: no dead letter for job \(id)\n".utf8))
+                    FileHandle.standardError.write(
+                        Data("warren: no dead letter for job \(ResultPrinter.printable(id))\n".utf8))
+                    missing = true
                 }
-                if found.count < Set(ids).count || !report.stayed.isEmpty { throw ExitCode.failure }
             }
+            if missing || !report.stayed.isEmpty { throw ExitCode.failure }
         }
     }
 
     static func line(_ letter: DeadLetter) -> String {
-        var fields = [letter.jobID ?? "-", "reason=\(letter.reason)"]
+        var fields = [letter.jobID ?? "-", "reason=\(ResultPrinter.printable(letter.reason))"]
         if let queue = letter.queue { fields.append("queue=\(ResultPrinter.printable(queue))") }
         if let type = letter.type { fields.append("type=\(ResultPrinter.printable(type))") }
         fields.append("bytes=\(letter.size)")

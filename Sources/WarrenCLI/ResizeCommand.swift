@@ -60,7 +60,7 @@ struct ResizeCommand: ParsableCommand {
                 status.localQueues.first { $0.name == name }.map { (status.workerID, $0.width) }
             }
             for (workerID, width) in holders {
-                print("\(workerID) local \(name) width=\(width)")
+                print("\(ResultPrinter.printable(workerID)) local \(name) width=\(width)")
                 if width != asked { problems.append("worker \(workerID) reports width \(width) for \(name), not \(asked)") }
             }
             if holders.isEmpty {

@@ -4,16 +4,16 @@ import Warren
 /// How the CLI prints results and descriptors.
 enum ResultPrinter {
     static func line(_ result: JobResult, verdict: StaleResultFilter.Verdict) -> String {
-        var fields = [result.status.rawValue, result.jobID]
+        var fields = [result.status.rawValue, printable(result.jobID)]
         switch verdict {
         case .current: break
         case .stale(let newer): fields[0] = "stale"; fields.append("(newer seq=\(newer) already seen; was \(result.status.rawValue))")
         case .duplicate: fields[0] = "duplicate"
         }
-        if let type = result.type { fields.append("type=\(type)") }
+        if let type = result.type { fields.append("type=\(printable(type))") }
         fields.append("seq=\(result.sequence)")
         if let key = result.key { fields.append("key=\(printable(key))") }
-        fields.append("worker=\(result.workerID)")
+        fields.append("worker=\(printable(result.workerID))")
         fields.append("attempt=\(result.attempt)")
         if let output = result.output, let text = try? String(decoding: JSONEncoder.sorted.encode(output), as: UTF8.self) {
             fields.append("output=\(text)")
@@ -26,12 +26,12 @@ enum ResultPrinter {
     }
 
     static func line(_ report: ProgressMessage) -> String {
-        "progress \(report.jobID) \(percent(report.fraction)) worker=\(report.workerID)"
+        "progress \(printable(report.jobID)) \(percent(report.fraction)) worker=\(printable(report.workerID))"
             + (report.message.map { " \(printable($0))" } ?? "")
     }
 
-    /// Text a job or its code chose (a key, a message), with control characters escaped (`\n`, `\u{1B}`), so that it
-    /// cannot end a line and forge the next one, nor move a terminal's cursor.
+    /// Text a job, its code or another client chose (an id, a type, a key, a message), with control characters
+    /// escaped (`\n`, `\u{1B}`), so that it cannot end a line and forge the next one, nor move a terminal's cursor.
     static func printable(_ text: String) -> String {
         guard text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return text }
         var escaped = ""
@@ -71,13 +71,14 @@ enum ResultPrinter {
 }
 
 extension JSONEncoder {
-    /// Sorted keys and dates as the wire format writes them, to the millisecond (`2026-11-24T09:00:00.250Z`).
+    /// Sorted keys and dates as the wire format writes them, rounded to the millisecond
+    /// (`2026-11-24T09:00:00.250Z`): what the CLI prints of a descriptor is what it published.
     static var sorted: JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
-            try container.encode(date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)))
+            try container.encode(WireCoding.text(of: date))
         }
         return encoder
     }

@@ -96,13 +96,19 @@ struct StatusCommand: ParsableCommand {
     }
 
     private static func printWorker(_ status: WorkerStatus) {
-        let paused = status.pausedQueues.isEmpty ? "" : " paused=\(status.pausedQueues.joined(separator: ","))"
+        // A status reply is any client's to send: what it names prints escaped.
+        let printable = ResultPrinter.printable
+        let paused =
+            status.pausedQueues.isEmpty ? "" : " paused=\(printable(status.pausedQueues.joined(separator: ",")))"
         print(
-            "\(status.workerID) host=\(status.host) pid=\(status.pid) up=\(duration(status.uptimeSeconds)) "
-                + "queues=\(status.queues.joined(separator: ","))\(paused) prefetch=\(status.prefetch)"
+            "\(printable(status.workerID)) host=\(printable(status.host)) pid=\(status.pid) "
+                + "up=\(duration(status.uptimeSeconds)) queues=\(printable(status.queues.joined(separator: ",")))"
+                + "\(paused) prefetch=\(status.prefetch)"
                 + (status.recycling.map { " recycling=\(ResultPrinter.printable($0))" } ?? ""))
         for local in status.localQueues {
-            print("  local \(local.name) width=\(local.width) executing=\(local.executing) waiting=\(local.waiting)")
+            print(
+                "  local \(printable(local.name)) width=\(local.width) executing=\(local.executing) "
+                    + "waiting=\(local.waiting)")
         }
         let totals = JobStatus.allCases.map { "\($0.rawValue)=\(status.totals[$0.rawValue] ?? 0)" }
         print("  totals \(totals.joined(separator: " "))")
@@ -113,12 +119,14 @@ struct StatusCommand: ParsableCommand {
     /// `job ID type=T executing for 12s attempt=1 priority=normal queue=Q local=L progress=42% MESSAGE`, with the
     /// key, the time limit and a cancellation the job has not acted on yet when there are.
     static func jobLine(_ job: WorkerStatus.Job) -> String {
-        var line = "job \(job.id) type=\(job.type) \(job.state.rawValue) for "
+        let printable = ResultPrinter.printable
+        var line = "job \(printable(job.id)) type=\(printable(job.type)) \(job.state.rawValue) for "
         line += duration(job.executingSeconds ?? job.heldSeconds)
-        line += " attempt=\(job.attempt) priority=\(job.priority.rawValue) queue=\(job.queue) local=\(job.localQueue)"
+        line += " attempt=\(job.attempt) priority=\(job.priority.rawValue) queue=\(printable(job.queue))"
+        line += " local=\(printable(job.localQueue))"
         if let key = job.key { line += " key=\(ResultPrinter.printable(key)) seq=\(job.sequence)" }
         if let limit = job.timeLimitSeconds { line += " time-limit=\(timeLimit(limit))" }
-        if let cancelled = job.cancelled { line += " cancelled=\(cancelled)" }
+        if let cancelled = job.cancelled { line += " cancelled=\(printable(cancelled))" }
         if let progress = job.progress {
             line += " progress=\(ResultPrinter.percent(progress))"
             if let message = job.progressMessage { line += " \(ResultPrinter.printable(message))" }

@@ -74,6 +74,63 @@ extension Integration {
             #expect(try BrokerProbe.depth(of: queue) == 0)
         }
 
+        @Test("dead letters of unreadable descriptors go by the id of their failed result; what they name prints escaped")
+        func unreadableDeadLetters() throws {
+            let url = try TestEnvironment.brokerURL
+            let queue = TestEnvironment.uniqueName("unreadable")
+            defer { BrokerProbe.delete(queue) }
+            let results = try MessageTap.results()
+            let dead = try MessageTap.deadLetters()
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            let tag = UUID().uuidString.lowercased()
+            let (twice, huge, forged) = ("\(tag)-first", "\(tag)-huge", "\(tag)-forged")
+            let bodies = [
+                // The first of two ids, as a readable descriptor's would be.
+                #"{"version":1,"id":"\#(twice)","id":"\#(tag)-second","type":"echo","priority":"urgent"}"#,
+                #"{"version":1,"id":"\#(huge)","type":"echo","input":1e400}"#,
+                #"{"version":1,"id":"\#(forged)","type":"no\nFORGED-LINE \u001b[31m"}"#,
+            ]
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: url))
+            defer { connection.close() }
+            try connection.openChannel(1)
+            for body in bodies {
+                try connection.publish(
+                    Array(body.utf8), exchange: "", routingKey: queue,
+                    properties: MessageProperties(contentType: "application/json", persistent: true), channel: 1)
+            }
+            #expect(try results.waitForResult(twice).error?.code == "invalidDescriptor")
+            let number = try results.waitForResult(huge).error
+            #expect(number?.code == "invalidDescriptor" && number?.message.contains("a double cannot hold") == true)
+            #expect(try results.waitForResult(forged).error?.code == "unknownType")
+            #expect(results.results(for: "\(tag)-second").isEmpty)
+            // A letter that names no queue: the broker's own, from a queue long gone.
+            let orphan = "\(tag)-orphan"
+            try connection.publish(
+                Array(#"{"version":1,"id":"\#(orphan)","type":"echo"}"#.utf8), exchange: Topology.deadExchange,
+                routingKey: queue, properties: MessageProperties(contentType: "application/json", persistent: true),
+                channel: 1)
+            try dead.read(timeout: .seconds(30)) { _ in dead.messages.count >= 4 }
+
+            let list = try CLI.run(["dead", "list", "--url", url])
+            #expect(list.status == 0, "\(list.stderr)")
+            let lines = list.stdout.split(separator: "\n")
+            for id in [twice, huge, forged, orphan] {
+                #expect(lines.contains { $0.hasPrefix("\(id) ") }, "no line for \(id):\n\(list.stdout)")
+            }
+            #expect(!lines.contains { $0.hasPrefix("FORGED-LINE") }, "\(list.stdout)")
+            #expect(list.stdout.contains(#"type=no\nFORGED-LINE \u{1B}[31m"#), "\(list.stdout)")
+            #expect(lines.contains { $0.hasPrefix("\(orphan) reason=- ") }, "\(list.stdout)")
+
+            let requeue = try CLI.run(["dead", "requeue", twice, orphan, "--url", url])
+            #expect(requeue.status == 1)
+            #expect(requeue.stdout.contains("requeued \(twice) to \(queue)"), "\(requeue.stdout)")
+            #expect(requeue.stderr.contains("\(orphan) stays dead: it names no queue"), "\(requeue.stderr)")
+            // Back in its queue, it is dead-lettered again, under the same id.
+            try results.read(timeout: .seconds(30)) { _ in results.results(for: twice).count == 2 }
+            #expect(worker.process.isRunning)
+        }
+
         @Test("a job that fails in its handler is dead-lettered too, with the handler's code")
         func handlerFailure() throws {
             let queue = TestEnvironment.uniqueName("fail")

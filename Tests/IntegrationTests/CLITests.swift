@@ -1,3 +1,4 @@
+import AMQP
 import Foundation
 import Testing
 import Warren
@@ -93,6 +94,22 @@ extension Integration {
             let later = try CLI.run(["enqueue", "echo", "--json", "--url", url, "--queue", queue], environment: ["WARREN_STATE_DIR": state])
             let object = try JSONSerialization.jsonObject(with: Data(later.stdout.utf8)) as? [String: Any]
             #expect(try #require((object?["sequence"] as? NSNumber)?.uint64Value) > sequences.max()!)
+
+            // What --json printed is what went out, to the millisecond of createdAt.
+            var printed: [String: String] = [:]
+            for output in producers.map(\.stdout) + [later.stdout] {
+                let object = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any]
+                printed[try #require(object?["id"] as? String)] = object?["createdAt"] as? String
+            }
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: url))
+            defer { connection.close() }
+            try connection.openChannel(1)
+            var sent: [String: String] = [:]
+            while let delivery = try connection.get(queue, channel: 1) {
+                let object = try JSONSerialization.jsonObject(with: Data(delivery.body)) as? [String: Any]
+                sent[try #require(object?["id"] as? String)] = object?["createdAt"] as? String
+            }
+            #expect(sent == printed)
         }
 
         @Test("concurrent graph enqueues get consecutive sequence numbers that never overlap across processes")

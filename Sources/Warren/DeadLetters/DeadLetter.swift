@@ -3,12 +3,14 @@ import Foundation
 
 /// A message in the dead-letter queue, as `warren dead list` shows it.
 public struct DeadLetter: Sendable {
-    /// The job id: the body's `id` when it is a readable descriptor, else the message's `message_id`.
+    /// The job id, as the worker that dead-lettered it found it for the failed result: the body's `id` when it is a
+    /// readable descriptor, else the first `id` member of the body (unless it was too big to read), else the
+    /// message's `message_id`; the first of these that is a valid job id.
     public var jobID: String?
     /// The operation type, when the body is a readable descriptor.
     public var type: String?
     /// Why it was dead-lettered (`x-warren-dead-reason`): a `JobError` code, or the broker's reason
-    /// (`rejected`, `expired`, `maxlen`) for messages the broker dead-lettered itself.
+    /// (`rejected`, `expired`, `maxlen`) for messages the broker dead-lettered itself; `-` when neither says.
     public var reason: String
     /// The explanation (`x-warren-dead-message`).
     public var message: String?
@@ -27,9 +29,11 @@ public struct DeadLetter: Sendable {
             return nil
         }
         let descriptor = try? WireCoding.decoder.decode(OperationDescriptor.self, from: Data(delivery.body))
-        jobID = descriptor?.id ?? delivery.properties.messageID
+        reason = headers[Topology.deadReasonHeader]?.stringValue ?? death?["reason"]?.stringValue ?? "-"
+        let salvaged = reason == "oversized" ? nil : JobDecoder.salvageID(from: delivery.body)
+        jobID = [descriptor?.id, salvaged, delivery.properties.messageID].lazy.compactMap { $0 }
+            .first { OperationDescriptor.problem(withID: $0) == nil }
         type = descriptor?.type ?? delivery.properties.type
-        reason = headers[Topology.deadReasonHeader]?.stringValue ?? death?["reason"]?.stringValue ?? "unknown"
         message = headers[Topology.deadMessageHeader]?.stringValue
         queue = headers[Topology.deadQueueHeader]?.stringValue ?? death?["queue"]?.stringValue
         size = delivery.body.count

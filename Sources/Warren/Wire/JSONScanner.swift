@@ -55,6 +55,39 @@ struct JSONScanner {
         return byte == UInt8(ascii: "\"")
     }
 
+    /// Skips the value here, after whitespace, finding only where it ends: brackets are counted and strings
+    /// stepped over, nothing is read or checked. Stops before the `,`, `}` or `]` that follows it; `false` when the
+    /// text ends first. For ``JSONText/firstString(_:inObject:)``, which reads past what the parser refuses.
+    mutating func skipValue() -> Bool {
+        skipWhitespace()
+        var depth = 0
+        while position < bytes.count {
+            switch bytes[position] {
+            case UInt8(ascii: "\""):
+                position += 1
+                while position < bytes.count && bytes[position] != UInt8(ascii: "\"") {
+                    position += bytes[position] == UInt8(ascii: "\\") ? 2 : 1
+                }
+                guard position < bytes.count else { return false }
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                depth += 1
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                if depth == 0 { return true }
+                depth -= 1
+                if depth == 0 {
+                    position += 1
+                    return true
+                }
+            case UInt8(ascii: ",") where depth == 0:
+                return true
+            default:
+                break
+            }
+            position += 1
+        }
+        return false
+    }
+
     /// Consumes `null` (after whitespace) if it comes next.
     mutating func consumeNull() -> Bool {
         skipWhitespace()

@@ -27,9 +27,14 @@ public struct JobDecoder: Sendable {
     /// - Parameters:
     ///   - body: The message body.
     ///   - contentType: The message's `content_type` property; absent is accepted as JSON.
-    /// - Throws: ``JobError`` with code `oversized`, `unsupportedContentType`, `invalidDescriptor` (also for
-    ///   nesting deeper than ``maxNestingDepth``), `malformedMessage` or `unsupportedVersion`.
-    public func decode(_ body: [UInt8], contentType: String?) throws -> OperationDescriptor {
+    ///   - contentEncoding: The message's `content_encoding` property: absent, empty, `identity` or `utf-8` (as
+    ///     Celery's kombu sets it), in any letter case; a compressed body (`gzip`, …) is refused.
+    /// - Throws: ``JobError`` with code `oversized`, `unsupportedContentType` (also for a content encoding),
+    ///   `invalidDescriptor` (also for nesting deeper than ``maxNestingDepth``), `malformedMessage` or
+    ///   `unsupportedVersion`.
+    public func decode(_ body: [UInt8], contentType: String?, contentEncoding: String? = nil) throws
+        -> OperationDescriptor
+    {
         if body.count > maxMessageBytes {
             throw JobError(
                 code: "oversized",
@@ -44,6 +49,12 @@ public struct JobDecoder: Sendable {
             throw JobError(
                 code: "unsupportedContentType",
                 message: "content type '\(contentType.prefix(100))' is not supported; send \(WireCoding.contentType)")
+        }
+        if let contentEncoding, !Self.plainEncodings.contains(contentEncoding.lowercased()) {
+            throw JobError(
+                code: "unsupportedContentType",
+                message: "content encoding '\(contentEncoding.prefix(100))' is not supported; send the JSON "
+                    + "uncompressed, without a content_encoding (or utf-8)")
         }
         // The fast path declines anything nested deeper than the limit, so what it reads passes the depth check.
         let descriptor =
@@ -72,15 +83,28 @@ public struct JobDecoder: Sendable {
         return descriptor
     }
 
-    /// The slow path: the depth check, then Foundation's `JSONDecoder`, whose errors say what is wrong.
+    /// The `content_encoding` values of a body that is plain JSON text.
+    private static let plainEncodings: Set<String> = ["", "identity", "utf-8", "utf8"]
+
+    /// The `id` a message that is not a valid descriptor names, so that its producer still gets an answer and its
+    /// dead letter can be found by it: the first `id` member of the body's top-level object, if it is a string, in
+    /// any encoding a worker reads. Nothing else in the body needs to be valid.
+    public static func salvageID(from body: [UInt8]) -> String? {
+        guard let text = try? JSONText.utf8(body) else { return nil }
+        return JSONText.firstString("id", inObject: text)
+    }
+
+    /// The slow path: the body as UTF-8, the depth check, then Foundation's `JSONDecoder`, whose errors say what
+    /// is wrong.
     private func decodeWithCodable(_ body: [UInt8]) throws -> OperationDescriptor {
-        if let offset = JSONNesting.offsetBeyond(limit: maxNestingDepth, in: body) {
+        let text = try JSONText.utf8(body)
+        if let offset = JSONNesting.offsetBeyond(limit: maxNestingDepth, in: text) {
             throw JobError(
                 code: "invalidDescriptor",
                 message: "message nests arrays and objects deeper than the limit of \(maxNestingDepth) levels "
                     + "(level \(maxNestingDepth + 1) opens at byte \(offset))")
         }
-        let data = Data(body)
+        let data = Data(text)
         do {
             return try WireCoding.decoder.decode(OperationDescriptor.self, from: data)
         } catch {
@@ -91,8 +115,21 @@ public struct JobDecoder: Sendable {
 
     /// Explains a body that did not decode; only failing messages pay for this second look.
     private func diagnose(_ data: Data, _ error: any Error) -> JobError {
-        guard let json = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) else {
-            return JobError(code: "malformedMessage", message: "message body is not valid JSON (\(data.count) bytes)")
+        let json: Any
+        do {
+            json = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
+        } catch {
+            // Foundation's parser says what it found in its debug description; a number beyond a double's range
+            // is valid JSON all the same.
+            let found = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String
+            if let found, found.contains("is not representable") {
+                return JobError(
+                    code: "invalidDescriptor",
+                    message: "not a valid operation descriptor: a number a double cannot hold (\(found))")
+            }
+            return JobError(
+                code: "malformedMessage",
+                message: "message body is not valid JSON (\(data.count) bytes)" + (found.map { ": \($0)" } ?? ""))
         }
         guard let object = json as? [String: Any] else {
             return JobError(code: "invalidDescriptor", message: "message body is JSON but not an object")

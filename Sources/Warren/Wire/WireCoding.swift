@@ -3,7 +3,7 @@ import Foundation
 /// The JSON coders of the v1 wire format: ISO 8601 dates with fractional seconds, sorted keys.
 ///
 /// Thread safety: immutable after creation; `JSONEncoder` and `JSONDecoder` are safe to use concurrently.
-enum WireCoding {
+package enum WireCoding {
     static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -50,7 +50,7 @@ enum WireCoding {
     /// A date as the wire format writes it, rounded to the nearest millisecond (``ISO8601Date/append(_:to:)``).
     /// Before 1583, where Foundation's calendar turns Julian, Foundation writes it: it cuts the fraction to the
     /// millisecond, so the date is first rounded and then moved 0.4 ms later, which the cut drops.
-    static func text(of date: Date) -> String {
+    package static func text(of date: Date) -> String {
         var bytes: [UInt8] = []
         if ISO8601Date.append(date, to: &bytes) { return String(decoding: bytes.dropFirst().dropLast(), as: UTF8.self) }
         let rounded = (date.timeIntervalSinceReferenceDate * 1000).rounded() / 1000

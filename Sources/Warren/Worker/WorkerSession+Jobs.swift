@@ -10,7 +10,9 @@ extension WorkerSession {
         }
         let descriptor: OperationDescriptor
         do {
-            descriptor = try jobDecoder.decode(delivery.body, contentType: delivery.properties.contentType)
+            descriptor = try jobDecoder.decode(
+                delivery.body, contentType: delivery.properties.contentType,
+                contentEncoding: delivery.properties.contentEncoding)
         } catch let error as JobError {
             return try reject(delivery, error: error, receivedAt: receivedAt)
         }
@@ -52,7 +54,8 @@ extension WorkerSession {
         }
         guard running == nil else {
             let error = JobError(
-                code: "duplicateID", message: "job id '\(descriptor.id)' is already running on this worker")
+                code: "duplicateID",
+                message: "job id '\(descriptor.id)' is already held by this worker (waiting, parked or running)")
             // Another delivery of the job runs here, and holds its lock.
             return try reject(
                 delivery, error: error, receivedAt: receivedAt, descriptor: descriptor, reply: false,
@@ -182,12 +185,11 @@ extension WorkerSession {
         return confirm
     }
 
-    /// The `id` of a message that is JSON but not a valid descriptor, so its producer still gets an answer. An
-    /// oversized body is not parsed.
+    /// The `id` of a message that is not a valid descriptor (``JobDecoder/salvageID(from:)``), so its producer
+    /// still gets an answer. An oversized body is not read.
     private func salvageID(from body: [UInt8]) -> String? {
         guard body.count <= configuration.maxMessageBytes else { return nil }
-        let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
-        return object?["id"] as? String
+        return JobDecoder.salvageID(from: body)
     }
 
     /// The attempt this delivery is: the one its message carries, one more if the broker redelivered it.

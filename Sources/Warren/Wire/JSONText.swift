@@ -1,0 +1,92 @@
+/// JSON text as a worker receives it: UTF-8, or UTF-16 or UTF-32 (either byte order, with or without a byte order
+/// mark), told apart as Foundation's `JSONSerialization` does. The checks that read bytes (the nesting depth, the
+/// id of an unreadable descriptor) read its UTF-8 form, so that they see the same text the parser does.
+enum JSONText {
+    fileprivate enum Encoding {
+        case utf8, utf16(bigEndian: Bool), utf32(bigEndian: Bool)
+    }
+
+    /// `body` as UTF-8 text: itself when it is UTF-8 (a byte order mark dropped), else transcoded.
+    /// - Throws: ``JobError`` (`malformedMessage`) when it is not valid in the encoding its first bytes announce.
+    static func utf8(_ body: [UInt8]) throws -> [UInt8] {
+        let (encoding, markLength) = detect(body)
+        let payload = body[markLength...]
+        var utf8: [UInt8] = []
+        let failed: Bool
+        switch encoding {
+        case .utf8:
+            return markLength == 0 ? body : Array(payload)
+        case .utf16(let bigEndian):
+            guard payload.count % 2 == 0 else { throw malformed(encoding.name, body) }
+            let units = stride(from: payload.startIndex, to: payload.endIndex, by: 2).lazy.map { index in
+                let (high, low) = bigEndian ? (payload[index], payload[index + 1]) : (payload[index + 1], payload[index])
+                return UInt16(high) << 8 | UInt16(low)
+            }
+            utf8.reserveCapacity(payload.count)
+            failed = transcode(units.makeIterator(), from: UTF16.self, to: UTF8.self, stoppingOnError: true) {
+                utf8.append($0)
+            }
+        case .utf32(let bigEndian):
+            guard payload.count % 4 == 0 else { throw malformed(encoding.name, body) }
+            let units = stride(from: payload.startIndex, to: payload.endIndex, by: 4).lazy.map { index in
+                (0..<4).reduce(UInt32(0)) { value, offset in
+                    value << 8 | UInt32(payload[bigEndian ? index + offset : index + 3 - offset])
+                }
+            }
+            utf8.reserveCapacity(payload.count)
+            failed = transcode(units.makeIterator(), from: UTF32.self, to: UTF8.self, stoppingOnError: true) {
+                utf8.append($0)
+            }
+        }
+        if failed { throw malformed(encoding.name, body) }
+        return utf8
+    }
+
+    /// The first member `key` of the top-level object of `text` (UTF-8), if it is a string. Nothing else is
+    /// checked: the rest of the text may be invalid, nested without limit, or hold numbers no double can.
+    static func firstString(_ key: String, inObject text: [UInt8]) -> String? {
+        text.withUnsafeBufferPointer { bytes in
+            var scanner = JSONScanner(bytes, maxDepth: 1)
+            guard scanner.consume("{") else { return nil }
+            while scanner.isAtString() {
+                guard let name = try? scanner.readString(), scanner.consume(":") else { return nil }
+                if name == key {
+                    return scanner.isAtString() ? try? scanner.readString() : nil
+                }
+                guard scanner.skipValue(), scanner.consume(",") else { return nil }
+            }
+            return nil
+        }
+    }
+
+    /// The encoding `body` is in, and the length of its byte order mark (0 without one).
+    private static func detect(_ body: [UInt8]) -> (Encoding, Int) {
+        let head = Array(body.prefix(4)) + Array(repeating: 0xAA, count: max(0, 4 - body.count))
+        switch (head[0], head[1], head[2], head[3]) {
+        case (0x00, 0x00, 0xFE, 0xFF): return (.utf32(bigEndian: true), 4)
+        case (0xFF, 0xFE, 0x00, 0x00): return (.utf32(bigEndian: false), 4)
+        case (0xFE, 0xFF, _, _): return (.utf16(bigEndian: true), 2)
+        case (0xFF, 0xFE, _, _): return (.utf16(bigEndian: false), 2)
+        case (0xEF, 0xBB, 0xBF, _): return (.utf8, 3)
+        case (0x00, 0x00, 0x00, _): return (.utf32(bigEndian: true), 0)
+        case (_, 0x00, 0x00, 0x00): return (.utf32(bigEndian: false), 0)
+        case (0x00, _, _, _): return (.utf16(bigEndian: true), 0)
+        case (_, 0x00, _, _): return (.utf16(bigEndian: false), 0)
+        default: return (.utf8, 0)
+        }
+    }
+
+    private static func malformed(_ encoding: String, _ body: [UInt8]) -> JobError {
+        JobError(code: "malformedMessage", message: "message body is not valid \(encoding) (\(body.count) bytes)")
+    }
+}
+
+extension JSONText.Encoding {
+    fileprivate var name: String {
+        switch self {
+        case .utf8: "UTF-8"
+        case .utf16(let bigEndian): bigEndian ? "UTF-16BE" : "UTF-16LE"
+        case .utf32(let bigEndian): bigEndian ? "UTF-32BE" : "UTF-32LE"
+        }
+    }
+}
