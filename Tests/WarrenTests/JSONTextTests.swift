@@ -66,6 +66,12 @@ import Testing
         let error = #expect(throws: JobError.self) { try JobDecoder().decode(body, contentType: nil) }
         #expect(error?.code == "invalidDescriptor", "\(error?.message ?? "")")
         #expect(error?.message.contains("a number a double cannot hold") == true)
+        for number in ["0e5", "1e-400"] {
+            let body = Array(#"{"version":1,"id":"odd","type":"echo","input":{"n":\#(number)}}"#.utf8)
+            let error = #expect(throws: JobError.self) { try JobDecoder().decode(body, contentType: nil) }
+            #expect(error?.code == "invalidDescriptor")
+            #expect(error?.message.contains("a number Foundation cannot read as a double") == true, "\(error?.message ?? "")")
+        }
     }
 
     @Test("salvaged ids: the first id member, read past huge numbers, deep nesting, bad JSON and other encodings")

@@ -29,7 +29,17 @@ public enum JSONValue: Sendable, Hashable, Codable {
         } else if let value = try? container.decode([JSONValue].self) {
             self = .array(value)
         } else {
-            self = .object(try container.decode([String: JSONValue].self))
+            do {
+                self = .object(try container.decode([String: JSONValue].self))
+            } catch DecodingError.typeMismatch(_, let context)
+                where context.debugDescription.hasSuffix("found number instead.")
+            {
+                // Valid JSON that Foundation reads as no Double: a zero written with an exponent, or out of range.
+                throw DecodingError.dataCorruptedError(
+                    in: container,
+                    debugDescription: "a number Foundation cannot read as a double (out of its range, or a zero "
+                        + "written with an exponent such as 0e5): write it within range, or as 0")
+            }
         }
     }
 
