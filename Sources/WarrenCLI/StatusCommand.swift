@@ -117,7 +117,8 @@ struct StatusCommand: ParsableCommand {
     }
 
     /// `job ID type=T executing for 12s attempt=1 priority=normal queue=Q local=L progress=42% MESSAGE`, with the
-    /// key, the time limit and a cancellation the job has not acted on yet when there are.
+    /// key (and `unique` for a job that holds its lock), the time limit and a cancellation the job has not acted on
+    /// yet when there are.
     static func jobLine(_ job: WorkerStatus.Job) -> String {
         let printable = ResultPrinter.printable
         var line = "job \(printable(job.id)) type=\(printable(job.type)) \(job.state.rawValue) for "
@@ -125,6 +126,7 @@ struct StatusCommand: ParsableCommand {
         line += " attempt=\(job.attempt) priority=\(job.priority.rawValue) queue=\(printable(job.queue))"
         line += " local=\(printable(job.localQueue))"
         if let key = job.key { line += " key=\(ResultPrinter.printable(key)) seq=\(job.sequence)" }
+        if job.unique == true { line += " unique" }
         if let limit = job.timeLimitSeconds { line += " time-limit=\(timeLimit(limit))" }
         if let cancelled = job.cancelled { line += " cancelled=\(printable(cancelled))" }
         if let progress = job.progress {

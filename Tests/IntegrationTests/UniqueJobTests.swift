@@ -25,7 +25,7 @@ extension Integration {
             let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "2"])
             defer { worker.terminate() }
             let producer = try Producer.forTests()
-            let first = JobRequest(type: "sleep", input: ["seconds": 1.5], key: key, queue: queue, uniqueFor: .seconds(60))
+            let first = JobRequest(type: "sleep", input: ["seconds": 3], key: key, queue: queue, uniqueFor: .seconds(60))
             #expect(try producer.enqueue(first).unique == true)
             #expect(try BrokerProbe.depth(of: UniqueLock.queue(forKey: key)) == 1)
 
@@ -44,6 +44,9 @@ extension Integration {
             let cli = try CLI.run(["enqueue", "echo", "--key", key, "--unique-for", "1m", "--queue", queue, "--url", url])
             #expect(cli.status == 6, "\(cli.stderr)")
             #expect(cli.stdout.isEmpty && cli.stderr.contains("holds the key's unique lock"), "\(cli.stderr)")
+            let status = try CLI.run(["status", "--jobs", "--queue", queue, "--url", url])
+            let line = status.stdout.split(separator: "\n").first { $0.contains("job \(first.id) ") }
+            #expect(line?.hasSuffix(" unique") == true || line?.contains(" unique ") == true, "\(status.stdout)")
             // Another key, and the same key without uniqueness, are not held back.
             try producer.enqueue(JobRequest(type: "echo", key: key + "-other", queue: queue, uniqueFor: .seconds(60)))
             try producer.enqueue(JobRequest(type: "echo", key: key, queue: queue))

@@ -80,21 +80,23 @@ struct TimeLimitAndJobListingTests {
         job = WorkerStatus.Job(
             id: "j-2", type: "echo", state: .waitingForDependencies, queue: "q", localQueue: "default",
             priority: .normal, key: "totals", sequence: 9, attempt: 1, heldSeconds: 2.54, executingSeconds: nil,
-            progress: nil, progressMessage: nil, timeLimitSeconds: nil, cancelled: nil)
+            progress: nil, progressMessage: nil, timeLimitSeconds: nil, cancelled: nil, unique: true)
         #expect(
             StatusCommand.jobLine(job)
                 == "job j-2 type=echo waitingForDependencies for 2.5s attempt=1 priority=normal queue=q local=default "
-                + "key=totals seq=9")
+                + "key=totals seq=9 unique")
     }
 
     @Test func textAJobChoseCannotForgeALine() {
         let job = WorkerStatus.Job(
-            id: "j-3", type: "echo", state: .executing, queue: "q", localQueue: "default", priority: .normal,
+            id: "j-3\u{1B}", type: "echo\n", state: .executing, queue: "q\r", localQueue: "default", priority: .normal,
             key: "evil\n  job fake type=x executing for 99h", sequence: 1, attempt: 1, heldSeconds: 1,
             executingSeconds: 1, progress: 0.5, progressMessage: "half\r\u{1B}[2J", timeLimitSeconds: nil, cancelled: nil)
         let line = StatusCommand.jobLine(job)
         #expect(!line.contains("\n") && !line.contains("\r") && !line.contains("\u{1B}"))
         #expect(line.hasSuffix("key=evil\\n  job fake type=x executing for 99h seq=1 progress=50% half\\r\\u{1B}[2J"))
+        #expect(line.hasPrefix("job j-3\\u{1B} type=echo\\n executing"))
+        #expect(line.contains("queue=q\\r local=default"))
         #expect(ResultPrinter.printable("plain text, ünïcode") == "plain text, ünïcode")
     }
 }

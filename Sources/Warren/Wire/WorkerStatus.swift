@@ -52,17 +52,20 @@ public struct WorkerStatus: Sendable, Hashable, Codable {
         /// Why it was cancelled, for a job cancelled while it executes and not ended yet (its code has not seen
         /// `isCancelled`, or ignores it).
         public var cancelled: String?
+        /// `true` for a unique job, which holds its key's lock (``JobRequest/uniqueFor``); `nil` otherwise.
+        public var unique: Bool?
 
         enum CodingKeys: String, CodingKey {
             case id, type, state, queue, localQueue, priority, key, sequence, attempt, heldSeconds, executingSeconds,
-                progress, progressMessage, timeLimitSeconds, cancelled
+                progress, progressMessage, timeLimitSeconds, cancelled, unique
         }
 
         /// A job as a worker lists it; for tools that build or relay status replies.
         public init(
             id: String, type: String, state: State, queue: String, localQueue: String, priority: JobPriority,
             key: String?, sequence: UInt64, attempt: Int, heldSeconds: Double, executingSeconds: Double?,
-            progress: Double?, progressMessage: String?, timeLimitSeconds: Double?, cancelled: String?
+            progress: Double?, progressMessage: String?, timeLimitSeconds: Double?, cancelled: String?,
+            unique: Bool? = nil
         ) {
             self.id = id
             self.type = type
@@ -79,6 +82,7 @@ public struct WorkerStatus: Sendable, Hashable, Codable {
             self.progressMessage = progressMessage
             self.timeLimitSeconds = timeLimitSeconds
             self.cancelled = cancelled
+            self.unique = unique
         }
     }
 

@@ -51,7 +51,8 @@ extension WorkerSession {
                 heldSeconds: -job.receivedAt.timeIntervalSinceNow,
                 executingSeconds: startedAt.map { (now - $0) / .seconds(1) }, progress: job.progress?.fraction,
                 progressMessage: job.progress?.message, timeLimitSeconds: job.timeLimit.map { $0 / .seconds(1) },
-                cancelled: startedAt == nil ? nil : job.operation.job.cancellation?.reason)
+                cancelled: startedAt == nil ? nil : job.operation.job.cancellation?.reason,
+                unique: job.descriptor.unique == true ? true : nil)
             return (held, job.receivedAt)
         }
         return jobs.sorted { a, b in
