@@ -62,7 +62,7 @@ extension Integration {
             #expect(try BrokerProbe.depth(of: queue) == 0)
         }
 
-        @Test("the lock holds across retries, and a failure, a cancellation or a dead letter releases it")
+        @Test("the lock holds across retries, and a failure, a cancellation or a dead letter (even unread) releases it")
         func endsForGood() throws {
             let queue = TestEnvironment.uniqueName("unique-ends")
             let key = TestEnvironment.uniqueName("ends")
@@ -97,6 +97,12 @@ extension Integration {
             let unknown = unique("nope")
             try producer.enqueue(unknown)
             #expect(try tap.waitForResults([unknown.id]).first?.error?.code == "unknownType")
+            // Dead-lettered unread: nested too deep for the worker, whose failure path still finds id, key and unique.
+            var deep: JSONValue = 1
+            for _ in 0..<100 { deep = [deep] }
+            let tooDeep = unique("echo", deep)
+            try producer.enqueue(tooDeep)
+            #expect(try tap.waitForResults([tooDeep.id]).first?.error?.code == "invalidDescriptor")
             let last = unique("echo")
             try producer.enqueue(last)
             #expect(try tap.waitForResults([last.id]).first?.status == .succeeded)

@@ -80,6 +80,7 @@ import Testing
             JobDecoder.salvageID(from: Self.encoded(text, encoding))
         }
         #expect(id(#"{"version":1,"id":"first","id":"second"}"#) == "first")
+        #expect(JobDecoder.salvage(from: Array(#"{"unique":true,"input":[1e400],"key":"k","id":"j","unique":false}"#.utf8)) == ["unique": true, "key": "k", "id": "j"])
         #expect(id(#"{"input":1e400,"id":"after-a-huge-number"}"#) == "after-a-huge-number")
         #expect(id(#"{"input":"} ] \" ,","nested":[{"id":"inner"}],"id":"outer"}"#) == "outer")
         let deep = String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)

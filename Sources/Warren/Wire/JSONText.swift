@@ -42,20 +42,28 @@ enum JSONText {
         return utf8
     }
 
-    /// The first member `key` of the top-level object of `text` (UTF-8), if it is a string. Nothing else is
-    /// checked: the rest of the text may be invalid, nested without limit, or hold numbers no double can.
-    static func firstString(_ key: String, inObject text: [UInt8]) -> String? {
+    /// The first members named in `names` of the top-level object of `text` (UTF-8) whose values are strings or
+    /// booleans, by name; a member of another type counts as absent. Nothing else is checked: the rest of the text
+    /// may be invalid, nested without limit, or hold numbers no double can. Reading stops where the text stops
+    /// being an object's members.
+    static func firstMembers(_ names: Set<String>, inObject text: [UInt8]) -> [String: JSONValue] {
         text.withUnsafeBufferPointer { bytes in
             var scanner = JSONScanner(bytes, maxDepth: 1)
-            guard scanner.consume("{") else { return nil }
-            while scanner.isAtString() {
-                guard let name = try? scanner.readString(), scanner.consume(":") else { return nil }
-                if name == key {
-                    return scanner.isAtString() ? try? scanner.readString() : nil
+            var found: [String: JSONValue] = [:]
+            guard scanner.consume("{") else { return found }
+            while scanner.isAtString(), found.count < names.count {
+                guard let name = try? scanner.readString(), scanner.consume(":") else { return found }
+                if names.contains(name), found[name] == nil {
+                    if scanner.isAtString() {
+                        guard let value = try? scanner.readString() else { return found }
+                        found[name] = .string(value)
+                    } else if let value = try? scanner.readBool() {
+                        found[name] = .bool(value)
+                    }
                 }
-                guard scanner.skipValue(), scanner.consume(",") else { return nil }
+                guard scanner.skipValue(), scanner.consume(",") else { return found }
             }
-            return nil
+            return found
         }
     }
 

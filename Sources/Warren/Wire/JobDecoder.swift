@@ -90,8 +90,14 @@ public struct JobDecoder: Sendable {
     /// dead letter can be found by it: the first `id` member of the body's top-level object, if it is a string, in
     /// any encoding a worker reads. Nothing else in the body needs to be valid.
     public static func salvageID(from body: [UInt8]) -> String? {
-        guard let text = try? JSONText.utf8(body) else { return nil }
-        return JSONText.firstString("id", inObject: text)
+        if case .string(let id)? = salvage(from: body)["id"] { id } else { nil }
+    }
+
+    /// What ``salvageID(from:)`` reads: the body's first `id`, `key` and `unique` members that are strings or
+    /// booleans.
+    static func salvage(from body: [UInt8]) -> [String: JSONValue] {
+        guard let text = try? JSONText.utf8(body) else { return [:] }
+        return JSONText.firstMembers(["id", "key", "unique"], inObject: text)
     }
 
     /// The slow path: the body as UTF-8, the depth check, then Foundation's `JSONDecoder`, whose errors say what

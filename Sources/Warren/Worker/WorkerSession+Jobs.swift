@@ -147,7 +147,12 @@ extension WorkerSession {
         _ delivery: Delivery, error: JobError, receivedAt: Date, descriptor: OperationDescriptor? = nil,
         reply: Bool = true, releasesLock: Bool = true
     ) throws {
-        let candidates = [descriptor?.id, salvageID(from: delivery.body), delivery.properties.messageID]
+        // An oversized body is not read.
+        let salvaged =
+            descriptor == nil && delivery.body.count <= configuration.maxMessageBytes
+            ? JobDecoder.salvage(from: delivery.body) : [:]
+        let salvagedID: String? = if case .string(let id)? = salvaged["id"] { id } else { nil }
+        let candidates = [descriptor?.id, salvagedID, delivery.properties.messageID]
         let id = candidates.compactMap { $0 }.first { OperationDescriptor.problem(withID: $0) == nil }
         logger.warning(
             "dead-lettering a job message",
@@ -163,7 +168,9 @@ extension WorkerSession {
                 timings: JobTimings(enqueuedAt: descriptor?.createdAt, receivedAt: receivedAt, finishedAt: Date()))
         } : nil
         try whenDeadLettersReachable(of: delivery) { [unowned self] in
-            if releasesLock { try release(descriptor.flatMap(HeldLock.init)) }
+            if releasesLock {
+                try release(descriptor.flatMap(HeldLock.init) ?? HeldLock(salvaged, id: salvagedID))
+            }
             var confirms: [Settlement.Confirm] = [.publish(try deadLetter(delivery, error: error))]
             if let result { confirms += try publishResult(result, replyTo: delivery.replyQueue) }
             try settle(delivery.deliveryTag, action: .ack, after: confirms)
@@ -183,13 +190,6 @@ extension WorkerSession {
         let confirm = try publish(delivery.body, exchange: Topology.deadExchange, routingKey: delivery.routingKey, properties: properties)
         metrics.deadLettered(reason: error.code)
         return confirm
-    }
-
-    /// The `id` of a message that is not a valid descriptor (``JobDecoder/salvageID(from:)``), so its producer
-    /// still gets an answer. An oversized body is not read.
-    private func salvageID(from body: [UInt8]) -> String? {
-        guard body.count <= configuration.maxMessageBytes else { return nil }
-        return JobDecoder.salvageID(from: body)
     }
 
     /// The attempt this delivery is: the one its message carries, one more if the broker redelivered it.

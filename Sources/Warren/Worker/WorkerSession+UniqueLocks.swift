@@ -15,6 +15,17 @@ struct HeldLock {
         self.key = key
         jobID = descriptor.id
     }
+
+    /// The lock the body of a job message that is no valid descriptor claims (``JobDecoder/salvage(from:)``):
+    /// `unique` true, a key that can name a lock and the job id `id`; else `nil`. Releasing it takes the token back
+    /// only if that job holds it.
+    init?(_ salvaged: [String: JSONValue], id: String?) {
+        guard salvaged["unique"] == .bool(true), case .string(let key)? = salvaged["key"], let id,
+            OperationDescriptor.problem(withUniqueKey: key) == nil
+        else { return nil }
+        self.key = key
+        jobID = id
+    }
 }
 
 /// Unique jobs' locks (``UniqueLock``): a job that ends for good (succeeded, failed, cancelled, dead-lettered;
