@@ -37,7 +37,8 @@ import Testing
         }
         #expect(error?.code == "invalidDescriptor" && error?.message.contains("deeper than the limit") == true)
         // 娛 is 5B 5B: two "[" to a byte count.
-        let flat = #"{"version":1,"id":"flat","type":"echo","input":"∀"# + String(repeating: "孛", count: 70) + #"∀"}"#
+        let flat =
+            #"{"version":1,"id":"flat","type":"echo","input":"∀"# + String(repeating: "孛", count: 70) + #"∀"}"#
         #expect(try JobDecoder().decode(Self.encoded(flat, .utf16LittleEndian), contentType: nil).id == "flat")
     }
 
@@ -70,7 +71,9 @@ import Testing
             let body = Array(#"{"version":1,"id":"odd","type":"echo","input":{"n":\#(number)}}"#.utf8)
             let error = #expect(throws: JobError.self) { try JobDecoder().decode(body, contentType: nil) }
             #expect(error?.code == "invalidDescriptor")
-            #expect(error?.message.contains("a number Foundation cannot read as a double") == true, "\(error?.message ?? "")")
+            #expect(
+                error?.message.contains("a number Foundation cannot read as a double") == true,
+                "\(error?.message ?? "")")
         }
     }
 
@@ -80,7 +83,8 @@ import Testing
             JobDecoder.salvageID(from: Self.encoded(text, encoding))
         }
         #expect(id(#"{"version":1,"id":"first","id":"second"}"#) == "first")
-        #expect(JobDecoder.salvage(from: Array(#"{"unique":true,"input":[1e400],"key":"k","id":"j","unique":false}"#.utf8)) == ["unique": true, "key": "k", "id": "j"])
+        let claims = #"{"unique":true,"input":[1e400],"key":"k","id":"j","unique":false}"#
+        #expect(JobDecoder.salvage(from: Array(claims.utf8)) == ["unique": true, "key": "k", "id": "j"])
         #expect(id(#"{"input":1e400,"id":"after-a-huge-number"}"#) == "after-a-huge-number")
         #expect(id(#"{"input":"} ] \" ,","nested":[{"id":"inner"}],"id":"outer"}"#) == "outer")
         let deep = String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)
