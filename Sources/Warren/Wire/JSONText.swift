@@ -19,8 +19,8 @@ enum JSONText {
         case .utf16(let bigEndian):
             guard payload.count % 2 == 0 else { throw malformed(encoding.name, body) }
             let units = stride(from: payload.startIndex, to: payload.endIndex, by: 2).lazy.map { index in
-                let (high, low) = bigEndian ? (payload[index], payload[index + 1]) : (payload[index + 1], payload[index])
-                return UInt16(high) << 8 | UInt16(low)
+                let (first, second) = (UInt16(payload[index]), UInt16(payload[index + 1]))
+                return bigEndian ? first << 8 | second : second << 8 | first
             }
             utf8.reserveCapacity(payload.count)
             failed = transcode(units.makeIterator(), from: UTF16.self, to: UTF8.self, stoppingOnError: true) {
