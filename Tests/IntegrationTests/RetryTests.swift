@@ -102,6 +102,45 @@ extension Integration {
             #expect(missing.stderr.contains("no dead letter for job no-such-job"))
         }
 
+        @Test("dead requeue of letters bound for a quorum, a priority and a classic queue: confirmed in any order, all moved")
+        func requeueToMixedQueues() throws {
+            let url = try TestEnvironment.brokerURL
+            let queues = [
+                (TestEnvironment.uniqueName("mixed-quorum"), false, true),
+                (TestEnvironment.uniqueName("mixed-priority"), true, false),
+                (TestEnvironment.uniqueName("mixed-classic"), false, false),
+            ]
+            defer { queues.forEach { BrokerProbe.delete($0.0) } }
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: url))
+            defer { connection.close() }
+            try connection.openChannel(1)
+            for (queue, priorities, quorum) in queues {
+                try Topology.declareJobQueue(queue, priorities: priorities, quorum: quorum, on: connection, channel: 1)
+            }
+            // Interleaved, so that the quorum queue's slower confirms come after the others' later ones.
+            var ids: [String] = []
+            for round in 0..<10 {
+                for (queue, _, _) in queues {
+                    let id = TestEnvironment.uniqueName("mixed-\(round)")
+                    ids.append(id)
+                    try connection.publish(
+                        Array(#"{"version":1,"id":"\#(id)","type":"echo"}"#.utf8), exchange: Topology.deadExchange,
+                        routingKey: queue,
+                        properties: MessageProperties(
+                            contentType: "application/json",
+                            headers: [Topology.deadQueueHeader: .string(queue), Topology.deadReasonHeader: "test"],
+                            persistent: true),
+                        channel: 1)
+                }
+            }
+            let requeue = try CLI.run(["dead", "requeue", "--url", url] + ids, timeout: .seconds(45))
+            #expect(requeue.status == 0, "\(requeue.stderr)")
+            #expect(requeue.stdout.split(separator: "\n").count == ids.count, "\(requeue.stdout)")
+            for (queue, _, _) in queues { #expect(try BrokerProbe.depth(of: queue) == 10, "\(queue)") }
+            let list = try CLI.run(["dead", "list", "--url", url])
+            #expect(!ids.contains { list.stdout.contains($0) }, "a requeued letter stayed in warren.dead")
+        }
+
         @Test("dead requeue of a job the broker expired: back in its queue without the broker's dead-letter headers")
         func requeuedAfterExpiry() throws {
             let queue = TestEnvironment.uniqueName("expired")

@@ -11,6 +11,8 @@ import Foundation
 public final class DeadLetterQueue {
     static let channel: UInt16 = 1
     let connection: AMQPConnection
+    /// Publishes on the channel so far: the broker numbers each one's confirm in turn.
+    private var published = 0
 
     /// Connects and declares the dead-letter exchange and queue.
     /// - Throws: ``WarrenError`` (`invalidConfiguration` for a bad URL, `broker` when the connection fails,
@@ -87,7 +89,9 @@ public final class DeadLetterQueue {
                     channel: Self.channel)
                 sent.append((delivery.deliveryTag, letter))
             }
-            let unroutable = try waitForConfirms(sent.count)
+            let tags = (published + 1)..<(published + 1 + sent.count)
+            published += sent.count
+            let unroutable = try waitForConfirms(tags)
             for (tag, letter) in sent {
                 if let queue = letter.queue, unroutable.contains(queue) {
                     try connection.nack(tag, requeue: true, channel: Self.channel)
@@ -110,12 +114,14 @@ public final class DeadLetterQueue {
         return deliveries
     }
 
-    /// Waits for `count` confirms; returns the routing keys of mandatory publishes no queue took.
-    private func waitForConfirms(_ count: Int) throws -> Set<String> {
-        var confirmed = 0
+    /// Waits for the confirms of the publishes numbered `tags` on the channel; returns the routing keys of
+    /// mandatory publishes no queue took. The broker confirms copies bound for different queues in any order, a
+    /// `multiple` confirm covering only the tags up to its own still unconfirmed: each tag is counted once.
+    private func waitForConfirms(_ tags: Range<Int>) throws -> Set<String> {
+        var unconfirmed = IndexSet(integersIn: tags)
         var returned: [String] = []
         let deadline = ContinuousClock.now + .seconds(30)
-        while confirmed < count {
+        while !unconfirmed.isEmpty {
             guard let event = try connection.nextEvent() else {
                 guard ContinuousClock.now < deadline else {
                     throw WarrenError(.timeout, "the broker did not confirm the requeued messages within 30 s")
@@ -126,7 +132,11 @@ public final class DeadLetterQueue {
             switch event {
             case .confirm(_, let tag, let multiple, let ack):
                 guard ack else { throw WarrenError(.broker, "the broker refused a requeued message") }
-                confirmed = multiple ? max(confirmed, Int(tag)) : confirmed + 1
+                if multiple {
+                    unconfirmed.remove(integersIn: 1..<(Int(tag) + 1))
+                } else {
+                    unconfirmed.remove(Int(tag))
+                }
             case .returned(_, _, _, _, let routingKey, _):
                 returned.append(routingKey)
             case .channelClosed(let error):
