@@ -78,9 +78,10 @@ struct ResultsCommand: ParsableCommand {
             if case .result(_, let offset?) = event { lastOffset = offset }
             switch event {
             case .result(.success(let result), let offset):
+                // Judged before --job picks: a job's result is stale because of another job of its key.
+                let verdict = filter.judge(result)
                 guard job.isEmpty || job.contains(result.jobID), key.isEmpty || result.key.map(key.contains) == true
                 else { continue }
-                let verdict = filter.judge(result)
                 print(
                     json
                         ? try ResultPrinter.json(result, verdict: verdict, offset: offset)

@@ -4,7 +4,7 @@ import Warren
 
 extension Integration {
     @Suite struct StaleResults {
-        @Test("warren results keeps the newest result per key and reports an older arrival as stale")
+        @Test("warren results keeps the newest result per key and reports an older arrival as stale, also with --job")
         func staleDiscard() throws {
             let queue = TestEnvironment.uniqueName("stale")
             defer { BrokerProbe.delete(queue) }
@@ -27,6 +27,10 @@ extension Integration {
             #expect(newerLine.hasPrefix("succeeded \(newer.id)"))
             #expect(olderLine.hasPrefix("stale \(older.id)"))
             #expect(olderLine.contains("newer seq=\(newer.sequence)"))
+            // Picked by --job, the older result is still judged against the newer one it did not ask for.
+            let picked = try CLI.run(["results", "--job", older.id, "--url", try TestEnvironment.brokerURL])
+            #expect(picked.stdout.hasPrefix("stale \(older.id)"), "\(picked.stdout)")
+            #expect(!picked.stdout.contains(newer.id))
         }
 
         @Test("warren results --follow prints results as they arrive, as JSON lines with --json")
