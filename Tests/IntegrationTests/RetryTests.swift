@@ -23,7 +23,7 @@ extension Integration {
             #expect(worker.stderr.components(separatedBy: "job failed; retrying").count - 1 == 2)
         }
 
-        @Test("a handler's retryAfter: the next attempt starts no sooner, after hops; one past the deadline is not made")
+        @Test("a handler's retryAfter: the next attempt starts no sooner, after hops; a retry past the deadline is not made")
         func retryAfter() throws {
             let queue = TestEnvironment.uniqueName("retry-after")
             defer { BrokerProbe.delete(queue) }
@@ -52,6 +52,14 @@ extension Integration {
             let final = try tap.waitForResult(late.id, timeout: .seconds(15))
             #expect(final.status == .failed && final.attempt == 1 && final.error?.code == "rateLimited")
             #expect(final.error?.retryable == true)
+            // The backoff too: attempt 2 fails about 1 s in, and its 1.5–2.5 s backoff would end past the deadline.
+            let backoff = try producer.enqueue(
+                JobRequest(
+                    type: "fail", input: ["retryable": true], queue: queue, deadline: Date().addingTimeInterval(2),
+                    maxAttempts: 5))
+            let ended = try tap.waitForResult(backoff.id, timeout: .seconds(15))
+            #expect(ended.status == .failed && ended.attempt == 2 && ended.error?.code == "requestedFailure")
+            #expect(ended.timings.startedAt != nil, "it ran, and says so")
             let bad = try producer.enqueue(
                 JobRequest(type: "fail", input: ["retryable": true, "retryAfter": -1], queue: queue))
             #expect(try tap.waitForResult(bad.id).error?.code == "invalidInput")

@@ -109,9 +109,8 @@ extension WorkerSession {
                 timings: timings)
         case .succeeded(let output):
             result = makeResult(job.descriptor, delivery: job.delivery, status: .succeeded, timings: timings, output: output)
-        case .failed(let error) where shouldRetry(job, after: error):
-            return try retry(job, after: error)
         case .failed(let error):
+            if let wait = retryWait(job, after: error) { return try retry(job, after: error, waiting: wait) }
             job.operation.job.logger.warning("job failed", metadata: ["error": "\(error)"])
             let failed = makeResult(job.descriptor, delivery: job.delivery, status: .failed, timings: timings, error: error)
             return try whenDeadLettersReachable(of: job.delivery) { [unowned self] in

@@ -13,18 +13,23 @@ extension WorkerSession {
         return .milliseconds(Int(base * 1000 * Double.random(in: 0.75...1.25)))
     }
 
-    /// Whether `job`, which failed with `error`, runs again: the error is retryable, attempts are left, and the
-    /// wait it asks for (``JobError/retryAfter``) ends before the job's deadline.
-    func shouldRetry(_ job: InFlightJob, after error: JobError) -> Bool {
-        guard error.retryable && job.attempt < job.descriptor.attemptLimit else { return false }
-        guard let retryAfter = error.retryAfter, let deadline = job.descriptor.deadline else { return true }
-        return Date().addingTimeInterval(retryAfter / .seconds(1)) < deadline
+    /// How long `job`, which failed with `error`, waits before it runs again, or `nil` if it does not: the error
+    /// is not retryable, no attempts are left, or the wait (the one the error chose, ``JobError/retryAfter``, else
+    /// the backoff) would not end before the job's deadline, when the retry could only be cancelled: that failure is
+    /// the job's last, with its own error.
+    func retryWait(_ job: InFlightJob, after error: JobError) -> Duration? {
+        guard error.retryable && job.attempt < job.descriptor.attemptLimit else { return nil }
+        let wait = error.retryAfter ?? Self.retryDelay(after: job.attempt)
+        if let deadline = job.descriptor.deadline, Date().addingTimeInterval(wait / .seconds(1)) >= deadline {
+            return nil
+        }
+        return wait
     }
 
-    /// Republishes `job` to the delay queue for its next attempt and acks it once the broker has the copy. A wait
-    /// the handler chose goes in hops, as a scheduled job's does, its end in the message's not-before header.
-    func retry(_ job: InFlightJob, after error: JobError) throws {
-        let wait = error.retryAfter ?? Self.retryDelay(after: job.attempt)
+    /// Republishes `job` to the delay queue for its next attempt, after `wait`, and acks it once the broker has the
+    /// copy. A wait the handler chose goes in hops, as a scheduled job's does, its end in the message's not-before
+    /// header.
+    func retry(_ job: InFlightJob, after error: JobError, waiting wait: Duration) throws {
         let milliseconds = Int(wait.components.seconds) * 1000 + Int(wait.components.attoseconds / 1_000_000_000_000_000)
         job.operation.job.logger.info(
             "job failed; retrying", metadata: ["error": "\(error)", "delayMs": "\(milliseconds)"])
