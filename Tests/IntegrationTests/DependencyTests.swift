@@ -90,8 +90,10 @@ extension Integration {
             first.waitForExit()
             let second = try CLI.startWorker(queue: queue)
             defer { second.terminate() }
+            // Listed twice, it is one dependency, added once.
             let later = try producer.enqueue(
-                JobRequest(type: "sum", input: ["addDependencySums": true], queue: queue, dependencies: [done.id]),
+                JobRequest(
+                    type: "sum", input: ["addDependencySums": true], queue: queue, dependencies: [done.id, done.id]),
                 watch: true)
             let result = try producer.waitForResult(of: later.id, timeout: .seconds(30))
             #expect(result.status == .succeeded)

@@ -13,6 +13,14 @@ struct JobDecoderLimitsTests {
         String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
     }
 
+    @Test func aDependencyListedTwiceIsOne() throws {
+        let body = Array(#"{"version":1,"id":"j","type":"sum","dependencies":["a","b","a","b","c"]}"#.utf8)
+        #expect(try JobDecoder().decode(body, contentType: nil).dependencies == ["a", "b", "c"])
+        // Counted once against the limit, too.
+        let many = Array(#"{"version":1,"id":"j","type":"sum","dependencies":["a","a","a"]}"#.utf8)
+        #expect(try JobDecoder(maxDependencies: 1).decode(many, contentType: nil).dependencies == ["a"])
+    }
+
     @Test func theDefaultDepthLimitIs64() {
         #expect(JobDecoder().maxNestingDepth == 64)
         #expect(JobDecoder().maxMessageBytes == 1 << 20)

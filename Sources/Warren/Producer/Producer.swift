@@ -182,7 +182,7 @@ public final class Producer {
                 sequence: sequence, key: request.key, deadline: request.deadline, notBefore: request.notBefore,
                 maxAttempts: request.maxAttempts, timeLimitSeconds: request.timeLimit.map { $0 / .seconds(1) },
                 unique: request.uniqueFor != nil ? true : nil,
-                dependencies: request.dependencies.isEmpty ? nil : request.dependencies,
+                dependencies: request.dependencies.isEmpty ? nil : request.dependencies.uniqued(),
                 requireSuccess: request.requireSuccess ? true : nil)
             jobs.append((request, descriptor, try descriptor.encoded()))
         }

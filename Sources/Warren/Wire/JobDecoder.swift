@@ -57,8 +57,14 @@ public struct JobDecoder: Sendable {
                     + "uncompressed, without a content_encoding (or utf-8)")
         }
         // The fast path declines anything nested deeper than the limit, so what it reads passes the depth check.
-        let descriptor =
+        var descriptor =
             try DescriptorReader.descriptor(from: body, maxDepth: maxNestingDepth) ?? decodeWithCodable(body)
+        // A dependency listed twice is one dependency: its result reaches the job once.
+        if let dependencies = descriptor.dependencies, dependencies.count > 1,
+            Set(dependencies).count < dependencies.count
+        {
+            descriptor.dependencies = dependencies.uniqued()
+        }
         if descriptor.version != WireCoding.version { throw unsupported(descriptor.version) }
         if let problem = OperationDescriptor.problem(withID: descriptor.id) {
             throw JobError(code: "invalidDescriptor", message: problem)
