@@ -17,6 +17,11 @@ public struct AMQPConfiguration: Sendable, Hashable {
     public var heartbeat: Int = 30
     /// How long to wait for the TCP connection to open. Default: 10 seconds.
     public var connectTimeout: Duration = .seconds(10)
+    /// How long a broker call (a declaration, starting or stopping a consumer, `basic.get`) waits for its answer
+    /// before the connection counts as lost (``AMQPError/Code/connectionLost``), so that no thread waits for good on
+    /// a broker that has stopped reading: RabbitMQ does so for a connection that publishes during a memory or disk
+    /// alarm. Default: 30 seconds.
+    public var rpcTimeout: Duration = .seconds(30)
     /// The name the broker shows for this connection (management UI, `rabbitmqctl list_connections`).
     public var connectionName: String = "warren"
 

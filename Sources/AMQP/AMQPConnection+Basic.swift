@@ -46,9 +46,17 @@ extension AMQPConnection {
     }
 
     /// Stops a consumer. Deliveries already sent to it still arrive and must still be acknowledged.
-    public func cancelConsumer(_ consumerTag: String, channel: UInt16) throws {
+    /// - Parameter awaitingReply: Whether to wait for the broker's `cancel-ok`; without it (`no-wait`), the cancel
+    ///   is sent and the call returns at once, and deliveries may arrive until the broker has read it.
+    public func cancelConsumer(_ consumerTag: String, channel: UInt16, awaitingReply: Bool = true) throws {
         flushOutput()
         let arena = CArena()
+        guard awaitingReply else {
+            var method = amqp_basic_cancel_t(consumer_tag: arena.bytes(consumerTag), nowait: 1)
+            return try check(
+                status: amqp_send_method(state, channel, AMQP_BASIC_CANCEL_METHOD, &method),
+                "cancel consumer '\(consumerTag)'")
+        }
         amqp_basic_cancel(state, channel, arena.bytes(consumerTag))
         try check(amqp_get_rpc_reply(state), "cancel consumer '\(consumerTag)'", channel: channel)
     }

@@ -114,6 +114,9 @@ public final class AMQPConnection {
             )
         }
         try check(reply, "log in to \(where_)")
+        let limit = configuration.rpcTimeout.components
+        var rpcLimit = timeval(tv_sec: Int(limit.seconds), tv_usec: Int(limit.attoseconds / 1_000_000_000_000))
+        _ = amqp_set_rpc_timeout(state, &rpcLimit)
     }
 
     /// The system's bundle of trusted certificate authorities (Debian, Fedora, Alpine), if there is one.
@@ -189,6 +192,14 @@ public final class AMQPConnection {
     }
 
     func libraryError(_ status: Int32, action: String) -> AMQPError {
+        // A broker call past its time limit (the only timeout a library error reports): the answer may still come,
+        // and would be taken for the next call's, so the connection is done for.
+        if status == AMQP_STATUS_TIMEOUT.rawValue {
+            return AMQPError(
+                .connectionLost,
+                "cannot \(action): no answer from the broker within \(configuration.rpcTimeout) (does it block this "
+                    + "connection, under a memory or disk alarm?)")
+        }
         let lost = [AMQP_STATUS_CONNECTION_CLOSED, AMQP_STATUS_SOCKET_ERROR, AMQP_STATUS_SOCKET_CLOSED,
                     AMQP_STATUS_HEARTBEAT_TIMEOUT, AMQP_STATUS_SSL_ERROR, AMQP_STATUS_TCP_ERROR]
         let code: AMQPError.Code = lost.contains(where: { $0.rawValue == status }) ? .connectionLost : .library

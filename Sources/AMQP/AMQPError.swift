@@ -42,8 +42,16 @@ public struct AMQPError: Error, Sendable, CustomStringConvertible {
         self.code = code
         self.message = message
         self.replyCode = replyCode
-        self.replyText = replyText
+        self.replyText = replyText.map(Self.oneLine)
         self.channel = channel
+    }
+
+    /// The broker's reply text on one line, at most 500 characters: an internal error quotes an Erlang term over
+    /// several indented lines, and an error is one line on stderr.
+    static func oneLine(_ text: String) -> String {
+        let words = text.split(whereSeparator: { $0.isWhitespace || $0.isNewline })
+        let line = words.joined(separator: " ")
+        return line.count > 500 ? line.prefix(499) + "…" : line
     }
 
     public var description: String {

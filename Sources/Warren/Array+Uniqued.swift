@@ -1,6 +1,6 @@
 extension Array where Element: Hashable {
     /// The elements in order, each only where it first appears.
-    func uniqued() -> [Element] {
+    package func uniqued() -> [Element] {
         var seen: Set<Element> = []
         return filter { seen.insert($0).inserted }
     }

@@ -4,7 +4,7 @@ import Foundation
 /// One or more broker URLs, separated by commas (the nodes of a cluster), tried in turn.
 ///
 /// Thread safety: immutable.
-struct BrokerAddresses: Sendable {
+package struct BrokerAddresses: Sendable {
     let configurations: [AMQPConfiguration]
 
     /// Parses `amqp://…[,amqp://…]`, naming every connection `connectionName`.
@@ -12,7 +12,7 @@ struct BrokerAddresses: Sendable {
     /// Only a comma before `amqp://` or `amqps://` separates URLs, so a password with a comma stays whole (and is
     /// not shown, in part, by the error about a URL cut in two).
     /// - Throws: ``WarrenError`` (`invalidConfiguration`) for an empty list or a malformed URL.
-    init(_ urls: String, connectionName: String) throws {
+    package init(_ urls: String, connectionName: String) throws {
         do {
             configurations = try Self.split(urls).map { url in
                 var configuration = try AMQPConfiguration(url: url.trimmingCharacters(in: .whitespaces))

@@ -69,6 +69,8 @@ struct ScheduleCommand: ParsableCommand {
         configuration.priorityQueues = priorityQueues
         configuration.quorumQueues = quorumQueues
         configuration.logger.logLevel = logLevel
+        // A bad broker URL is an error (exit 1), as for every command, not a usage error.
+        _ = try BrokerAddresses(configuration.url, connectionName: "warren scheduler")
         let scheduler: Scheduler
         do {
             scheduler = try Scheduler(configuration: configuration)

@@ -232,6 +232,10 @@ public struct WorkerOptions: ParsableArguments {
             }
             registry.assign(type, to: queue)
         }
+        // A bad broker URL is an error (exit 1), as for every command, not a usage error.
+        try reportingFailures(to: Logger(label: "warren.worker")) {
+            _ = try BrokerAddresses(broker.brokerURL, connectionName: "warren worker")
+        }
         let worker: Worker
         do {
             worker = try Worker(configuration: configuration(), registry: registry)

@@ -30,8 +30,11 @@ extension Integration {
             while running.stdout.isEmpty && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
             let id = running.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
             try worker.waitForStart(of: id)
-            let cancel = try CLI.run(["cancel", "--url", url, id])
-            #expect(cancel.stdout.contains("cancellation sent for 1 job"))
+            // Read from a file, as thousands of ids would be; an id given twice is sent once.
+            let ids = directory.appendingPathComponent("ids.txt")
+            try Data("\n \(id) \n\(id)\n".utf8).write(to: ids)
+            let cancel = try CLI.run(["cancel", "--url", url, "--ids-from", ids.path])
+            #expect(cancel.stdout.contains("cancellation sent for 1 job"), "\(cancel.stdout)\(cancel.stderr)")
             #expect(running.waitForExit() == 4)
             #expect(running.stdout.contains("cancelled \(id)"))
 
@@ -51,6 +54,10 @@ extension Integration {
                 ["enqueue", "sum", "--wait", "--reply-to", "mine"],
                 ["enqueue", "sum", "--reply-to", ""],
                 ["cancel"],
+                ["cancel", "some-id", "--all"],
+                ["cancel", "--all", "--key", "k", "--before", "5"],
+                ["cancel", "--key", "", "--before", "5"],
+                ["cancel", "--ids-from", "/no/such/ids.txt"],
                 ["worker", "--local-queue", "cpu"],
                 ["worker", "--width", "0"],
                 ["worker", "--queue", ""],

@@ -45,7 +45,17 @@ extension Producer {
                     properties: token.properties, mandatory: true)
                 tokens.append((publishCount, request))
             }
-            let refusedNumbers = try waitForAnswers()
+            let refusedNumbers: Set<UInt64>
+            do {
+                refusedNumbers = try waitForAnswers()
+            } catch let error as WarrenError where error.code == .timeout {
+                let keys = tokens.map { "'\($0.request.key!)'" }.joined(separator: ", ")
+                throw WarrenError(
+                    .timeout,
+                    "the broker did not confirm the unique lock of \(tokens.count == 1 ? "key" : "keys") \(keys) "
+                        + "within 30 s (does it block publishers, under a memory or disk alarm?): no job was enqueued, "
+                        + "but the lock may be taken all the same, for a job that does not exist; warren unlock frees it")
+            }
             let returned = takeReturnedQueues { $0.hasPrefix(UniqueLock.prefix) }
             pending = []
             for (number, request) in tokens {

@@ -210,7 +210,18 @@ public final class Producer {
             numbers[publishCount] = request
         }
         connection.flushOutput()
-        let refused = try waitForAnswers()
+        let refused: Set<UInt64>
+        do {
+            refused = try waitForAnswers()
+        } catch let error as WarrenError where error.code == .timeout {
+            let ids = ordered.map(\.id)
+            throw WarrenError(
+                .timeout,
+                "the broker did not confirm job\(ids.count == 1 ? "" : "s") \(ids.prefix(3).joined(separator: ", "))"
+                    + "\(ids.count > 3 ? " and \(ids.count - 3) more" : "") within 30 s (does it block publishers, "
+                    + "under a memory or disk alarm?): \(ids.count == 1 ? "it" : "they") may be enqueued all the same; "
+                    + "warren cancel takes \(ids.count == 1 ? "it" : "them") back")
+        }
         let refusedJobs = refused.compactMap { numbers[$0] }
         let returned = Set(returnedQueues)
         let lost = Set(refusedJobs.map(\.id) + ordered.filter { returned.contains($0.queue) }.map(\.id))
@@ -219,8 +230,9 @@ public final class Producer {
             throw WarrenError(
                 .broker,
                 "the broker refused \(refusedJobs.count) job\(refusedJobs.count == 1 ? "" : "s") for queue "
-                    + "'\(job.queue)' (basic.nack: a queue at its length limit with x-overflow reject-publish does "
-                    + "this); \(refusedJobs.count == 1 ? "it was" : "they were") not enqueued"
+                    + "'\(job.queue)' (basic.nack: the queue is at its length limit, with x-overflow reject-publish, "
+                    + "or is a quorum queue that has lost the majority of its nodes); "
+                    + "\(refusedJobs.count == 1 ? "it was" : "they were") not enqueued"
                     + (ordered.count > refusedJobs.count ? ", the others of the call were" : ""))
         }
         guard refused.isEmpty else { throw WarrenError(.broker, "the broker refused a published message (basic.nack)") }

@@ -130,6 +130,9 @@ extension SchedulerSession {
                 try start()
                 logger.info("scheduler reconnected", metadata: ["attempts": "\(attempt)"])
                 return true
+            } catch is SchedulerStopped {
+                // Stopped while its first publish waited for a confirm (a broker blocking publishers).
+                return false
             } catch {
                 connection.close()
                 producer.close()

@@ -103,7 +103,8 @@ final class SchedulerSession {
             metrics.leading(false)
             scheduler.health.stopped()
         }
-        if let startFailure, !reconnect(after: startFailure) {
+        // A stop that came while the start waited for a confirm (a broker blocking publishers) stops it here.
+        if let startFailure, startFailure is SchedulerStopped || !reconnect(after: startFailure) {
             logger.info("scheduler stopping", metadata: ["leading": "false"])
             return
         }

@@ -270,8 +270,16 @@ final class WorkerSession {
     }
 
     var isDone: Bool {
-        stopDeadline != nil && unconfirmed.isEmpty && storedResults.isEmpty && acks.isEmpty && sentBatches.isEmpty
-            && (inFlight.isEmpty || abandonsJobs)
+        guard stopDeadline != nil else { return false }
+        // Past its abandon deadline a stopping worker waits for no confirm either: a broker that blocks this
+        // connection (a memory or disk alarm) sends none, and what it has not confirmed is redelivered.
+        if let abandonDeadline, ContinuousClock.now >= abandonDeadline, awaitsSettlements { return true }
+        return !awaitsSettlements && (inFlight.isEmpty || abandonsJobs)
+    }
+
+    /// Whether results, batches or acks wait to be sent or confirmed.
+    private var awaitsSettlements: Bool {
+        !(unconfirmed.isEmpty && storedResults.isEmpty && acks.isEmpty && sentBatches.isEmpty)
     }
 
     /// Whether the worker stops waiting for the jobs in flight: its abandon deadline passed and every job that
@@ -283,6 +291,13 @@ final class WorkerSession {
 
     /// Says which jobs a worker that is done leaves to the broker, if any.
     func logJobsLeft() {
+        if awaitsSettlements {
+            logger.warning(
+                """
+                leaving results and acks the broker has not confirmed (does it block this connection?): it \
+                redelivers their jobs unless it stored them
+                """)
+        }
         guard !inFlight.isEmpty else { return }
         logger.warning(
             "leaving jobs that did not end to the broker, which requeues them",
@@ -483,7 +498,11 @@ final class WorkerSession {
         case .stop:
             worker.stoppedToRecycle = false  // also when it retired since stop() was called
             if stopDeadline == nil {
-                for tag in jobConsumers.keys { try connection.cancelConsumer(tag, channel: Self.jobsChannel) }
+                // Not waiting for cancel-ok: a broker that blocks this connection (a memory or disk alarm) reads
+                // nothing, and the stop must not wait for it. Deliveries that still come are sent back.
+                for tag in jobConsumers.keys {
+                    try connection.cancelConsumer(tag, channel: Self.jobsChannel, awaitingReply: false)
+                }
             }
             beginStop()
         }

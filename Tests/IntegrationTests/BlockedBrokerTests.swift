@@ -1,0 +1,91 @@
+import AMQP
+import Foundation
+import Testing
+import Warren
+
+/// A broker that blocks publishers (a memory alarm) reads nothing from a connection that published: no broker call
+/// on it is answered and no publish confirmed until the alarm clears. Workers and schedulers still stop when told,
+/// and broker calls give up.
+extension Integration {
+    @Suite struct BlockedBroker {
+        /// Raises the broker's memory alarm for the time of `body`.
+        static func withMemoryAlarm<T>(_ body: () throws -> T) throws -> T {
+            try Chaos.brokerCtl(["set_vm_memory_high_watermark", "0.00001"])
+            defer { try? Chaos.brokerCtl(["set_vm_memory_high_watermark", "0.4"]) }
+            return try body()
+        }
+
+        @Test("a worker the broker blocks stops on SIGTERM, leaving what the broker has not confirmed to it")
+        func workerStops() throws {
+            let queue = TestEnvironment.uniqueName("blocked-stop")
+            defer { BrokerProbe.delete(queue) }
+            let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "2", "--grace", "1"])
+            defer { worker.terminate() }
+            let producer = try Producer.forTests()
+            let short = try producer.enqueue(JobRequest(type: "sleep", input: ["seconds": 1], queue: queue))
+            let long = try producer.enqueue(JobRequest(type: "sleep", input: ["seconds": 60], queue: queue))
+            try worker.waitForStart(of: short.id)
+            try worker.waitForStart(of: long.id)
+            try Self.withMemoryAlarm {
+                // The short job's result is what makes the broker block the worker's connection.
+                try worker.waitForStderr(containing: "the broker blocked this connection")
+                worker.signal(SIGTERM)
+                #expect(worker.waitForExit(timeout: .seconds(60)) == 0, "\(worker.stderr.suffix(2000))")
+            }
+            #expect(worker.stderr.contains("stopping: no new jobs"))
+            #expect(worker.stderr.contains("leaving results and acks the broker has not confirmed"))
+            try producer.cancel(jobIDs: [long.id])
+        }
+
+        @Test("a scheduler that starts while the broker blocks publishers stops on SIGTERM")
+        func schedulerStops() throws {
+            let directory = try TestEnvironment.temporaryDirectory()
+            let file = directory.appendingPathComponent("schedule.json")
+            let queue = TestEnvironment.uniqueName("blocked-schedule")
+            defer { BrokerProbe.delete(queue) }
+            let schedule = #"{"schedules": [{"name": "\#(queue)", "every": "5s", "type": "echo", "queue": "\#(queue)"}]}"#
+            try Data(schedule.utf8).write(to: file)
+            try Self.withMemoryAlarm {
+                let scheduler = try ChildProcess(
+                    TestEnvironment.warrenBinary, ["schedule", file.path, "--url", try TestEnvironment.brokerURL],
+                    name: "scheduler")
+                defer { scheduler.terminate() }
+                // Its first publish, the state, waits for a confirm the blocked broker does not send.
+                Thread.sleep(forTimeInterval: 2)
+                scheduler.signal(SIGTERM)
+                #expect(scheduler.waitForExit(timeout: .seconds(40)) == 0, "\(scheduler.stderr)")
+                #expect(scheduler.stderr.contains("scheduler stopping"), "\(scheduler.stderr)")
+                #expect(!scheduler.stderr.contains("reconnecting"), "\(scheduler.stderr)")
+            }
+        }
+
+        @Test("a broker call on a connection the broker blocks gives up after its time limit: the connection is lost")
+        func brokerCallGivesUp() throws {
+            var configuration = try AMQPConfiguration(url: TestEnvironment.brokerURL)
+            configuration.rpcTimeout = .seconds(2)
+            let connection = try AMQPConnection(configuration: configuration)
+            defer { connection.close() }
+            try connection.openChannel(1)
+            let queue = TestEnvironment.uniqueName("blocked-call")
+            defer { BrokerProbe.delete(queue) }
+            try connection.declareQueue(queue, channel: 1)
+            try Self.withMemoryAlarm {
+                try connection.publish(Array("x".utf8), exchange: "", routingKey: queue, channel: 1)
+                connection.flushOutput()
+                var blocked = false
+                let until = ContinuousClock.now + .seconds(30)
+                while !blocked, ContinuousClock.now < until {
+                    _ = connection.waitForActivity(wakeUp: nil, timeout: .milliseconds(200))
+                    while let event = try connection.nextEvent() {
+                        if case .blocked = event { blocked = true }
+                    }
+                }
+                #expect(blocked)
+                let error = #expect(throws: AMQPError.self) { try connection.declareQueue(queue + "-2", channel: 1) }
+                #expect(error?.code == .connectionLost)
+                #expect(
+                    error?.message.contains("no answer from the broker within 2") == true, "\(error?.message ?? "")")
+            }
+        }
+    }
+}
