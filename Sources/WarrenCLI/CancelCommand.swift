@@ -60,7 +60,9 @@ struct CancelCommand: ParsableCommand {
         defer { producer.close() }
         if !jobIDs.isEmpty || idsFrom != nil {
             try producer.cancel(jobIDs: jobIDs)
-            print("cancellation sent for \(jobIDs.count) job\(jobIDs.count == 1 ? "" : "s")")
+            // A job that already ended, or never was, is not affected: only a result tells.
+            let jobs = "\(jobIDs.count) job\(jobIDs.count == 1 ? "" : "s")"
+            print("cancellation sent for \(jobs) (one that already ended keeps its result)")
         }
         if all {
             try producer.cancelAll(queue: queue)

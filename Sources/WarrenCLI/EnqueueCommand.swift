@@ -138,6 +138,9 @@ struct EnqueueCommand: ParsableCommand {
             }
         }
         if timeout <= 0 { throw ValidationError("--timeout must be positive") }
+        if let deadline, !(deadline > 0 && deadline.isFinite) {
+            throw ValidationError("--deadline must be a positive number of seconds (a job past it never starts)")
+        }
         if wait && replyTo != nil { throw ValidationError("--wait reads the results itself; leave out --reply-to") }
         if let maxAttempts, maxAttempts < 1 { throw ValidationError("--max-attempts must be at least 1") }
         if let timeLimit, let problem = OperationDescriptor.problem(withTimeLimit: timeLimit.seconds) {
@@ -178,7 +181,9 @@ struct EnqueueCommand: ParsableCommand {
         do {
             descriptors = try producer.enqueue(requests, watch: wait)
         } catch let error as WarrenError where error.code == .invalidConfiguration {
-            throw ValidationError(error.message)
+            // A graph's jobs by the names in its file, not the fresh ids it got: a cycle among 'fetch', 'sum'.
+            throw ValidationError(
+                names.reduce(error.message) { $0.replacingOccurrences(of: $1.key, with: "'\($1.value)'") })
         } catch let error as WarrenError where error.code == .duplicate {
             FileHandle.standardError.write(Data("warren: \(error.message)\n".utf8))
             throw ExitCode.duplicate

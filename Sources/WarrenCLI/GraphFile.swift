@@ -44,7 +44,8 @@ struct GraphFile: Decodable {
 
     /// Reads and checks the file.
     static func load(_ path: String) throws -> GraphFile {
-        guard let data = FileManager.default.contents(atPath: path) else {
+        // Read as a stream, not by its size: /dev/stdin and pipes have none.
+        guard let data = try? FileHandle(forReadingFrom: URL(fileURLWithPath: path)).readToEnd() ?? Data() else {
             throw GraphFileError("cannot read the graph file '\(path)'")
         }
         let shape = "{\"jobs\": [{\"name\", \"type\", …}]}"
@@ -66,6 +67,13 @@ struct GraphFile: Decodable {
             throw GraphFileError("the graph file names job '\(job.name)' twice")
         }
         for job in graph.jobs {
+            if job.name.isEmpty { throw GraphFileError("a job's name is empty") }
+            if let deadline = job.deadline, !(deadline > 0 && deadline.isFinite) {
+                throw GraphFileError("job '\(job.name)': deadline must be a number of seconds above 0 (got \(deadline))")
+            }
+            if let attempts = job.maxAttempts, attempts < 1 {
+                throw GraphFileError("job '\(job.name)': maxAttempts must be at least 1 (got \(attempts))")
+            }
             if let delay = job.delay, !(delay >= 0 && delay.isFinite) {
                 throw GraphFileError("job '\(job.name)': delay must be a number of seconds, 0 or more (got \(delay))")
             }

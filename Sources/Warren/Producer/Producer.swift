@@ -144,6 +144,20 @@ public final class Producer {
                     .invalidConfiguration,
                     "job \(request.id): reply queue '\(request.replyTo!)' is one of Warren's own queues")
             }
+            for request in ordered {
+                if let date = [request.deadline, request.notBefore].compactMap({ $0 }).first(where: {
+                    !WireCoding.dateRange.contains($0.timeIntervalSince1970)
+                }) {
+                    throw WarrenError(
+                        .invalidConfiguration,
+                        "job \(request.id): \(date == request.deadline ? "deadline" : "notBefore") is outside the "
+                            + "years 0001 to 9999, which the wire format's dates cover")
+                }
+                if let attempts = request.maxAttempts, attempts < 1 {
+                    throw WarrenError(
+                        .invalidConfiguration, "job \(request.id): maxAttempts \(attempts) must be at least 1")
+                }
+            }
             if let request = ordered.first(where: { request in
                 guard let deadline = request.deadline, let notBefore = request.notBefore else { return false }
                 return deadline <= notBefore
