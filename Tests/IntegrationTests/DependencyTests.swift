@@ -204,7 +204,7 @@ extension Integration {
             defer { BrokerProbe.delete(queue) }
             let directory = try TestEnvironment.temporaryDirectory()
             let graphs = [
-                (#"{"jobs":[{"name":"a","type":"echo","dependsOn":["b"]},{"name":"b","type":"echo","dependsOn":["a"]}]}"#, "dependency cycle"),
+                (#"{"jobs":[{"name":"a","type":"echo","dependsOn":["b"]},{"name":"b","type":"echo","dependsOn":["a"]}]}"#, "dependency cycle among jobs '"),
                 (#"{"jobs":[{"name":"a","type":"echo","dependsOn":["a"]}]}"#, "depends on itself"),
                 (#"{"jobs":[{"name":"a","type":"echo","dependsOn":["no-such-job"]}]}"#, "unknown job no-such-job"),
                 (#"{"jobs":[{"name":"a","type":"echo"},{"name":"b","type":"echo","depends_on":["a"]}]}"#,
@@ -213,6 +213,9 @@ extension Integration {
                 (#"{"jobs":[{"name":"a","type":"echo"},{"name":"a","type":"echo"}]}"#, "names job 'a' twice"),
                 (#"{"jobs":[{"name":"a","type":7}]}"#, "jobs[0].type: expected String"),
                 (#"{"jobs":[]}"#, "lists no jobs"),
+                (#"{"jobs":[{"name":"","type":"echo"}]}"#, "a job's name is empty"),
+                (#"{"jobs":[{"name":"a","type":"echo","maxAttempts":0}]}"#, "maxAttempts must be at least 1"),
+                (#"{"jobs":[{"name":"a","type":"echo","deadline":-1}]}"#, "deadline must be a number of seconds above 0"),
                 (#"{"jobs":"#, "is not JSON"),
             ]
             for (index, (graph, message)) in graphs.enumerated() {
