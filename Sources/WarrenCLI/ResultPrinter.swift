@@ -32,8 +32,19 @@ enum ResultPrinter {
 
     /// Text a job, its code or another client chose (an id, a type, a key, a message), with control characters
     /// escaped (`\n`, `\u{1B}`), so that it cannot end a line and forge the next one, nor move a terminal's cursor.
+    /// Whether `text` holds a control character (Unicode's Cc: U+0000–U+001F, U+007F–U+009F), found in its UTF-8
+    /// bytes: every log line's metadata is checked, and a scalar's properties cost far more to look up.
+    static func hasControlCharacters(_ text: String) -> Bool {
+        var afterC2 = false
+        for byte in text.utf8 {
+            if byte < 0x20 || byte == 0x7F || (afterC2 && (0x80...0x9F).contains(byte)) { return true }
+            afterC2 = byte == 0xC2
+        }
+        return false
+    }
+
     static func printable(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return text }
+        guard hasControlCharacters(text) else { return text }
         var escaped = ""
         for scalar in text.unicodeScalars {
             switch scalar {

@@ -19,10 +19,9 @@ struct TextLogHandler: LogHandler {
         set { stream.logLevel = newValue }
     }
 
-    var metadata: Logger.Metadata {
-        get { stream.metadata }
-        set { stream.metadata = newValue.mapValues(Self.printable) }
-    }
+    /// Kept here as given, and escaped only when a line is logged: a worker sets a job's metadata for every job,
+    /// and logs few of them.
+    var metadata: Logger.Metadata = [:]
 
     var metadataProvider: Logger.MetadataProvider? {
         get { stream.metadataProvider }
@@ -30,14 +29,16 @@ struct TextLogHandler: LogHandler {
     }
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { stream[metadataKey: key] }
-        set { stream[metadataKey: key] = newValue.map(Self.printable) }
+        get { metadata[key] }
+        set { metadata[key] = newValue }
     }
 
     func log(event: LogEvent) {
         var event = event
         event.message = "\(ResultPrinter.printable("\(event.message)"))"
-        event.metadata = event.metadata?.mapValues(Self.printable)
+        var merged = metadata
+        if let explicit = event.metadata { merged.merge(explicit) { $1 } }
+        event.metadata = merged.mapValues(Self.printable)
         stream.log(event: event)
     }
 

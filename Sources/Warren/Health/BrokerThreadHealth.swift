@@ -4,10 +4,12 @@ import Synchronization
 /// How a broker thread is doing, kept by the thread itself and read from any other (``report()``): a health
 /// endpoint's view of a ``Worker`` (``Worker/health``) or a ``Scheduler`` (``Scheduler/health``).
 ///
-/// The thread checks in as each turn begins, and says how long it means to sleep before it sleeps; one that
-/// neither turns nor wakes within ``stallLimit`` of when it said it would is stalled.
+/// The thread counts its turns, and says how long it means to sleep before a long sleep. A turn costs it one atomic
+/// increment, not a clock read: it is on every job's path. A reader notes when it first saw the count change, so
+/// a thread that neither turns nor wakes within ``stallLimit`` of the later of that and the end of its sleep is
+/// stalled, seen by a reader that asks at least as often as a probe does.
 ///
-/// Thread safety: locked.
+/// Thread safety: locked, but for the turn count, which is atomic.
 public final class BrokerThreadHealth: Sendable {
     private struct State {
         var connection = HealthReport.Connection.connecting
@@ -15,8 +17,11 @@ public final class BrokerThreadHealth: Sendable {
         var since = Date()
         var lastError: String?
         var blockedReason: String?
-        /// When the thread means to turn again: now while it turns, the end of its sleep while it sleeps.
-        var checkInBy = ContinuousClock.now
+        /// When the thread's last sleep ends, or ended.
+        var sleepsUntil = ContinuousClock.now
+        /// The turn count a reader last saw, and when it first saw it.
+        var turnsSeen: UInt64 = 0
+        var turnsSeenAt = ContinuousClock.now
     }
 
     /// How long past its check-in a thread may be before it counts as stalled: longer than anything a broker
@@ -24,16 +29,23 @@ public final class BrokerThreadHealth: Sendable {
     public static let stallLimit = Duration.seconds(60)
 
     private let state = Mutex(State())
+    private let turns = Atomic<UInt64>(0)
 
     public init() {}
 
     /// What the thread last said, and how late it is.
     public func report() -> HealthReport {
         let now = ContinuousClock.now
+        let turned = turns.load(ordering: .relaxed)
         return state.withLock { state in
-            HealthReport(
+            if turned != state.turnsSeen {
+                state.turnsSeen = turned
+                state.turnsSeenAt = now
+            }
+            let checkInBy = max(state.turnsSeenAt, state.sleepsUntil)
+            return HealthReport(
                 connection: state.connection, broker: state.broker, since: state.since, lastError: state.lastError,
-                blockedReason: state.blockedReason, overdue: now > state.checkInBy ? now - state.checkInBy : nil)
+                blockedReason: state.blockedReason, overdue: now > checkInBy ? now - checkInBy : nil)
         }
     }
 
@@ -41,14 +53,15 @@ public final class BrokerThreadHealth: Sendable {
 
     /// A turn begins.
     func turning() {
-        let now = ContinuousClock.now
-        state.withLock { $0.checkInBy = now }
+        turns.add(1, ordering: .relaxed)
     }
 
-    /// The thread sleeps for at most `timeout`.
+    /// The thread sleeps for at most `timeout`. Only sleeps of a second or more are noted (a clock read and a lock):
+    /// a shorter one ends, and the next turn is counted, long before the stall limit.
     func sleeping(for timeout: Duration) {
-        let wakeBy = ContinuousClock.now + max(timeout, .zero)
-        state.withLock { $0.checkInBy = wakeBy }
+        guard timeout >= .seconds(1) else { return }
+        let wakeBy = ContinuousClock.now + timeout
+        state.withLock { $0.sleepsUntil = wakeBy }
     }
 
     /// Connected to `broker` (its URL with the password hidden), queues declared and consumed.
