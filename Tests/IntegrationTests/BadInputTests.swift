@@ -88,7 +88,7 @@ extension Integration {
             let bodies = [
                 // The first of two ids, as a readable descriptor's would be.
                 #"{"version":1,"id":"\#(twice)","id":"\#(tag)-second","type":"echo","priority":"urgent"}"#,
-                #"{"version":1,"id":"\#(huge)","type":"echo","input":1e400}"#,
+                #"{"version":1,"id":"\#(huge)","type":"echo","input":1e400,"key":"k","sequence":42}"#,
                 #"{"version":1,"id":"\#(forged)","type":"no\nFORGED-LINE \u001b[31m"}"#,
             ]
             let connection = try AMQPConnection(configuration: AMQPConfiguration(url: url))
@@ -100,8 +100,10 @@ extension Integration {
                     properties: MessageProperties(contentType: "application/json", persistent: true), channel: 1)
             }
             #expect(try results.waitForResult(twice).error?.code == "invalidDescriptor")
-            let number = try results.waitForResult(huge).error
-            #expect(number?.code == "invalidDescriptor" && number?.message.contains("a double cannot hold") == true)
+            let number = try results.waitForResult(huge)
+            #expect(number.error?.code == "invalidDescriptor")
+            #expect(number.error?.message.contains("a double cannot hold") == true)
+            #expect(number.type == "echo" && number.key == "k" && number.sequence == 42, "read from the body")
             #expect(try results.waitForResult(forged).error?.code == "unknownType")
             #expect(results.results(for: "\(tag)-second").isEmpty)
             // A letter that names no queue: the broker's own, from a queue long gone.

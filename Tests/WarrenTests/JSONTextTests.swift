@@ -84,7 +84,16 @@ import Testing
         }
         #expect(id(#"{"version":1,"id":"first","id":"second"}"#) == "first")
         let claims = #"{"unique":true,"input":[1e400],"key":"k","id":"j","unique":false}"#
-        #expect(JobDecoder.salvage(from: Array(claims.utf8)) == ["unique": true, "key": "k", "id": "j"])
+        #expect(
+            JobDecoder.salvage(from: Array(claims.utf8))
+                == SalvagedDescriptor(id: "j", type: nil, key: "k", sequence: nil, unique: true))
+        let odd = #"{"sequence":-1,"type":7,"sequence":18446744073709551615,"type":"echo","key":null}"#
+        #expect(
+            JobDecoder.salvage(from: Array(odd.utf8))
+                == SalvagedDescriptor(id: nil, type: nil, key: nil, sequence: nil, unique: nil),
+            "the first of each member counts, even of the wrong type")
+        let good = #"{"sequence":18446744073709551615,"type":"echo","key":"k","input":1e400}"#
+        #expect(JobDecoder.salvage(from: Array(good.utf8)).sequence == UInt64.max)
         #expect(id(#"{"input":1e400,"id":"after-a-huge-number"}"#) == "after-a-huge-number")
         #expect(id(#"{"input":"} ] \" ,","nested":[{"id":"inner"}],"id":"outer"}"#) == "outer")
         let deep = String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)

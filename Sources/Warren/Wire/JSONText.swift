@@ -42,28 +42,22 @@ enum JSONText {
         return utf8
     }
 
-    /// The first members named in `names` of the top-level object of `text` (UTF-8) whose values are strings or
-    /// booleans, by name; a member of another type counts as absent. Nothing else is checked: the rest of the text
-    /// may be invalid, nested without limit, or hold numbers no double can. Reading stops where the text stops
-    /// being an object's members.
-    static func firstMembers(_ names: Set<String>, inObject text: [UInt8]) -> [String: JSONValue] {
+    /// Hands `read` the scanner at the value of the first member of each name in `names` of the top-level object of
+    /// `text` (UTF-8); `read` takes the value if it is of a type it wants, and the rest is skipped. Nothing else is
+    /// checked: the rest of the text may be invalid, nested without limit, or hold numbers no double can. Reading
+    /// stops where the text stops being an object's members.
+    static func firstMembers(
+        _ names: Set<String>, inObject text: [UInt8], _ read: (String, inout JSONScanner) -> Void
+    ) {
         text.withUnsafeBufferPointer { bytes in
             var scanner = JSONScanner(bytes, maxDepth: 1)
-            var found: [String: JSONValue] = [:]
-            guard scanner.consume("{") else { return found }
-            while scanner.isAtString(), found.count < names.count {
-                guard let name = try? scanner.readString(), scanner.consume(":") else { return found }
-                if names.contains(name), found[name] == nil {
-                    if scanner.isAtString() {
-                        guard let value = try? scanner.readString() else { return found }
-                        found[name] = .string(value)
-                    } else if let value = try? scanner.readBool() {
-                        found[name] = .bool(value)
-                    }
-                }
-                guard scanner.skipValue(), scanner.consume(",") else { return found }
+            var seen: Set<String> = []
+            guard scanner.consume("{") else { return }
+            while scanner.isAtString(), seen.count < names.count {
+                guard let name = try? scanner.readString(), scanner.consume(":") else { return }
+                if names.contains(name), seen.insert(name).inserted { read(name, &scanner) }
+                guard scanner.skipValue(), scanner.consume(",") else { return }
             }
-            return found
         }
     }
 

@@ -96,14 +96,24 @@ public struct JobDecoder: Sendable {
     /// dead letter can be found by it: the first `id` member of the body's top-level object, if it is a string, in
     /// any encoding a worker reads. Nothing else in the body needs to be valid.
     public static func salvageID(from body: [UInt8]) -> String? {
-        if case .string(let id)? = salvage(from: body)["id"] { id } else { nil }
+        salvage(from: body).id
     }
 
-    /// What ``salvageID(from:)`` reads: the body's first `id`, `key` and `unique` members that are strings or
-    /// booleans.
-    static func salvage(from body: [UInt8]) -> [String: JSONValue] {
-        guard let text = try? JSONText.utf8(body) else { return [:] }
-        return JSONText.firstMembers(["id", "key", "unique"], inObject: text)
+    /// What can be read of a message that is no valid descriptor (``salvageID(from:)``): the first `id`, `type`,
+    /// `key`, `sequence` and `unique` members of the body's top-level object that are of their field's type.
+    static func salvage(from body: [UInt8]) -> SalvagedDescriptor {
+        var salvaged = SalvagedDescriptor()
+        guard let text = try? JSONText.utf8(body) else { return salvaged }
+        JSONText.firstMembers(["id", "type", "key", "sequence", "unique"], inObject: text) { name, scanner in
+            switch name {
+            case "id": salvaged.id = scanner.isAtString() ? try? scanner.readString() : nil
+            case "type": salvaged.type = scanner.isAtString() ? try? scanner.readString() : nil
+            case "key": salvaged.key = scanner.isAtString() ? try? scanner.readString() : nil
+            case "sequence": salvaged.sequence = try? scanner.readUInt64()
+            default: salvaged.unique = try? scanner.readBool()
+            }
+        }
+        return salvaged
     }
 
     /// The slow path: the body as UTF-8, the depth check, then Foundation's `JSONDecoder`, whose errors say what

@@ -149,9 +149,8 @@ extension WorkerSession {
         // An oversized body is not read.
         let salvaged =
             descriptor == nil && delivery.body.count <= configuration.maxMessageBytes
-            ? JobDecoder.salvage(from: delivery.body) : [:]
-        let salvagedID: String? = if case .string(let id)? = salvaged["id"] { id } else { nil }
-        let candidates = [descriptor?.id, salvagedID, delivery.properties.messageID]
+            ? JobDecoder.salvage(from: delivery.body) : SalvagedDescriptor()
+        let candidates = [descriptor?.id, salvaged.id, delivery.properties.messageID]
         let id = candidates.compactMap { $0 }.first { OperationDescriptor.problem(withID: $0) == nil }
         logger.warning(
             "dead-lettering a job message",
@@ -161,14 +160,15 @@ extension WorkerSession {
             ])
         let result = reply ? id.map { id in
             JobResult(
-                jobID: id, type: descriptor?.type ?? delivery.properties.type, sequence: descriptor?.sequence ?? 0,
-                key: descriptor?.key, status: .failed, error: error, attempt: Self.attempt(of: delivery),
+                jobID: id, type: descriptor?.type ?? salvaged.type ?? delivery.properties.type,
+                sequence: descriptor?.sequence ?? salvaged.sequence ?? 0, key: descriptor?.key ?? salvaged.key,
+                status: .failed, error: error, attempt: Self.attempt(of: delivery),
                 redelivered: delivery.redelivered, workerID: configuration.workerID,
                 timings: JobTimings(enqueuedAt: descriptor?.createdAt, receivedAt: receivedAt, finishedAt: Date()))
         } : nil
         try whenDeadLettersReachable(of: delivery) { [unowned self] in
             if releasesLock {
-                try release(descriptor.flatMap(HeldLock.init) ?? HeldLock(salvaged, id: salvagedID))
+                try release(descriptor.flatMap(HeldLock.init) ?? HeldLock(salvaged))
             }
             var confirms: [Settlement.Confirm] = [.publish(try deadLetter(delivery, error: error))]
             if let result { confirms += try publishResult(result, replyTo: delivery.replyQueue) }

@@ -17,10 +17,10 @@ struct HeldLock {
     }
 
     /// The lock the body of a job message that is no valid descriptor claims (``JobDecoder/salvage(from:)``):
-    /// `unique` true, a key that can name a lock and the job id `id`; else `nil`. Releasing it takes the token back
-    /// only if that job holds it.
-    init?(_ salvaged: [String: JSONValue], id: String?) {
-        guard salvaged["unique"] == .bool(true), case .string(let key)? = salvaged["key"], let id,
+    /// `unique` true, a key that can name a lock, and a job id; else `nil`. Releasing it takes the token back only
+    /// if that job holds it.
+    init?(_ salvaged: SalvagedDescriptor) {
+        guard salvaged.unique == true, let key = salvaged.key, let id = salvaged.id,
             OperationDescriptor.problem(withUniqueKey: key) == nil
         else { return nil }
         self.key = key
