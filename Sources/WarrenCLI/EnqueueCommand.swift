@@ -194,6 +194,7 @@ struct EnqueueCommand: ParsableCommand {
         }
         fflush(nil)
         warnOfPrioritiesOnPlainQueues(requests, producer)
+        warnOfManyDependencies(requests, names: names)
         guard wait else { return }
         // A scheduled job's wait starts at its time.
         let scheduled = max(descriptors.compactMap { $0.notBefore?.timeIntervalSinceNow }.max() ?? 0, 0)
@@ -234,11 +235,28 @@ struct EnqueueCommand: ParsableCommand {
         }
     }
 
+    /// Warns, on standard error, of jobs with more dependencies than a worker takes by default: one started without
+    /// a higher --max-dependencies dead-letters them.
+    private func warnOfManyDependencies(_ requests: [JobRequest], names: [String: String]) {
+        let limit = Worker.Configuration(url: "").maxDependencies
+        for request in requests {
+            let count = request.dependencies.uniqued().count
+            guard count > limit else { continue }
+            let job = names[request.id].map { "'\($0)' (\(request.id))" } ?? request.id
+            FileHandle.standardError.write(
+                Data(
+                    ("warren: warning: job \(job) has \(count) dependencies: a worker dead-letters it unless started "
+                        + "with --max-dependencies \(count) or more (default \(limit))\n").utf8))
+        }
+    }
+
     private func parseInput() throws -> JSONValue {
         var text = input
         if text.hasPrefix("@") {
             let path = String(text.dropFirst())
-            guard let contents = FileManager.default.contents(atPath: path) else {
+            // Read as a stream, not by its size: /dev/stdin and pipes have none.
+            guard let contents = try? FileHandle(forReadingFrom: URL(fileURLWithPath: path)).readToEnd() ?? Data()
+            else {
                 throw ValidationError("--input @\(path): cannot read the file")
             }
             text = String(decoding: contents, as: UTF8.self)
