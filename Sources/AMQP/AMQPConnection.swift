@@ -12,6 +12,8 @@ public final class AMQPConnection {
     public let configuration: AMQPConfiguration
     let state: amqp_connection_state_t
     private var isOpen = true
+    /// Whether the login is done: from then on, broker calls wait at most ``AMQPConfiguration/rpcTimeout``.
+    private var loggedIn = false
     /// Whether written frames are held (``holdOutput()``).
     var outputHold = OutputHold.off
     /// Publishes and acks held while ``outputHold`` is `buffered`.
@@ -117,6 +119,7 @@ public final class AMQPConnection {
         let limit = configuration.rpcTimeout.components
         var rpcLimit = timeval(tv_sec: Int(limit.seconds), tv_usec: Int(limit.attoseconds / 1_000_000_000_000))
         _ = amqp_set_rpc_timeout(state, &rpcLimit)
+        loggedIn = true
     }
 
     /// The system's bundle of trusted certificate authorities (Debian, Fedora, Alpine), if there is one.
@@ -197,8 +200,10 @@ public final class AMQPConnection {
         if status == AMQP_STATUS_TIMEOUT.rawValue {
             return AMQPError(
                 .connectionLost,
-                "cannot \(action): no answer from the broker within \(configuration.rpcTimeout) (does it block this "
-                    + "connection, under a memory or disk alarm?)")
+                loggedIn
+                    ? "cannot \(action): no answer from the broker within \(configuration.rpcTimeout) (does it block "
+                        + "this connection, under a memory or disk alarm?)"
+                    : "cannot \(action): no answer from the broker in time (is it an AMQP broker, and does it run?)")
         }
         let lost = [AMQP_STATUS_CONNECTION_CLOSED, AMQP_STATUS_SOCKET_ERROR, AMQP_STATUS_SOCKET_CLOSED,
                     AMQP_STATUS_HEARTBEAT_TIMEOUT, AMQP_STATUS_SSL_ERROR, AMQP_STATUS_TCP_ERROR]

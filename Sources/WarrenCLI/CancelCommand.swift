@@ -26,7 +26,7 @@ struct CancelCommand: ParsableCommand {
     @Option(
         name: .customLong("ids-from"),
         help: ArgumentHelp(
-            "Also cancel the ids in this file, one per line ('-': standard input): for thousands of ids.",
+            "Also cancel the ids in this file, one per line, # for comments ('-': standard input): for thousands.",
             valueName: "file"))
     var idsFrom: String?
 
@@ -50,12 +50,23 @@ struct CancelCommand: ParsableCommand {
         try QueueArgument.validate(queue.map { [$0] } ?? [])
         if (key == nil) != (before == nil) { throw ValidationError("--key and --before go together") }
         if key?.isEmpty == true { throw ValidationError("--key is empty") }
+        try Self.checkIDs(ids)
+    }
+
+    /// Refuses a string that cannot be a job id (a typo would otherwise be sent, and cancel nothing, silently).
+    static func checkIDs(_ ids: [String]) throws {
+        for id in ids {
+            if let problem = OperationDescriptor.problem(withID: id) {
+                throw ValidationError(ResultPrinter.printable(problem))
+            }
+        }
     }
 
     func run() throws {
         // Many ids are best read from a file: swift-argument-parser takes time that grows with the square of the
         // number of arguments (3 s for 4,000).
         let jobIDs = (ids + (try idsFrom.map(Self.readIDs) ?? [])).uniqued()
+        try Self.checkIDs(jobIDs)
         let producer = try Producer(url: broker.brokerURL)
         defer { producer.close() }
         if !jobIDs.isEmpty || idsFrom != nil {
@@ -74,7 +85,8 @@ struct CancelCommand: ParsableCommand {
         }
     }
 
-    /// The ids in `path` (`-`: standard input), one per line, blank lines and surrounding spaces ignored.
+    /// The ids in `path` (`-`: standard input), one per line; blank lines, lines starting with `#` and surrounding
+    /// spaces are ignored.
     static func readIDs(_ path: String) throws -> [String] {
         let data: Data
         do {
@@ -85,6 +97,6 @@ struct CancelCommand: ParsableCommand {
             throw ValidationError("--ids-from \(path): cannot read it: \(error.localizedDescription)")
         }
         return String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
-            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
     }
 }

@@ -43,20 +43,23 @@ struct HealthCommand: ParsableCommand {
             host: address, port: Int(port), path: path, timeout: .nanoseconds(Int64(timeout * 1e9)))
         let text = String(decoding: answer.body, as: UTF8.self)
         let body = try? JSONSerialization.jsonObject(with: Data(answer.body)) as? [String: Any]
-        guard let components = body?["components"] as? [String: [String: Any]] else {
+        let verdict = body?[live ? "live" : "ready"] as? Bool
+        guard let components = body?["components"] as? [String: [String: Any]], let verdict else {
             print(
-                "http://\(address):\(port)\(path) answered \(answer.status.code) \(answer.status.reasonPhrase), "
-                    + "not a Warren health report (is that a worker's or scheduler's --metrics-port?)")
+                "\(HealthProbe.url(address, Int(port), path)) answered \(answer.status.code) "
+                    + "\(ResultPrinter.printable(answer.status.reasonPhrase)), not a Warren health report (is that a "
+                    + "worker's or scheduler's --metrics-port?)")
             throw ExitCode.failure
         }
         if json {
-            print(text)
+            print(ResultPrinter.printable(text))
         } else {
             for (name, component) in components.sorted(by: { $0.key < $1.key }) {
-                print("\(name): \(Self.describe(component, live: live))")
+                print("\(ResultPrinter.printable(name)): \(Self.describe(component, live: live))")
             }
         }
-        guard answer.status == .ok else { throw ExitCode.failure }
+        // The report and the status code agree, from a Warren endpoint; anything else is no pass.
+        guard answer.status == .ok, verdict else { throw ExitCode.failure }
     }
 
     /// One component's line: the verdict asked for, the connection and since when, and what is wrong.
@@ -64,9 +67,11 @@ struct HealthCommand: ParsableCommand {
         let passes = component[live ? "live" : "ready"] as? Bool == true
         var line = live ? (passes ? "live" : "not live") : (passes ? "ready" : "not ready")
         let connection = component["connection"] as? String ?? "?"
-        line += ", \(connection)"
-        if connection == "connected", let broker = component["broker"] as? String { line += " to \(broker)" }
-        if let since = component["since"] as? String { line += " since \(since)" }
+        line += ", \(ResultPrinter.printable(connection))"
+        if connection == "connected", let broker = component["broker"] as? String {
+            line += " to \(ResultPrinter.printable(broker))"
+        }
+        if let since = component["since"] as? String { line += " since \(ResultPrinter.printable(since))" }
         if let reason = component["blockedReason"] as? String {
             line += "; the broker blocks it (\(ResultPrinter.printable(reason)))"
         }

@@ -48,12 +48,18 @@ enum HealthProbe {
             return try answer.futureResult.wait()
         } catch {
             answer.fail(error)
-            throw Failure(description: "http://\(host):\(port)\(path): \(reason(error))")
+            throw Failure(description: "\(url(host, port, path)): \(reason(error))")
         }
+    }
+
+    /// `http://host:port/path`, an IPv6 address in brackets.
+    static func url(_ host: String, _ port: Int, _ path: String) -> String {
+        "http://\(host.contains(":") ? "[\(host)]" : host):\(port)\(path)"
     }
 
     /// What went wrong, as a person reads it: the system's words for a refused connection, not NIO's types.
     private static func reason(_ error: any Error) -> String {
+        if error is HTTPParserError { return "the answer is not HTTP (is that an HTTP port?)" }
         guard let error = error as? NIOConnectionError else { return "\(error)" }
         let reasons = error.connectionErrors.map { attempt in
             (attempt.error as? IOError).map { String(cString: strerror($0.errnoCode)) } ?? "\(attempt.error)"

@@ -35,7 +35,8 @@ final class MetricsServer: Sendable {
 
     /// Bootstraps swift-metrics with Prometheus (once per process), listens on `host:port`, and logs
     /// "metrics endpoint listening" with the bound port. Returns once it listens.
-    /// - Throws: ``WarrenError`` (`invalidConfiguration`) when it cannot listen there (a bad address, a port in use).
+    /// - Throws: ``WarrenError``: `invalidConfiguration` for a host that is no IPv4 address, `system` when it cannot
+    ///   listen there (a port in use).
     static func start(host: String, port: UInt16, health: HealthEndpoint, logger: Logger) throws -> MetricsServer {
         let registry = MetricsSetup.bootstrap()
         var ip4 = in_addr()
@@ -65,7 +66,9 @@ final class MetricsServer: Sendable {
             bound = port
         } catch {
             try? group.syncShutdownGracefully()
-            throw WarrenError(.invalidConfiguration, "cannot serve metrics on \(host):\(port): \(error)")
+            // A port in use is a runtime condition (exit 1), not a bad argument.
+            let reason = (error as? IOError).map { String(cString: strerror($0.errnoCode)) } ?? "\(error)"
+            throw WarrenError(.system, "cannot serve metrics on \(host):\(port): \(reason)")
         }
         logger.info("metrics endpoint listening", metadata: ["host": "\(host)", "port": "\(bound)"])
         return MetricsServer(host: host, port: UInt16(bound), group: group, channel: channel)

@@ -55,6 +55,7 @@ extension Integration {
                 ["enqueue", "sum", "--reply-to", ""],
                 ["cancel"],
                 ["cancel", "some-id", "--all"],
+                ["cancel", "bad id"],
                 ["cancel", "--all", "--key", "k", "--before", "5"],
                 ["cancel", "--key", "", "--before", "5"],
                 ["cancel", "--ids-from", "/no/such/ids.txt"],

@@ -102,6 +102,11 @@ extension Integration {
             #expect(nothing.stderr.contains("http://127.0.0.1:1/readyz: cannot connect"), "\(nothing.stderr)")
             let zero = try CLI.run(["health", "--port", "0"])
             #expect(zero.status == 64)
+            // The broker's own port answers no HTTP.
+            let amqp = try #require(URLComponents(string: try TestEnvironment.brokerURL)?.port)
+            let broker = try CLI.run(["health", "--port", "\(amqp)", "--timeout", "5"])
+            #expect(broker.status == 1)
+            #expect(broker.stderr.contains("the answer is not HTTP"), "\(broker.stderr)")
         }
     }
 }

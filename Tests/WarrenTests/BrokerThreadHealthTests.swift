@@ -65,7 +65,15 @@ import Testing
         #expect(turning.isLive)
 
         var stalled = turning
+        stalled.connection = .connected
         stalled.overdue = BrokerThreadHealth.stallLimit
+        #expect(!stalled.isLive)
+        for waiting in [HealthReport.Connection.connecting, .reconnecting, .stopped] {
+            var report = stalled
+            report.connection = waiting
+            #expect(report.isLive, "a thread \(waiting) waits for a broker, or is done: not stuck")
+        }
+        stalled.connection = .stopping
         #expect(!stalled.isLive)
         stalled.overdue = BrokerThreadHealth.stallLimit - .milliseconds(1)
         #expect(stalled.isLive)

@@ -34,11 +34,12 @@ public struct HealthReport: Sendable, Equatable {
     public var overdue: Duration?
 
     /// Whether the thread turns: it is at most ``BrokerThreadHealth/stallLimit`` past the time it said it would
-    /// turn again, or waits on a broker that blocks it. A thread that is not live is stuck, and only a restart of
-    /// the process helps.
+    /// turn again, or waits for its broker (connecting or reconnecting: each attempt is bounded by the connect and
+    /// call time limits, however many addresses it tries), or on a broker that blocks it, or has stopped. A thread
+    /// that is not live is stuck, and only a restart of the process helps.
     public var isLive: Bool {
-        guard let overdue else { return true }
-        return overdue < BrokerThreadHealth.stallLimit || blockedReason != nil
+        guard let overdue, overdue >= BrokerThreadHealth.stallLimit else { return true }
+        return blockedReason != nil || [.connecting, .reconnecting, .stopped].contains(connection)
     }
 
     /// Whether it takes work: connected and not blocked by the broker.

@@ -504,7 +504,11 @@ public final class Producer {
         let deadline = ContinuousClock.now + .seconds(30)
         try readEvents(until: deadline) { confirmedCount >= publishCount }
         guard confirmedCount >= publishCount else {
-            throw WarrenError(.timeout, "the broker did not confirm \(publishCount - confirmedCount) publishes within 30 s")
+            let count = publishCount - confirmedCount
+            throw WarrenError(
+                .timeout,
+                "the broker did not confirm \(count) message\(count == 1 ? "" : "s") within 30 s (does it block "
+                    + "publishers, under a memory or disk alarm?): what was sent may still take effect once it reads it")
         }
         defer { refusedPublishes = [] }
         return refusedPublishes

@@ -131,12 +131,12 @@ public struct JobDecoder: Sendable {
             return try WireCoding.decoder.decode(OperationDescriptor.self, from: data)
         } catch {
             // JobError cuts the message, which may quote a whole field, to JobError.maxMessageLength.
-            throw diagnose(data, error)
+            throw diagnose(data, error, bodyBytes: body.count)
         }
     }
 
     /// Explains a body that did not decode; only failing messages pay for this second look.
-    private func diagnose(_ data: Data, _ error: any Error) -> JobError {
+    private func diagnose(_ data: Data, _ error: any Error, bodyBytes: Int) -> JobError {
         let json: Any
         do {
             json = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
@@ -151,7 +151,7 @@ public struct JobDecoder: Sendable {
             }
             return JobError(
                 code: "malformedMessage",
-                message: "message body is not valid JSON (\(data.count) bytes)" + (found.map { ": \($0)" } ?? ""))
+                message: "message body is not valid JSON (\(bodyBytes) bytes)" + (found.map { ": \($0)" } ?? ""))
         }
         guard let object = json as? [String: Any] else {
             return JobError(code: "invalidDescriptor", message: "message body is JSON but not an object")

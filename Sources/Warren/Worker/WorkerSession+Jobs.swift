@@ -200,9 +200,10 @@ extension WorkerSession {
     /// When the job may start: its `notBefore`, or the time a retry's not-before header names (a handler's
     /// ``JobError/retryAfter``), whichever is later; `nil` when neither says.
     static func notBefore(of descriptor: OperationDescriptor, _ delivery: Delivery) -> Date? {
-        let header = delivery.properties.headers?[Topology.notBeforeHeader]?.intValue.map {
-            Date(timeIntervalSince1970: Double($0) / 1000)
-        }
+        // A time the wire format's dates cannot hold is no time: ignored, as a header of another type is.
+        let header = delivery.properties.headers?[Topology.notBeforeHeader]?.intValue
+            .map { Date(timeIntervalSince1970: Double($0) / 1000) }
+            .flatMap { WireCoding.dateRange.contains($0.timeIntervalSince1970) ? $0 : nil }
         guard let header else { return descriptor.notBefore }
         return max(header, descriptor.notBefore ?? header)
     }

@@ -182,6 +182,7 @@ final class WorkerSession {
         metrics = WorkerMetrics(operationTypes: worker.registry.types)
         metrics.watch(localQueues.values)
         metrics.startCounters()
+        metrics.brokerConnection(connected: false, blocked: false)
         connection = try Self.connect(worker, logger: logger)
         (journal, journalBroker) = Self.openJournal(worker.configuration, connection: connection, logger: logger)
         if let inherited = worker.inherited { takeRateLimitTurns(inherited) }
