@@ -49,7 +49,7 @@ extension WorkerSession {
                 try declareAndConsume()
                 logger.info("reconnected", metadata: ["broker": "\(broker.redactedURL)", "attempts": "\(attempt)"])
                 metrics.reconnected()
-                connected()
+                announceConnected()
                 return true
             } catch {
                 connection.close()
@@ -64,7 +64,7 @@ extension WorkerSession {
     }
 
     /// Tells the worker's health and metrics that it is connected, queues declared and consumed.
-    func connected() {
+    func announceConnected() {
         worker.health.connected(to: connection.configuration.redactedURL)
         metrics.brokerConnection(connected: true, blocked: false)
     }

@@ -213,7 +213,7 @@ final class WorkerSession {
         if !fleetThrottles.isEmpty {
             started["fleetRateLimits"] = "\(configuration.fleetRateLimits.map { "\($0)=\($1)" }.sorted())"
         }
-        connected()
+        announceConnected()
         logger.info("worker started", metadata: started)
         warnIfOverMemoryAtStart()
         while true {
