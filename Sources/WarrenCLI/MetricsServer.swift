@@ -8,7 +8,8 @@ import Warren
 
 /// The Prometheus and health endpoint of a worker or scheduler (`--metrics-port`): `GET /metrics` answers with the
 /// exposition text of the registry behind swift-metrics in this process, `GET /livez` and `GET /readyz` with the
-/// health of its broker threads (``HealthEndpoint``); `HEAD` with their headers; anything else is 404.
+/// health of its broker threads (``HealthEndpoint``); `HEAD` with their headers; another method on those paths is
+/// 405, anything else 404.
 ///
 /// SwiftNIO serves it, on one event loop thread the server owns: unlike an HTTP stack built on Foundation's
 /// networking, NIO does not bring libcurl and its TLS and Kerberos libraries into every process.
@@ -131,7 +132,10 @@ private final class MetricsHandler: ChannelInboundHandler {
         var body = context.channel.allocator.buffer(capacity: 0)
         let probes: [Substring: HealthEndpoint.Probe] = ["/livez": .live, "/readyz": .ready]
         if head.method != .GET && head.method != .HEAD {
-            status = .notFound
+            // Its paths take only GET and HEAD; others are not there.
+            let known = path == "/metrics" || probes[path] != nil
+            status = known ? .methodNotAllowed : .notFound
+            if known { headers.add(name: "Allow", value: "GET, HEAD") }
         } else if path == "/metrics" {
             WorkerMetrics.sampleLocalQueues()
             var text: [UInt8] = []

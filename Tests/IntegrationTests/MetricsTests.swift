@@ -118,7 +118,7 @@ extension Integration {
             #expect(after.value("warren_jobs_waiting_in_worker", ["state": "waitingForDependencies"]) == 0)
         }
 
-        @Test("anything but GET or HEAD /metrics, /livez or /readyz is 404; a port in use or a host that is not IPv4 stops the worker")
+        @Test("other paths are 404, other methods on /metrics, /livez, /readyz 405; a port in use or a host that is not IPv4 stops the worker")
         func otherRequestsAndAddresses() async throws {
             let queue = TestEnvironment.uniqueName("metrics-other")
             defer { BrokerProbe.delete(queue) }
@@ -126,14 +126,16 @@ extension Integration {
             defer { worker.terminate() }
             let url = try worker.metricsURL()
             _ = try await MetricsScrape.fetch(try #require(URL(string: url.absoluteString + "?name=warren_prefetch")))
-            for (method, path) in [
-                ("GET", "/"), ("GET", "/metrics/more"), ("GET", "/other"), ("POST", "/metrics"), ("POST", "/readyz"),
-                ("GET", "/livez/more"),
+            for (method, path, status) in [
+                ("GET", "/", 404), ("GET", "/metrics/more", 404), ("GET", "/other", 404), ("POST", "/other", 404),
+                ("GET", "/livez/more", 404), ("POST", "/metrics", 405), ("PUT", "/readyz", 405),
             ] {
                 var request = URLRequest(url: try #require(URL(string: path, relativeTo: url)))
                 request.httpMethod = method
                 let (_, response) = try await URLSession.shared.data(for: request)
-                #expect((response as? HTTPURLResponse)?.statusCode == 404, "\(method) \(path)")
+                let http = response as? HTTPURLResponse
+                #expect(http?.statusCode == status, "\(method) \(path)")
+                if status == 405 { #expect(http?.value(forHTTPHeaderField: "Allow") == "GET, HEAD") }
             }
             var head = URLRequest(url: url)
             head.httpMethod = "HEAD"
