@@ -88,13 +88,8 @@ struct CancelCommand: ParsableCommand {
     /// The ids in `path` (`-`: standard input), one per line; blank lines, lines starting with `#` and surrounding
     /// spaces are ignored.
     static func readIDs(_ path: String) throws -> [String] {
-        let data: Data
-        do {
-            data =
-                try path == "-"
-                ? FileHandle.standardInput.readToEnd() ?? Data() : Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw ValidationError("--ids-from \(path): cannot read it: \(error.localizedDescription)")
+        guard let data = InputFile.contents(of: path == "-" ? "/dev/stdin" : path) else {
+            throw ValidationError("--ids-from \(path): cannot read it")
         }
         return String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }

@@ -254,9 +254,7 @@ struct EnqueueCommand: ParsableCommand {
         var text = input
         if text.hasPrefix("@") {
             let path = String(text.dropFirst())
-            // Read as a stream, not by its size: /dev/stdin and pipes have none.
-            guard let contents = try? FileHandle(forReadingFrom: URL(fileURLWithPath: path)).readToEnd() ?? Data()
-            else {
+            guard let contents = InputFile.contents(of: path) else {
                 throw ValidationError("--input @\(path): cannot read the file")
             }
             text = String(decoding: contents, as: UTF8.self)

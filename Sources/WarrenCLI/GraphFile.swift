@@ -44,8 +44,7 @@ struct GraphFile: Decodable {
 
     /// Reads and checks the file.
     static func load(_ path: String) throws -> GraphFile {
-        // Read as a stream, not by its size: /dev/stdin and pipes have none.
-        guard let data = try? FileHandle(forReadingFrom: URL(fileURLWithPath: path)).readToEnd() ?? Data() else {
+        guard let data = InputFile.contents(of: path) else {
             throw GraphFileError("cannot read the graph file '\(path)'")
         }
         let shape = "{\"jobs\": [{\"name\", \"type\", …}]}"
