@@ -60,17 +60,23 @@ extension Integration {
             #expect(letter.properties.replyTo == reply.queue)
         }
 
-        @Test("the producer refuses a reply queue on a watched job, and a reply queue name of 0 or over 255 bytes")
+        @Test("the producer refuses a reply queue on a watched job, one of 0 or over 255 bytes, one that does not exist")
         func producerRefusals() throws {
             let producer = try Producer.forTests()
+            let missing = TestEnvironment.uniqueName("no-such-reply-queue")
             for (request, watch) in [
                 (JobRequest(type: "echo", replyTo: "mine"), true),
                 (JobRequest(type: "echo", replyTo: ""), false),
                 (JobRequest(type: "echo", replyTo: String(repeating: "q", count: 256)), false),
+                (JobRequest(type: "echo", replyTo: missing), false),
             ] {
                 let error = #expect(throws: WarrenError.self) { try producer.enqueue(request, watch: watch) }
                 #expect(error?.code == .invalidConfiguration, "\(error?.message ?? "")")
             }
+            // The look did not declare it, and the producer goes on.
+            #expect(throws: AMQPError.self) { try BrokerProbe.depth(of: missing) }
+            let reply = try MessageTap.replyQueue()
+            #expect(throws: Never.self) { try producer.enqueue(JobRequest(type: "echo", replyTo: reply.queue)) }
         }
 
         @Test("warren enqueue --reply-to sends the result to the named queue")

@@ -42,8 +42,9 @@ public struct JobRequest: Sendable {
     /// Default: none.
     public var uniqueFor: Duration?
     /// A queue that receives the job's result and progress reports, through the default exchange, instead of
-    /// the `warren.results` exchange (its `reply_to` property). It must exist before the job ends, or the result is
-    /// only in the results stream. Default: none. A job enqueued with `watch: true` uses the producer's own.
+    /// the `warren.results` exchange (its `reply_to` property). It must exist when the job is enqueued (else
+    /// ``Producer/enqueue(_:watch:)`` throws `invalidConfiguration`) and when it ends, or the result is only in the
+    /// results stream. Default: none. A job enqueued with `watch: true` uses the producer's own.
     public var replyTo: String?
     /// The job id. Default: a new UUID.
     public var id: String

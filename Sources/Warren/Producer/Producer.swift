@@ -33,6 +33,8 @@ public final class Producer {
     private(set) var publishCount: UInt64 = 0
     var lockChannelOpen = false
     private var declaredQueues: Set<String> = []
+    /// Reply queues (``JobRequest/replyTo``) seen to exist: a result sent to a missing one would be lost.
+    private var knownReplyQueues: Set<String> = []
     /// Job queues of the publishes the broker returned (`basic.return`) since the last wait for confirms.
     private var returnedQueues: [String] = []
     /// Every publish up to this number is answered.
@@ -100,8 +102,8 @@ public final class Producer {
     ///   this producer's reply queue in their `reply_to`, so their results and progress reports come straight to it.
     /// - Throws: ``WarrenError`` (`invalidConfiguration`) for an invalid id or job queue name
     ///   (``Topology/problem(withJobQueue:)``), a job that depends on itself, an
-    ///   unknown dependency or a cycle, a ``JobRequest/replyTo`` that is empty, longer than 255 bytes or given
-    ///   with `watch`, a deadline that is not after the job's ``JobRequest/notBefore``, a time limit outside 1 ms to a
+    ///   unknown dependency or a cycle, a ``JobRequest/replyTo`` that is empty, longer than 255 bytes, given
+    ///   with `watch` or names no existing queue, a deadline that is not after the job's ``JobRequest/notBefore``, a time limit outside 1 ms to a
     ///   year, a unique job without a key or with a lifetime outside 1 second to 7 days (``JobRequest/uniqueFor``),
     ///   or a sequence file that cannot be used; (`duplicate`) when another job holds a unique job's lock: nothing
     ///   of the call was enqueued; (`queueUnreachable`) when a job queue is on a cluster node that
@@ -166,6 +168,7 @@ public final class Producer {
                     .invalidConfiguration,
                     "job \(request.id): its deadline is not after its notBefore: it could never start")
             }
+            try checkReplyQueuesExist(ordered)
             let replyTo = watch ? try declareReplyQueue() : nil
             let locked = try takeUniqueLocks(of: ordered)
             var published = false
@@ -401,6 +404,21 @@ public final class Producer {
             return try body()
         } catch let error as AMQPError {
             throw WarrenError(error.isQueueNodeDown ? .queueUnreachable : .broker, error.description)
+        }
+    }
+
+    /// Refuses jobs whose reply queue does not exist: the broker would drop their results and progress reports
+    /// (only the `warren.results` stream would keep the results). A queue exclusive to another connection exists.
+    private func checkReplyQueuesExist(_ requests: [JobRequest]) throws {
+        for request in requests {
+            guard let queue = request.replyTo, !knownReplyQueues.contains(queue) else { continue }
+            guard try Topology.queueExists(queue, on: connection) else {
+                throw WarrenError(
+                    .invalidConfiguration,
+                    "job \(request.id): reply queue '\(queue)' does not exist; declare it before enqueueing jobs "
+                        + "that name it (the broker would drop their results)")
+            }
+            knownReplyQueues.insert(queue)
         }
     }
 

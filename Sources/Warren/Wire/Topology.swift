@@ -220,6 +220,17 @@ public enum Topology {
         }
     }
 
+    /// Whether queue `name` exists, also when it is exclusive to another connection (which the broker does not
+    /// show, 405).
+    /// - Throws: `AMQPError` when the connection fails or the queue's node is down.
+    public static func queueExists(_ name: String, on connection: AMQPConnection) throws -> Bool {
+        do {
+            return try lookUp(name, on: connection) != nil
+        } catch let error as AMQPError where error.channel == declarationChannel && error.replyCode == 405 {
+            return true
+        }
+    }
+
     /// Declares queue `name` with `arguments`; returns `false` if the broker refuses because the queue exists with
     /// other arguments (406).
     private static func declare(_ name: String, arguments: AMQPTable, on connection: AMQPConnection) throws -> Bool {
