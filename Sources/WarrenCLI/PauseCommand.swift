@@ -7,7 +7,8 @@ struct PauseCommand: ParsableCommand {
         commandName: "pause",
         abstract: "Stop workers taking jobs: executing ones go on, waiting ones go back to the broker.",
         discussion: """
-            Workers started later (within a day) start paused too, until `warren resume`.
+            Workers started later (within a day) start paused too, until `warren resume`. With --worker, exits 1 \
+            if no live worker of that id reports within --timeout.
             Examples:
               warren pause
               warren pause --worker worker-2 --queue images
@@ -21,6 +22,7 @@ struct PauseCommand: ParsableCommand {
         defer { producer.close() }
         try producer.pause(worker: scope.worker, queue: scope.queue)
         print("paused \(scope.description)")
+        try scope.checkWorkerLives(producer, after: "pause")
     }
 }
 
@@ -37,5 +39,6 @@ struct ResumeCommand: ParsableCommand {
         defer { producer.close() }
         try producer.resume(worker: scope.worker, queue: scope.queue)
         print("resumed \(scope.description)")
+        try scope.checkWorkerLives(producer, after: "resume")
     }
 }
