@@ -16,15 +16,20 @@ struct DeadCommand: ParsableCommand {
 
         @OptionGroup var broker: BrokerOptions
 
-        @Option(name: .long, help: "Show at most this many.")
+        @Option(name: .long, help: "Show at most this many (0: only count them).")
         var limit: Int = 1000
 
         @Flag(name: .long, help: "Print one JSON object per line.")
         var json = false
 
+        func validate() throws {
+            if limit < 0 { throw ValidationError("--limit must be 0 or more") }
+        }
+
         func run() throws {
             let dead = try DeadLetterQueue(url: broker.brokerURL)
             defer { dead.close() }
+            let total = try dead.count()
             let letters = try dead.list(limit: limit)
             for letter in letters {
                 if json {
@@ -41,7 +46,12 @@ struct DeadCommand: ParsableCommand {
             }
             if !json {
                 fflush(nil)  // the letters first, also where both streams go to one file
-                FileHandle.standardError.write(Data("\(letters.count) dead letter(s)\n".utf8))
+                // Letters may come or go between the count and the list.
+                let summary =
+                    letters.count < limit || letters.count >= total
+                    ? "\(letters.count) dead letter(s)"
+                    : "\(letters.count) of \(total) dead letter(s) (--limit \(limit))"
+                FileHandle.standardError.write(Data("\(summary)\n".utf8))
             }
         }
     }

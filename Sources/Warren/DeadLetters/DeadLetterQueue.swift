@@ -38,6 +38,12 @@ public final class DeadLetterQueue {
         connection.close()
     }
 
+    /// How many dead letters the queue holds (not counting those another client has taken and not yet settled).
+    /// - Throws: ``WarrenError`` (`broker`) when the connection fails.
+    public func count() throws -> Int {
+        try brokerCall { Int(try Topology.lookUp(Topology.deadQueue, on: connection)?.messageCount ?? 0) }
+    }
+
     /// Up to `limit` dead letters, oldest first; the queue keeps them all.
     public func list(limit: Int = 1000) throws -> [DeadLetter] {
         try brokerCall {
