@@ -28,7 +28,9 @@ public struct AMQPConfiguration: Sendable, Hashable {
     /// Parses `amqp://user:password@host:port/vhost` (percent-encoded; `%2F` is the vhost `/`).
     ///
     /// Defaults follow librabbitmq: `guest:guest@localhost:5672/` and port 5671 for `amqps://`.
-    /// A `cacertfile=PATH` query item sets ``caCertificatePath``.
+    /// Query items as RabbitMQ's URI specification names them: `cacertfile=PATH` sets ``caCertificatePath`` and
+    /// `verify=verify_peer` is what Warren does anyway (both `amqps://` only), `heartbeat` (seconds) sets
+    /// ``heartbeat`` and `connection_timeout` (milliseconds) ``connectTimeout``; any other is refused.
     /// - Throws: ``AMQPError`` with code ``AMQPError/Code/invalidURL``.
     public init(url: String) throws {
         // A URL has no raw spaces or control characters, but librabbitmq would take them: C strings would end at
@@ -60,7 +62,8 @@ public struct AMQPConfiguration: Sendable, Hashable {
         guard amqp_parse_url(buffer, &info) == AMQP_STATUS_OK.rawValue else {
             throw AMQPError(
                 .invalidURL,
-                "invalid broker URL '\(Self.redactInvalid(url).prefix(200))': expected amqp://user:password@host:port/vhost")
+                "invalid broker URL '\(Self.redactInvalid(url).prefix(200))': expected amqp://user:password@host:port/vhost "
+                    + "(percent-encode '/', '@', ':', '?' and ',' in a user name or password: %2F, %40, %3A, %3F, %2C)")
         }
         host = String(cString: info.host)
         port = Int(info.port)
@@ -68,7 +71,45 @@ public struct AMQPConfiguration: Sendable, Hashable {
         user = String(cString: info.user)
         password = String(cString: info.password)
         usesTLS = info.ssl != 0
-        caCertificatePath = query["cacertfile"]
+        try apply(query)
+    }
+
+    /// Applies the query items of RabbitMQ's URI specification that Warren honours: `cacertfile` and
+    /// `verify=verify_peer` (`amqps://` only), `heartbeat` (seconds) and `connection_timeout` (milliseconds). Any
+    /// other is refused rather than ignored: a misspelt `cacertfile` would leave the CA file unused.
+    private mutating func apply(_ query: [String: String]) throws {
+        let shown = redactedURL
+        let refuse = { (problem: String) in AMQPError(.invalidURL, "invalid broker URL '\(shown)': \(problem)") }
+        // A hostile or mangled URL may carry a password into its query: only a plain name or number is echoed.
+        let plain = { (text: String) in
+            text.count <= 40 && text.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "_.-".unicodeScalars.contains($0)) }
+                ? text : "…"
+        }
+        for (item, value) in query.sorted(by: { $0.key < $1.key }) where !item.isEmpty {
+            switch item {
+            case "cacertfile", "verify":
+                guard usesTLS else { throw refuse("\(item) is for amqps:// URLs (TLS); this one is amqp://") }
+                if item == "cacertfile" {
+                    caCertificatePath = value
+                } else if value != "verify_peer" {
+                    throw refuse("verify=\(plain(value)): Warren always verifies the broker's certificate (verify_peer)")
+                }
+            case "heartbeat":
+                guard let seconds = Int(value), (0...65_535).contains(seconds) else {
+                    throw refuse("heartbeat=\(plain(value)): expected seconds from 0 (none) to 65535")
+                }
+                heartbeat = seconds
+            case "connection_timeout":
+                guard let milliseconds = Int(value), (1...3_600_000).contains(milliseconds) else {
+                    throw refuse("connection_timeout=\(plain(value)): expected milliseconds from 1 to 3600000")
+                }
+                connectTimeout = .milliseconds(milliseconds)
+            default:
+                throw refuse(
+                    "unsupported query item '\(plain(item))' (Warren takes cacertfile, verify=verify_peer, "
+                        + "heartbeat, connection_timeout)")
+            }
+        }
     }
 
     /// The URL with the password replaced by `***`, safe for logs and error messages.

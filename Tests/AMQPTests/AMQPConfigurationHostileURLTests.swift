@@ -5,7 +5,7 @@ import Testing
 /// URLs found by `scripts/fuzz`, or written against it: none may crash, and no password may leak.
 @Suite("AMQPConfiguration with hostile URLs")
 struct AMQPConfigurationHostileURLTests {
-    @Test(arguments: ["amqp://h/?=", "amqp://h/%2F?=x&&=", "amqp://h?&cacertfile"])
+    @Test(arguments: ["amqp://h/?=", "amqp://h/%2F?=x&&=", "amqps://h?&cacertfile"])
     func emptyQueryItemsDoNotCrash(_ url: String) throws {
         let configuration = try AMQPConfiguration(url: url)
         #expect(configuration.host == "h")

@@ -60,6 +60,37 @@ struct AMQPConfigurationTests {
         #expect(configuration.usesTLS)
     }
 
+    @Test func heartbeatAndConnectionTimeoutQueryItemsSetTheirSettings() throws {
+        let configuration = try AMQPConfiguration(url: "amqp://u:p@h/%2F?heartbeat=5&connection_timeout=2500")
+        #expect(configuration.heartbeat == 5)
+        #expect(configuration.connectTimeout == .milliseconds(2500))
+        #expect(try AMQPConfiguration(url: "amqp://h/%2F?heartbeat=0").heartbeat == 0)
+    }
+
+    @Test(
+        "query items Warren does not take, or takes otherwise, are refused by name, not ignored",
+        arguments: [
+            ("amqps://u:p@h/%2F?cacertfle=/ca.pem", "unsupported query item 'cacertfle'"),
+            ("amqps://u:p@h/%2F?certfile=/me.pem", "unsupported query item 'certfile'"),
+            ("amqp://u:p@h/%2F?cacertfile=/ca.pem", "cacertfile is for amqps:// URLs"),
+            ("amqps://u:p@h/%2F?verify=verify_none", "Warren always verifies"),
+            ("amqp://u:p@h/%2F?heartbeat=abc", "heartbeat=abc: expected seconds"),
+            ("amqp://u:p@h/%2F?heartbeat=70000", "heartbeat=70000"),
+            ("amqp://u:p@h/%2F?connection_timeout=0", "connection_timeout=0: expected milliseconds"),
+        ])
+    func unknownQueryItemsAreRefused(_ url: String, _ problem: String) {
+        let error = #expect(throws: AMQPError.self) { try AMQPConfiguration(url: url) }
+        #expect(error?.code == .invalidURL)
+        #expect(error?.message.contains(problem) == true, "\(error?.message ?? "")")
+        #expect(error?.message.contains(":p@") == false)
+    }
+
+    @Test func anUnparsableURLSaysWhatToPercentEncode() {
+        let error = #expect(throws: AMQPError.self) { try AMQPConfiguration(url: "amqp://u:pa/ss@h/%2F") }
+        #expect(error?.message.contains("percent-encode '/'") == true)
+        #expect(error?.message.contains("pa/ss") == false)
+    }
+
     @Test func cacertfileIsPercentDecoded() throws {
         let configuration = try AMQPConfiguration(url: "amqps://u:p@h/%2F?cacertfile=/etc/my%20certs/ca.pem")
         #expect(configuration.caCertificatePath == "/etc/my certs/ca.pem")
