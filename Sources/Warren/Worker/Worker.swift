@@ -124,8 +124,8 @@ public final class Worker: Sendable {
 
     /// Checks the configuration against the registry.
     /// - Throws: ``WarrenError`` (`invalidConfiguration`) for a bad URL, an empty queue list or a queue name that
-    ///   cannot be a job queue's (``Topology/problem(withJobQueue:)``), a width or ``Configuration/maxCrashes``
-    ///   below 1, a prefetch
+    ///   cannot be a job queue's (``Topology/problem(withJobQueue:)``), a width outside ``LocalQueue/widths``, a
+    ///   ``Configuration/maxCrashes`` below 1, a prefetch
     ///   outside 1...65535, an operation type registered on a local queue the configuration lacks, a rate limit
     ///   or time limit for a type the registry lacks, or a time limit outside 1 ms to a year.
     public init(configuration: Configuration, registry: OperationRegistry) throws {
@@ -147,8 +147,12 @@ public final class Worker: Sendable {
         {
             throw WarrenError(.invalidConfiguration, problem)
         }
-        for (name, width) in configuration.localQueues where width < 1 {
-            throw WarrenError(.invalidConfiguration, "local queue '\(name)' has width \(width); it must be at least 1")
+        for (name, width) in configuration.localQueues.sorted(by: { $0.key < $1.key })
+        where !LocalQueue.widths.contains(width) {
+            throw WarrenError(
+                .invalidConfiguration,
+                "local queue '\(name)' has width \(width); it must be from \(LocalQueue.widths.lowerBound) to "
+                    + "\(LocalQueue.widths.upperBound), as warren resize allows")
         }
         guard configuration.maxMessageBytes >= 1024, configuration.maxNestingDepth >= 2,
             configuration.maxDependencies >= 0, configuration.maxParkedJobs >= 0, configuration.maxCrashes >= 1
@@ -159,7 +163,10 @@ public final class Worker: Sendable {
         }
         guard (1...65_535).contains(configuration.effectivePrefetch) else {
             throw WarrenError(
-                .invalidConfiguration, "prefetch \(configuration.effectivePrefetch) is outside 1...65535")
+                .invalidConfiguration,
+                "prefetch \(configuration.effectivePrefetch)"
+                    + (configuration.prefetch == nil ? " (the total width of the local queues, without --prefetch)" : "")
+                    + " is outside 1...65535")
         }
         let limited = [
             ("rate limit", Array(configuration.rateLimits.keys)), ("time limit", Array(configuration.timeLimits.keys)),
