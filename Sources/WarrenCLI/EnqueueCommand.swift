@@ -108,8 +108,9 @@ struct EnqueueCommand: ParsableCommand {
     var replyTo: String?
 
     @Option(
-        name: .long, help: "With --wait: give up after this many seconds (exit 5), from the job's time if scheduled.")
-    var timeout: Double = 60
+        name: .long,
+        help: "With --wait: give up after this many seconds (exit 5), from the job's time if scheduled (default: 60).")
+    var timeout: Double?
 
     @Flag(name: .long, help: "Print JSON: the descriptor, and with --wait the result.")
     var json = false
@@ -137,7 +138,10 @@ struct EnqueueCommand: ParsableCommand {
                 throw ValidationError("--unique-for: \(problem)")
             }
         }
-        if timeout <= 0 { throw ValidationError("--timeout must be positive") }
+        if let timeout, !(timeout > 0 && timeout <= 31_536_000) {
+            throw ValidationError("--timeout must be a positive number of seconds, at most a year (31536000)")
+        }
+        if timeout != nil && !wait { throw ValidationError("--timeout goes with --wait") }
         if let deadline, !(deadline > 0 && deadline.isFinite) {
             throw ValidationError("--deadline must be a positive number of seconds (a job past it never starts)")
         }
@@ -198,7 +202,7 @@ struct EnqueueCommand: ParsableCommand {
         guard wait else { return }
         // A scheduled job's wait starts at its time.
         let scheduled = max(descriptors.compactMap { $0.notBefore?.timeIntervalSinceNow }.max() ?? 0, 0)
-        let deadline = ContinuousClock.now + .milliseconds(Int((scheduled + timeout) * 1000))
+        let deadline = ContinuousClock.now + .milliseconds(Int((scheduled + (timeout ?? 60)) * 1000))
         var statuses: [JobStatus] = []
         for descriptor in descriptors {
             let result: JobResult

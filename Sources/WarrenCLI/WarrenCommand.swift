@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 /// The `warren` command: workers, producers and results over RabbitMQ.
 public struct WarrenCommand: ParsableCommand {
@@ -18,4 +19,46 @@ public struct WarrenCommand: ParsableCommand {
     )
 
     public init() {}
+
+    /// Runs the command the arguments name. A `ValidationError` that a command's `run()` throws (from a file it
+    /// reads, or what the producer refuses) shows that command's usage, as one from its `validate()` does, where
+    /// swift-argument-parser would show the root's (`Usage: warren <subcommand>`).
+    public static func main() {
+        do {
+            var command = try parseAsRoot()
+            let commandType: any ParsableCommand.Type = Swift.type(of: command)
+            do {
+                try command.run()
+            } catch let error as ValidationError {
+                fail(error, usageOf: commandType)
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
+
+    /// Reports `error` with the usage of `command`, and exits 64.
+    private static func fail(_ error: ValidationError, usageOf command: any ParsableCommand.Type) -> Never {
+        let name = (path(to: command) ?? [command]).map { $0._commandName }.joined(separator: " ")
+        FileHandle.standardError.write(
+            Data(
+                """
+                Error: \(error.message)
+                Usage: \(usageString(for: command))
+                  See '\(name) --help' for more information.
+
+                """.utf8))
+        exit(withError: ExitCode.validationFailure)
+    }
+
+    /// The commands from this one down to `command`, if it is one of them.
+    private static func path(
+        to command: any ParsableCommand.Type, from root: any ParsableCommand.Type = WarrenCommand.self
+    ) -> [any ParsableCommand.Type]? {
+        if ObjectIdentifier(root) == ObjectIdentifier(command) { return [root] }
+        for subcommand in root.configuration.subcommands {
+            if let path = path(to: command, from: subcommand) { return [root] + path }
+        }
+        return nil
+    }
 }

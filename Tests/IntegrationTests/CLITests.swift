@@ -76,10 +76,34 @@ extension Integration {
                 ["enqueue", "--graph", "/no/such/graph.json"],
                 ["worker", "--max-message-bytes", "0"],
                 ["worker", "--local-queue", "io=2", "--local-queue", "io=3"],
+                ["worker", "--width", "10001"],
+                ["enqueue", "echo", "--timeout", "5"],
+                ["enqueue", "echo", "--reply-to", TestEnvironment.uniqueName("no-such-reply-queue")],
+                ["results", "--job", "bad id!"],
+                ["dead", "list", "--limit=-1"],
             ] {
                 let output = try CLI.run(arguments + ["--url", url])
                 #expect(output.status == 64, "\(arguments): \(output.stderr)")
                 #expect(!output.stderr.isEmpty)
+                // The usage shown is the command's, also for what its run() refuses (a file, the producer).
+                #expect(output.stderr.contains("Usage: warren \(arguments[0])"), "\(arguments): \(output.stderr)")
+            }
+        }
+
+        @Test("pause and resume --worker ID exit 1, naming the live workers, when no live worker is ID")
+        func pauseOfAnUnknownWorker() throws {
+            let url = try TestEnvironment.brokerURL
+            let queue = TestEnvironment.uniqueName("pause-unknown")
+            defer { BrokerProbe.delete(queue) }
+            let worker = try CLI.startWorker(queue: queue, id: "pause-known")
+            defer { worker.terminate() }
+            for command in ["pause", "resume"] {
+                let typo = try CLI.run([command, "--worker", "pause-knwon", "--queue", queue, "--url", url])
+                #expect(typo.status == 1, "\(typo.stderr)")
+                #expect(typo.stderr.contains("no live worker reported as pause-knwon"), "\(typo.stderr)")
+                #expect(typo.stderr.contains("pause-known"), "\(typo.stderr)")
+                let known = try CLI.run([command, "--worker", "pause-known", "--queue", queue, "--url", url])
+                #expect(known.status == 0, "\(known.stderr)")
             }
         }
 
