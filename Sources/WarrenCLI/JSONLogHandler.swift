@@ -16,11 +16,9 @@ import Synchronization
 /// It writes what it is given: callers log URLs through `AMQPConfiguration.redact` or `redactedURL`, as the worker
 /// does, so that no password reaches a log.
 ///
-/// Thread safety: a value type; the output function is `@Sendable`, and the standard error writer serialises lines
-/// behind a lock, so that lines from different threads never interleave.
+/// Thread safety: a value type; the output function is `@Sendable` (``StandardErrorLines`` for standard error).
 struct JSONLogHandler: LogHandler {
     private static let fixedKeys: Set<String> = ["timestamp", "level", "label", "message"]
-    private static let standardErrorLock = Mutex(())
     private static let timestampStyle = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
 
     let label: String
@@ -38,20 +36,7 @@ struct JSONLogHandler: LogHandler {
 
     /// A handler that writes to standard error.
     static func standardError(label: String, metadataProvider: Logger.MetadataProvider? = nil) -> JSONLogHandler {
-        JSONLogHandler(label: label, metadataProvider: metadataProvider) { line in
-            let bytes = Array(line.utf8)
-            standardErrorLock.withLock { _ in
-                bytes.withUnsafeBytes { buffer in
-                    var offset = 0
-                    while offset < buffer.count {
-                        let written = Glibc.write(STDERR_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
-                        if written < 0 && errno == EINTR { continue }
-                        guard written > 0 else { return }
-                        offset += written
-                    }
-                }
-            }
-        }
+        JSONLogHandler(label: label, metadataProvider: metadataProvider, write: StandardErrorLines.write)
     }
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {

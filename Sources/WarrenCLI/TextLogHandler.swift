@@ -1,31 +1,38 @@
+import Glibc
 import Logging
 
-/// swift-log's text lines (`--log-format text`, `TIMESTAMP LEVEL LABEL : METADATA [SOURCE] MESSAGE`), with control
-/// characters in the message and the metadata escaped (`\n`, `\u{1B}`, as ``ResultPrinter/printable(_:)``): a job
-/// type, key or error message a producer made up cannot end its line and forge the next one, nor move a
-/// terminal's cursor. (`--log-format json` escapes them as JSON does.)
+/// Text log lines (`--log-format text`): `TIMESTAMP LEVEL LABEL: KEY=VALUE… [SOURCE] MESSAGE`, as swift-log's
+/// `StreamLogHandler` writes them, but with
+/// - the time to the millisecond, read from the real-time clock (`time()` reads a coarse clock that may still show
+///   the second before, so that a job enqueued at 10:00:00.001 would seem logged at 09:59:59);
+/// - control characters in the message and the metadata escaped (`\n`, `\u{1B}`, as
+///   ``ResultPrinter/printable(_:)``): a job type, key or error message a producer made up cannot end its line and
+///   forge the next one, nor move a terminal's cursor;
+/// - a metadata value that is empty or holds a space, `"` or `=` in double quotes (logfmt): one cannot forge a field
+///   (`type="x job=FAKE"`).
 ///
-/// Thread safety: a value type; the `StreamLogHandler` it wraps writes each line under its stream's lock.
+/// (`--log-format json` escapes as JSON does.)
+///
+/// Thread safety: a value type; the output function is `@Sendable` (``StandardErrorLines`` for standard error).
 struct TextLogHandler: LogHandler {
-    private var stream: StreamLogHandler
-
-    /// A handler that writes to standard error.
-    static func standardError(label: String) -> TextLogHandler {
-        TextLogHandler(stream: .standardError(label: label))
-    }
-
-    var logLevel: Logger.Level {
-        get { stream.logLevel }
-        set { stream.logLevel = newValue }
-    }
-
+    let label: String
+    var logLevel: Logger.Level = .info
     /// Kept here as given, and escaped only when a line is logged: a worker sets a job's metadata for every job,
     /// and logs few of them.
     var metadata: Logger.Metadata = [:]
+    var metadataProvider: Logger.MetadataProvider?
+    private let write: @Sendable (String) -> Void
 
-    var metadataProvider: Logger.MetadataProvider? {
-        get { stream.metadataProvider }
-        set { stream.metadataProvider = newValue }
+    /// A handler that passes each line, newline included, to `write`.
+    init(label: String, metadataProvider: Logger.MetadataProvider? = nil, write: @escaping @Sendable (String) -> Void) {
+        self.label = label
+        self.metadataProvider = metadataProvider
+        self.write = write
+    }
+
+    /// A handler that writes to standard error.
+    static func standardError(label: String) -> TextLogHandler {
+        TextLogHandler(label: label, metadataProvider: LoggingSystem.metadataProvider, write: StandardErrorLines.write)
     }
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -34,22 +41,46 @@ struct TextLogHandler: LogHandler {
     }
 
     func log(event: LogEvent) {
-        var event = event
-        event.message = "\(ResultPrinter.printable("\(event.message)"))"
         var merged = metadata
+        if let provided = metadataProvider?.get() { merged.merge(provided) { $1 } }
         if let explicit = event.metadata { merged.merge(explicit) { $1 } }
-        event.metadata = merged.mapValues(Self.printable)
-        stream.log(event: event)
+        let fields = merged.sorted { $0.key < $1.key }.map { "\($0.key)=\(Self.field($0.value))" }
+        write(
+            "\(Self.timestamp()) \(event.level) \(label):\(fields.isEmpty ? "" : " " + fields.joined(separator: " ")) "
+                + "[\(event.source)] \(ResultPrinter.printable("\(event.message)"))\n")
     }
 
-    /// `value` with control characters escaped in every string it holds; values that are not strings become their
-    /// descriptions, escaped.
-    private static func printable(_ value: Logger.Metadata.Value) -> Logger.Metadata.Value {
+    /// A metadata value as a field's text: control characters escaped, in quotes if it needs them; a list as
+    /// `[a,"b c"]`, each element so.
+    static func field(_ value: Logger.Metadata.Value) -> String {
         switch value {
-        case .string(let string): .string(ResultPrinter.printable(string))
-        case .stringConvertible(let convertible): .string(ResultPrinter.printable(convertible.description))
-        case .array(let values): .array(values.map(printable))
-        case .dictionary(let nested): .dictionary(nested.mapValues(printable))
+        case .string(let string): quoted(ResultPrinter.printable(string))
+        case .array(let values): "[" + values.map { quoted(ResultPrinter.printable($0.description)) }.joined(separator: ",") + "]"
+        default: quoted(ResultPrinter.printable(value.description))
         }
+    }
+
+    /// `text` in double quotes, `"` and `\` escaped, if it is empty or holds a space, `"`, `=`, `,`, `[` or `]`.
+    private static func quoted(_ text: String) -> String {
+        guard text.isEmpty || text.contains(where: { " \"=,[]".contains($0) }) else { return text }
+        return "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            + "\""
+    }
+
+    /// The local time to the millisecond, with its offset: `2026-11-25T01:34:59.001+0000`.
+    static func timestamp() -> String {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        var seconds = now.tv_sec
+        var local = tm()
+        localtime_r(&seconds, &local)
+        var buffer = [CChar](repeating: 0, count: 64)
+        let length = strftime(&buffer, 32, "%Y-%m-%dT%H:%M:%S", &local)
+        let milliseconds = Int(now.tv_nsec / 1_000_000)
+        let zoneLength = strftime(&buffer[length], 16, "%z", &local)
+        let dateTime = String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let zone = String(decoding: buffer[length..<(length + zoneLength)].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return dateTime + "." + String(repeating: "0", count: milliseconds < 10 ? 2 : milliseconds < 100 ? 1 : 0)
+            + String(milliseconds) + zone
     }
 }

@@ -134,7 +134,7 @@ extension WorkerSession {
             guard message.worker != nil else { return }
             return logger.warning(
                 "ignoring a resize of local queue '\(message.localQueue ?? "")', which this worker does not have",
-                metadata: ["localQueues": "\(localQueues.keys.sorted())"])
+                metadata: ["localQueues": .array(localQueues.keys.sorted().map { "\($0)" })])
         }
         guard let width = message.width, LocalQueue.widths.contains(width) else {
             let (least, most) = (LocalQueue.widths.lowerBound, LocalQueue.widths.upperBound)

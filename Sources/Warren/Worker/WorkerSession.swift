@@ -206,12 +206,13 @@ final class WorkerSession {
             throw WarrenError(.broker, "cannot set up at \(connection.configuration.redactedURL): \(error)")
         }
         var started: Logger.Metadata = [
-            "broker": "\(connection.configuration.redactedURL)", "queues": "\(configuration.queues)",
+            "broker": "\(connection.configuration.redactedURL)", "queues": .array(configuration.queues.map { "\($0)" }),
             "prefetch": "\(basePrefetch)",
-            "localQueues": "\(localQueues.values.map { "\($0.name)=\($0.width)" }.sorted())",
+            "localQueues": .array(localQueues.values.map { "\($0.name)=\($0.width)" }.sorted().map { "\($0)" }),
         ]
         if !fleetThrottles.isEmpty {
-            started["fleetRateLimits"] = "\(configuration.fleetRateLimits.map { "\($0)=\($1)" }.sorted())"
+            started["fleetRateLimits"] = .array(
+                configuration.fleetRateLimits.map { "\($0)=\($1)" }.sorted().map { "\($0)" })
         }
         announceConnected()
         logger.info("worker started", metadata: started)

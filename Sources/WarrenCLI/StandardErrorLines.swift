@@ -1,0 +1,25 @@
+import Glibc
+import Synchronization
+
+/// Writes log lines to standard error, whole: lines from different threads never interleave.
+///
+/// Thread safety: locked.
+enum StandardErrorLines {
+    private static let lock = Mutex(())
+
+    /// Writes `line` (its newline included) with as many `write` calls as it takes, under the lock.
+    static func write(_ line: String) {
+        let bytes = Array(line.utf8)
+        lock.withLock { _ in
+            bytes.withUnsafeBytes { buffer in
+                var offset = 0
+                while offset < buffer.count {
+                    let written = Glibc.write(STDERR_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
+                    if written < 0 && errno == EINTR { continue }
+                    guard written > 0 else { return }
+                    offset += written
+                }
+            }
+        }
+    }
+}
