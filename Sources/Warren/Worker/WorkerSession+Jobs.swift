@@ -157,6 +157,8 @@ extension WorkerSession {
             metadata: [
                 "reason": "\(error.code)", "detail": "\(error.message)", "job": "\(id ?? "-")",
                 "messageId": "\(delivery.properties.messageID ?? "-")",
+                "type": "\(descriptor?.type ?? salvaged.type ?? delivery.properties.type ?? "-")",
+                "attempt": "\(Self.attempt(of: delivery))",
             ])
         let result = reply ? id.map { id in
             JobResult(

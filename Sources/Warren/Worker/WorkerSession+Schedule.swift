@@ -33,7 +33,10 @@ extension WorkerSession {
         let hop = Self.scheduleHop(milliseconds: milliseconds)
         logger.debug(
             "job not due yet; waiting in a delay queue",
-            metadata: ["job": "\(descriptor.id)", "notBefore": "\(notBefore)", "hopMs": "\(hop)"])
+            metadata: [
+                "job": "\(descriptor.id)", "type": "\(descriptor.type)", "attempt": "\(Self.attempt(of: delivery))",
+                "notBefore": "\(WireCoding.text(of: notBefore))", "hopMs": "\(hop)",
+            ])
         try delay(delivery, from: queue, milliseconds: hop, attempt: Self.sentAttempt(of: delivery))
     }
 }
