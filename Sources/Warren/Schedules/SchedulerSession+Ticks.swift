@@ -28,7 +28,10 @@ extension SchedulerSession {
         let skipped = recurrence.count(after: through, before: latest, limit: 100_000)
         if skipped > 0 {
             logger.warning(
-                "skipped ticks missed while nothing enqueued them; enqueueing the latest",
+                """
+                skipped ticks missed while nothing enqueued them (no scheduler led, the leader was held up, or \
+                their queue refused jobs); going on with the latest
+                """,
                 metadata: [
                     "schedule": "\(schedule.name)", "skipped": "\(skipped == 100_000 ? "100000+" : "\(skipped)")",
                     "after": "\(WireCoding.text(of: through))", "latest": "\(WireCoding.text(of: latest))",
@@ -48,16 +51,16 @@ extension SchedulerSession {
         var byQueue: [String: [(schedule: Schedule, tick: Date)]] = [:]
         for schedule in configuration.schedules {
             guard let tick = due[schedule.name], tick <= now else { continue }
-            if let retry = retries[schedule.queue] {
-                guard retry.at <= now else { continue }
-                // The queue refused jobs for a while: from the latest tick missed meanwhile.
-                let latest = catchUp(schedule, through: state.through[schedule.name] ?? tick, now: now)
+            if let retry = retries[schedule.queue], retry.at > now { continue }
+            var latest: Date? = tick
+            // Later ticks passed too (the leader was held up: its machine paused, a long confirm; or the queue
+            // refused jobs for a while): only the latest of them is enqueued, the others skipped.
+            if schedule.recurrence.latestTick(after: tick, notAfter: now) != nil {
+                latest = catchUp(schedule, through: state.through[schedule.name] ?? tick.addingTimeInterval(-1), now: now)
                 due[schedule.name] = latest
-                guard let latest, latest <= now else { continue }
-                byQueue[schedule.queue, default: []].append((schedule, latest))
-            } else {
-                byQueue[schedule.queue, default: []].append((schedule, tick))
             }
+            guard let latest, latest <= now else { continue }
+            byQueue[schedule.queue, default: []].append((schedule, latest))
         }
         for (queue, ticks) in byQueue.sorted(by: { $0.value.map(\.tick).min()! < $1.value.map(\.tick).min()! }) {
             // A batch may wait long for its confirm (a broker alarm): a stop asked for meanwhile ends the turn.
