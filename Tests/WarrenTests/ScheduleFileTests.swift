@@ -57,6 +57,16 @@ import Testing
         #expect(schedule.recurrence == .cron(try CronExpression("@hourly"), TimeZone(identifier: "UTC")!))
     }
 
+    @Test(
+        "the tz database's names, links too, are time zones; Etc/GMT+5 is five hours behind UTC",
+        arguments: [("Etc/UTC", 0), ("Etc/GMT+5", -18_000), ("Etc/GMT-14", 50_400), ("US/Eastern", -14_400), ("Japan", 32_400), ("Zulu", 0)])
+    func timeZoneLinks(name: String, offsetInJune: Int) throws {
+        let json = #"{"schedules": [{"name": "a", "cron": "@hourly", "type": "t", "timeZone": "\#(name)"}]}"#
+        let schedule = try #require(try Self.parse(json).first)
+        guard case .cron(_, let zone) = schedule.recurrence else { throw WarrenError(.invalidSchedule, "not cron") }
+        #expect(zone.secondsFromGMT(for: Date(timeIntervalSince1970: 1_780_000_000)) == offsetInJune)
+    }
+
     @Test(arguments: [
         (#"{"schedules": []}"#, "it lists no schedules"),
         (#"[1]"#, #"expected {"schedules""#),
@@ -65,6 +75,10 @@ import Testing
         (#"{"schedules": [{"name": "a", "type": "t", "every": 5, "timeZone": "UTC"}]}"#, "timeZone goes with cron"),
         (#"{"schedules": [{"name": "a", "type": "t", "cron": "@daily", "timeZone": "Mars/Olympus"}]}"#, "time zone 'Mars/Olympus' is unknown"),
         (#"{"schedules": [{"name": "a", "type": "t", "cron": "@daily", "timeZone": "GMT+5"}]}"#, "time zone 'GMT+5' is unknown"),
+        (#"{"schedules": [{"name": "a", "type": "t", "cron": "@daily", "timeZone": "PST"}]}"#, "time zone 'PST' is unknown"),
+        (#"{"schedules": [{"name": "a", "type": "t", "cron": "@daily", "timeZone": "../zoneinfo/UTC"}]}"#, "is unknown"),
+        (#"{"schedules": [{"name": "a", "type": "t", "cron": "@daily", "timeZone": "posix/UTC"}]}"#, "is unknown"),
+        (#"{"schedules": [{"name": "a", "type": "t", "cron": "@daily", "timeZone": "Etc"}]}"#, "is unknown"),
         (#"{"schedules": [{"name": "a", "type": "t", "cron": "61 * * * *"}]}"#, "schedules[0] ('a'): cron field 1 (minute)"),
         (#"{"schedules": [{"name": "a", "type": "t", "every": "0.5s"}]}"#, "whole number of seconds, at least 1"),
         (#"{"schedules": [{"name": "a", "type": "t", "every": "5 minutes"}]}"#, "every must be seconds, or a number with a unit"),

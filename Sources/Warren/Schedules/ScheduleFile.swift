@@ -111,15 +111,28 @@ public enum ScheduleFile {
             return schedule
         }
 
+        /// Whether `name` names a zone of the tz database: one Foundation lists, or a link to one that the system's
+        /// database holds (`Etc/UTC`, `Etc/GMT+5`, `US/Eastern`, `Japan`), which Foundation leaves out of its list.
+        private static func isTimeZoneName(_ name: String) -> Bool {
+            if ["UTC", "GMT"].contains(name) || TimeZone.knownTimeZoneIdentifiers.contains(name) { return true }
+            let parts = name.split(separator: "/", omittingEmptySubsequences: false)
+            guard !name.isEmpty, name.count <= 64, !["posix", "right"].contains(parts[0]),
+                parts.allSatisfy({ part in
+                    !part.isEmpty && part.first != "." && part.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "_+-".contains($0)) }
+                })
+            else { return false }
+            var isDirectory: ObjCBool = false
+            return FileManager.default.fileExists(atPath: "/usr/share/zoneinfo/\(name)", isDirectory: &isDirectory)
+                && !isDirectory.boolValue
+        }
+
         private func recurrence() throws -> Recurrence {
             switch (try string("cron"), try duration("every")) {
             case (let cron?, nil):
                 let zoneName = try string("timeZone") ?? "UTC"
                 // Foundation also takes abbreviations and offsets ("PST", "GMT+5"), which read otherwise than the
-                // IANA names they resemble ("Etc/GMT+5" is five hours behind UTC).
-                guard ["UTC", "GMT"].contains(zoneName) || TimeZone.knownTimeZoneIdentifiers.contains(zoneName),
-                    let zone = TimeZone(identifier: zoneName)
-                else {
+                // IANA names they resemble ("Etc/GMT+5" is five hours behind UTC): only names of the tz database.
+                guard Self.isTimeZoneName(zoneName), let zone = TimeZone(identifier: zoneName) else {
                     throw WarrenError(
                         .invalidSchedule, "time zone '\(zoneName)' is unknown (an IANA name: Europe/Paris, UTC)")
                 }
