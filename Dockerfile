@@ -18,7 +18,7 @@ RUN swift build -c release --product warren --static-swift-stdlib \
 
 FROM debian:bookworm-slim
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends librabbitmq4 ca-certificates \
+    && apt-get install -y --no-install-recommends librabbitmq4 ca-certificates tzdata \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/warren /usr/local/bin/warren
 ENTRYPOINT ["warren"]
