@@ -203,21 +203,34 @@ struct EnqueueCommand: ParsableCommand {
         // A scheduled job's wait starts at its time.
         let scheduled = max(descriptors.compactMap { $0.notBefore?.timeIntervalSinceNow }.max() ?? 0, 0)
         let deadline = ContinuousClock.now + .milliseconds(Int((scheduled + (timeout ?? 60)) * 1000))
+        // Results print as they arrive: a job that failed at once is not held back by a slow one before it.
         var statuses: [JobStatus] = []
-        for descriptor in descriptors {
+        var pending = Set(descriptors.map(\.id))
+        let display = ProgressDisplay()
+        defer { display.finish() }
+        while !pending.isEmpty {
             let result: JobResult
             do {
-                let display = ProgressDisplay()
-                defer { display.finish() }
-                result = try producer.waitForResult(
-                    of: descriptor.id, timeout: max(deadline - ContinuousClock.now, .milliseconds(1)),
-                    progress: display.show)
+                result = try producer.waitForFirstResult(
+                    of: pending, timeout: max(deadline - ContinuousClock.now, .milliseconds(1)), progress: display.show)
             } catch let error as WarrenError where error.code == .timeout {
-                FileHandle.standardError.write(Data("warren: \(error.message)\n".utf8))
-                throw ExitCode.timedOut
+                display.finish()
+                let missing = descriptors.map(\.id).filter(pending.contains).map { names[$0] ?? $0 }
+                FileHandle.standardError.write(
+                    Data(
+                        """
+                        warren: no result for job\(missing.count == 1 ? "" : "s") \
+                        \(missing.map(ResultPrinter.printable).joined(separator: ", ")) within \
+                        \(String(format: "%g", timeout ?? 60)) s\(scheduled > 0 ? " of the jobs' time" : "")
+
+                        """.utf8))
+                // A job that failed says more than one that is late.
+                throw statuses.contains(.failed) ? ExitCode.jobFailed : ExitCode.timedOut
             }
+            pending.remove(result.jobID)
+            display.finish()
             let shown = json ? try ResultPrinter.json(result) : ResultPrinter.line(result, verdict: .current)
-            print(names[descriptor.id].map { "\($0) \(shown)" } ?? shown)
+            print(names[result.jobID].map { "\($0) \(shown)" } ?? shown)
             fflush(nil)
             statuses.append(result.status)
         }

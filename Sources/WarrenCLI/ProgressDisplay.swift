@@ -21,9 +21,10 @@ final class ProgressDisplay {
         }
     }
 
-    /// Ends the bar's line, so the result prints below it.
+    /// Ends the bar's line, so the result prints below it; a later report draws a new bar.
     func finish() {
         if drewBar { write("\n") }
+        drewBar = false
     }
 
     private func write(_ text: String) {

@@ -43,6 +43,26 @@ extension Integration {
             #expect(slow.stderr.contains("no result for job"))
         }
 
+        @Test("enqueue --graph --wait prints results as they arrive; at the timeout it names the late jobs and exits 3 if one failed")
+        func graphWait() throws {
+            let url = try TestEnvironment.brokerURL
+            let queue = TestEnvironment.uniqueName("graph-wait")
+            defer { BrokerProbe.delete(queue) }
+            let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "3"])
+            defer { worker.terminate() }
+            let graph = try TestEnvironment.temporaryDirectory().appendingPathComponent("graph.json")
+            try Data(
+                #"{"jobs":[{"name":"slow","type":"sleep","input":{"seconds":30}},{"name":"bad","type":"fail"},{"name":"quick","type":"echo","input":1}]}"#
+                    .utf8
+            ).write(to: graph)
+            let output = try CLI.run(["enqueue", "--graph", graph.path, "--wait", "--timeout", "3", "--queue", queue, "--url", url])
+            #expect(output.status == 3, "\(output.stdout)\(output.stderr)")
+            #expect(output.stdout.contains("bad failed"), "\(output.stdout)")
+            #expect(output.stdout.contains("quick succeeded"), "\(output.stdout)")
+            #expect(!output.stdout.contains("slow succeeded"))
+            #expect(output.stderr.contains("no result for job slow within 3 s"), "\(output.stderr)")
+        }
+
         @Test("bad arguments are rejected with a usage error (exit 64) before anything is published")
         func validation() throws {
             let url = try TestEnvironment.brokerURL

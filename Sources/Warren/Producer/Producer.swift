@@ -379,19 +379,35 @@ public final class Producer {
     public func waitForResult(
         of jobID: String, timeout: Duration, progress: (ProgressMessage) -> Void = { _ in }
     ) throws -> JobResult {
+        try waitForFirstResult(of: [jobID], timeout: timeout, progress: progress)
+    }
+
+    /// Waits for the first result to arrive of jobs enqueued with `watch: true`, whichever it is: call it again with
+    /// the others to take their results as they come.
+    /// - Parameter progress: Called with each progress report of those jobs while they run.
+    /// - Throws: ``WarrenError`` (`timeout`, naming the jobs) when none arrived in time.
+    public func waitForFirstResult(
+        of jobIDs: Set<String>, timeout: Duration, progress: (ProgressMessage) -> Void = { _ in }
+    ) throws -> JobResult {
         let deadline = ContinuousClock.now + timeout
         return try brokerCall {
             while true {
-                for report in arrivedProgress where report.jobID == jobID { progress(report) }
-                arrivedProgress.removeAll { $0.jobID == jobID }
-                if let result = arrivedResults.removeValue(forKey: jobID) { return result }
+                for report in arrivedProgress where jobIDs.contains(report.jobID) { progress(report) }
+                arrivedProgress.removeAll { jobIDs.contains($0.jobID) }
+                if let jobID = jobIDs.first(where: { arrivedResults[$0] != nil }) {
+                    return arrivedResults.removeValue(forKey: jobID)!
+                }
                 let left = deadline - ContinuousClock.now
                 guard left > .zero else {
                     let seconds = (timeout / .milliseconds(1)).rounded() / 1000
-                    throw WarrenError(.timeout, "no result for job \(jobID) within \(String(format: "%g", seconds)) s")
+                    let ids = jobIDs.sorted()
+                    throw WarrenError(
+                        .timeout,
+                        "no result for job\(ids.count == 1 ? "" : "s") \(ids.prefix(3).joined(separator: ", "))"
+                            + "\(ids.count > 3 ? " and \(ids.count - 3) more" : "") within \(String(format: "%g", seconds)) s")
                 }
                 try readEvents(until: deadline) {
-                    arrivedResults[jobID] != nil || arrivedProgress.contains { $0.jobID == jobID }
+                    jobIDs.contains { arrivedResults[$0] != nil } || arrivedProgress.contains { jobIDs.contains($0.jobID) }
                 }
             }
         }
