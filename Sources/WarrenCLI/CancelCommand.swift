@@ -50,7 +50,20 @@ struct CancelCommand: ParsableCommand {
         try QueueArgument.validate(queue.map { [$0] } ?? [])
         if (key == nil) != (before == nil) { throw ValidationError("--key and --before go together") }
         if key?.isEmpty == true { throw ValidationError("--key is empty") }
+        // Sequence numbers are microseconds since 1970 when issued: one far ahead (a nanosecond time, a typo) would
+        // cancel every job of the key enqueued until then, for as long as the control stream keeps the message.
+        if let before, before > Self.latestPlausibleSequence() {
+            throw ValidationError(
+                "--before \(before) is later than any sequence number issued within the next hour (they are "
+                    + "microseconds since 1970: now about \(Self.latestPlausibleSequence() - 3_600_000_000)); it would "
+                    + "cancel the key's jobs enqueued until then, for a day. Give the sequence number of a job")
+        }
         try Self.checkIDs(ids)
+    }
+
+    /// The sequence number this host's clock gives now, plus an hour for clocks that run ahead of it.
+    static func latestPlausibleSequence() -> UInt64 {
+        UInt64((Date().timeIntervalSince1970 + 3600) * 1_000_000)
     }
 
     /// Refuses a string that cannot be a job id (a typo would otherwise be sent, and cancel nothing, silently).

@@ -101,6 +101,7 @@ extension Integration {
                 ["enqueue", "echo", "--reply-to", TestEnvironment.uniqueName("no-such-reply-queue")],
                 ["results", "--job", "bad id!"],
                 ["dead", "list", "--limit=-1"],
+                ["cancel", "--key", "k", "--before", "99999999999999999"],
             ] {
                 let output = try CLI.run(arguments + ["--url", url])
                 #expect(output.status == 64, "\(arguments): \(output.stderr)")
