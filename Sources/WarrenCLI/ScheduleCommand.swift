@@ -5,11 +5,11 @@ import Glibc
 import Logging
 import Warren
 
-/// `warren schedule FILE`: enqueues recurring jobs until SIGTERM or SIGINT; `--check` prints their next ticks.
+/// `warren schedule FILE`: enqueues recurring jobs until SIGTERM, SIGINT or SIGHUP; `--check` prints their next ticks.
 struct ScheduleCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "schedule",
-        abstract: "Enqueue the jobs of a schedule file at their ticks, until SIGTERM or SIGINT.",
+        abstract: "Enqueue the jobs of a schedule file at their ticks, until SIGTERM, SIGINT or SIGHUP.",
         discussion: """
             Run it on as many hosts as you like, with the same file: one scheduler leads and enqueues, the others \
             take over when it stops. With --check, prints each schedule's next ticks and exits, without a broker.
@@ -77,7 +77,7 @@ struct ScheduleCommand: ParsableCommand {
         } catch let error as WarrenError where error.code != .broker {
             throw ValidationError(error.message)
         }
-        let signals = [SIGINT, SIGTERM].map { number in
+        let signals = Worker.stopSignals.map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler { scheduler.stop() }

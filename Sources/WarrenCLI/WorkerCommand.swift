@@ -5,7 +5,7 @@ import Warren
 struct WorkerCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "worker",
-        abstract: "Consume jobs into local operation queues and run them until SIGTERM or SIGINT.",
+        abstract: "Consume jobs into local operation queues and run them until SIGTERM, SIGINT or SIGHUP.",
         discussion: "Built-in operation types: sum, sleep, echo, fail.")
 
     @OptionGroup var options: WorkerOptions

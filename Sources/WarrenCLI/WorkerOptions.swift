@@ -204,7 +204,7 @@ public struct WorkerOptions: ParsableArguments {
         return configuration
     }
 
-    /// Runs a worker with these options and `registry` until SIGTERM or SIGINT (a second signal stops waiting for
+    /// Runs a worker with these options and `registry` until SIGTERM, SIGINT or SIGHUP (a second signal stops waiting for
     /// executing jobs). A worker that stops to recycle (`--max-jobs`, `--max-memory`) starts afresh: the process
     /// runs itself again, same arguments, same process id (``Worker/recycleProcess()``).
     /// - Throws: `ValidationError` for bad options; ``WarrenError`` when the broker cannot be reached or is lost, or
@@ -221,7 +221,7 @@ public struct WorkerOptions: ParsableArguments {
         // a recycled worker starts with them blocked already), and none can end the process before they exist.
         var stopping = sigset_t()
         sigemptyset(&stopping)
-        for number in [SIGINT, SIGTERM] { sigaddset(&stopping, number) }
+        for number in Worker.stopSignals { sigaddset(&stopping, number) }
         pthread_sigmask(SIG_BLOCK, &stopping, nil)
         LogSetup.bootstrap(level: logLevel, format: logFormat)
         var registry = registry
@@ -243,7 +243,7 @@ public struct WorkerOptions: ParsableArguments {
             throw ValidationError(error.message)
         }
         let scheduler = try schedule.map(makeScheduler(file:))
-        let signals = [SIGINT, SIGTERM].map { number in
+        let signals = Worker.stopSignals.map { number in
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
                 worker.stop()

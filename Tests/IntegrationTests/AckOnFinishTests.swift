@@ -32,9 +32,11 @@ extension Integration {
             #expect(try BrokerProbe.depth(of: queue) == 0)
         }
 
-        @Test("SIGTERM: the worker lets the executing job finish, requeues what never started, and exits 0")
-        func gracefulStop() throws {
-            let queue = TestEnvironment.uniqueName("sigterm")
+        @Test(
+            "SIGTERM, SIGHUP: the worker lets the executing job finish, requeues what never started, and exits 0",
+            arguments: [SIGTERM, SIGHUP])
+        func gracefulStop(signal: Int32) throws {
+            let queue = TestEnvironment.uniqueName("stop-signal-\(signal)")
             defer { BrokerProbe.delete(queue) }
             let producer = try Producer.forTests()
             let tap = try MessageTap.results()
@@ -43,7 +45,7 @@ extension Integration {
             let running = try producer.enqueue(JobRequest(type: "sum", input: .numbers(Array(1...10), delayMs: 100), queue: queue))
             let waiting = try producer.enqueue(JobRequest(type: "echo", input: "later", queue: queue))
             try worker.waitForStart(of: running.id)
-            worker.signal(SIGTERM)
+            worker.signal(signal)
             #expect(worker.waitForExit() == 0)
             #expect(try tap.waitForResult(running.id).status == .succeeded)
             try tap.settle()

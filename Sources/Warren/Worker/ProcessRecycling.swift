@@ -28,14 +28,19 @@ struct RecyclingHandover: Codable, Sendable, Equatable {
 }
 
 extension Worker {
+    /// The signals that stop a worker (or a scheduler) gracefully, as `warren worker` and `warren schedule` handle
+    /// them: SIGINT, SIGTERM, and SIGHUP, which a closed terminal or SSH session sends (its default action, an
+    /// immediate exit, would count the executing jobs as crashes).
+    public static let stopSignals: [Int32] = [SIGINT, SIGTERM, SIGHUP]
+
     /// Replaces the calling process with a fresh copy of itself: the same executable (even if its file was replaced
     /// since), arguments and environment, and the same process id, so that a supervisor sees it run on. Call it
     /// once ``run()`` returned with ``stoppedToRecycle`` set and everything else of the process is stopped.
     ///
     /// The copy waits for the broker if it cannot reach it at once (a worker starting afresh was connected a moment
     /// ago), and keeps the rate limits' pace. File descriptors the process opened are closed across it, so that
-    /// none piles up from one copy to the next; those it inherited from whatever started it stay open. SIGINT and
-    /// SIGTERM are blocked across it and stay blocked in the copy: one that came meanwhile stops the copy as soon as
+    /// none piles up from one copy to the next; those it inherited from whatever started it stay open. The
+    /// ``stopSignals`` are blocked across it and stay blocked in the copy: one that came meanwhile stops the copy as soon as
     /// its ``Worker`` is made, and later ones reach a `DispatchSource` for them (a handler installed with
     /// `sigaction` would need them unblocked).
     /// - Throws: ``WarrenError`` (`system`) when the kernel refuses to run the executable again. It returns only
@@ -43,7 +48,7 @@ extension Worker {
     public func recycleProcess() throws {
         var stopping = sigset_t()
         sigemptyset(&stopping)
-        for number in [SIGINT, SIGTERM] { sigaddset(&stopping, number) }
+        for number in Self.stopSignals { sigaddset(&stopping, number) }
         var previous = sigset_t()
         pthread_sigmask(SIG_BLOCK, &stopping, &previous)
         guard stoppedToRecycle else {
@@ -73,18 +78,18 @@ extension Worker {
         return Set(listed.compactMap(Int32.init).filter { fcntl($0, F_GETFD) != -1 })
     }
 
-    /// In a fresh copy of a recycled process: takes the SIGINT and SIGTERM held back across the exec; whether one
+    /// In a fresh copy of a recycled process: takes the ``stopSignals`` held back across the exec; whether one
     /// came. They stay blocked: a `DispatchSource` for them receives the next ones (it reads them through a
     /// `signalfd`), and no default action can end the process before it is ready for them.
     static func takeStopSignalsHeldAcrossRecycling() -> Bool {
         var stopping = sigset_t()
         sigemptyset(&stopping)
-        for number in [SIGINT, SIGTERM] { sigaddset(&stopping, number) }
+        for number in Self.stopSignals { sigaddset(&stopping, number) }
         var pending = sigset_t()
         sigpending(&pending)
         var came = false
         var none = timespec()
-        while sigismember(&pending, SIGINT) == 1 || sigismember(&pending, SIGTERM) == 1 {
+        while Self.stopSignals.contains(where: { sigismember(&pending, $0) == 1 }) {
             guard sigtimedwait(&stopping, nil, &none) > 0 else { break }
             came = true
             sigpending(&pending)
