@@ -20,7 +20,7 @@ struct StatusCommand: ParsableCommand {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Also show this broker queue (repeatable); default: the queues live workers take jobs from, else \(Topology.defaultQueue).",
+            "Also show this broker queue (repeatable); always shown: the queues live workers take jobs from, and \(Topology.defaultQueue).",
             valueName: "name"))
     var queue: [String] = []
 
@@ -48,9 +48,16 @@ struct StatusCommand: ParsableCommand {
         defer { producer.close() }
         let statuses = try producer.workerStatuses(
             timeout: .milliseconds(Int(timeout * 1000)), jobs: jobs || jobsLimit != nil ? jobsLimit ?? 100 : nil)
-        let names = Set(queue + statuses.flatMap(\.queues))
-        let queues = try (names.isEmpty ? [Topology.defaultQueue] : names.sorted()).map { name in
+        let asked = Set(queue + statuses.flatMap(\.queues))
+        // warren.default too, consumed or not (a backlog nobody takes is what to see), unless it does not exist and
+        // other queues are shown.
+        let queues = try asked.union([Topology.defaultQueue]).sorted().map { name in
             (name, try Self.reachable { try producer.jobQueueStatus(name) })
+        }.filter { name, status in
+            if name == Topology.defaultQueue, !asked.isEmpty, !asked.contains(name), case .success(nil) = status {
+                return false
+            }
+            return true
         }
         let deadLetters = try Self.reachable { try producer.deadLetterCount() }
         if json {
@@ -58,7 +65,7 @@ struct StatusCommand: ParsableCommand {
             for (name, status) in queues {
                 switch status {
                 case .success(let status?): print(try ResultPrinter.json(status))
-                case .success(nil): break
+                case .success(nil): print(try ResultPrinter.json(["queue": JSONValue.string(name), "exists": false]))
                 case .failure(let error): print(try ResultPrinter.json(["queue": name, "unreachable": error.message]))
                 }
             }

@@ -244,6 +244,13 @@ extension Integration {
             let named = try CLI.run(["status", "--queue", queue, "--timeout", "0.2", "--url", url])
             #expect(named.status == 0, "\(named.stderr)")
             #expect(named.stdout.contains("queue \(queue) waiting=3 delayed=1 consumers=0"), "\(named.stdout)")
+            // warren.default shows, consumed or not, once it exists; a queue asked for that does not exist says so.
+            _ = try Topology.declareJobQueue(
+                Topology.defaultQueue, priorities: false, quorum: false, on: connection, channel: 1)
+            let missing = TestEnvironment.uniqueName("missing")
+            let withDefault = try CLI.run(["status", "--queue", queue, "--queue", missing, "--json", "--url", url])
+            #expect(withDefault.stdout.contains(#""queue":"warren.default""#), "\(withDefault.stdout)")
+            #expect(withDefault.stdout.contains(#"{"exists":false,"queue":"\#(missing)"}"#), "\(withDefault.stdout)")
 
             let deadBefore = try producer.deadLetterCount()
             let worker = try CLI.startWorker(queue: queue, id: "\(queue)-worker")
