@@ -7,6 +7,8 @@ struct BenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Measure Warren beside a raw librabbitmq baseline doing the same jobs; print a table.",
+        // Without it, the hidden baseline worker would make the usage line end in <subcommand>.
+        usage: "warren bench [<options>]",
         discussion: """
             Both sides run the same job pattern against the broker at --url, each worker in a process of its own: \
             a persistent job published with confirms, consumed with manual ack and prefetch, a persistent result \
@@ -24,7 +26,7 @@ struct BenchCommand: ParsableCommand {
 
     @OptionGroup var broker: BrokerOptions
 
-    @Option(name: .long, help: "Repetitions of the whole set; the table shows medians and min–max.")
+    @Option(name: .long, help: "Repetitions of the whole set (default: 3; quick: 1); the table shows medians and min–max.")
     var repetitions: Int?
 
     @Flag(name: .long, help: "A run of well under a minute with few jobs: checks that everything works.")

@@ -12,10 +12,11 @@ struct EnqueueCommand: ParsableCommand {
               warren enqueue sum --input '{"numbers":[1,2,3],"delayMs":200}'
               warren enqueue sum --input @numbers.json --key totals --supersede --wait
               warren enqueue echo --depends-on 3f0c… --require-success
-              warren enqueue report --key report:42 --unique-for 10m
+              warren enqueue sleep --input '{"seconds":60}' --key report:42 --unique-for 10m
               warren enqueue --graph pipeline.json --wait
             A graph file is {"jobs": [{"name", "type", "input", "priority", "key", "queue", "dependsOn": [names or \
-            earlier job ids], "requireSuccess", "maxAttempts", "timeLimit", "uniqueFor"}]}; it prints one "NAME ID" \
+            earlier job ids], "requireSuccess", "maxAttempts", "deadline", "delay", "timeLimit", "uniqueFor"}]}; \
+            it prints one "NAME ID" \
             line per job. A unique job whose key's lock another job holds is not enqueued: exit 6.
             """)
 

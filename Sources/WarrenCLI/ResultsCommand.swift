@@ -26,7 +26,8 @@ struct ResultsCommand: ParsableCommand {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Start with the results stored since then: 'all', 'now', or a time ago such as 90, 30s, 10m, 2h, 1d.",
+            "Start with the results stored since then: 'all', 'now', a time ago such as 90, 30s, 10m, 2h, 1d, or an "
+                + "ISO 8601 instant (2026-11-24T09:00:00Z).",
             valueName: "when"))
     var since: ResultsSince?
 
@@ -91,7 +92,8 @@ struct ResultsCommand: ParsableCommand {
                 FileHandle.standardError.write(
                     Data("warren: at offset \(offset.map(String.init) ?? "?"): \(error.message)\n".utf8))
             case .progress(let report):
-                guard job.isEmpty || job.contains(report.jobID) else { continue }
+                // A report names no key: with --key, only those of the --job ids print.
+                guard job.contains(report.jobID) || (job.isEmpty && key.isEmpty) else { continue }
                 print(json ? try ResultPrinter.json(report) : ResultPrinter.line(report))
             }
             fflush(nil)
@@ -119,14 +121,20 @@ enum ResultsSince: ExpressibleByArgument, Equatable {
     case all
     case now
     case ago(TimeInterval)
+    case at(Date)
 
     init?(argument: String) {
         switch argument.lowercased() {
         case "all": self = .all
         case "now": self = .now
         default:
-            guard let span = TimeSpan(argument: argument) else { return nil }
-            self = .ago(span.seconds)
+            if let instant = Instant(argument: argument) {
+                self = .at(instant.date)
+            } else if let span = TimeSpan(argument: argument) {
+                self = .ago(span.seconds)
+            } else {
+                return nil
+            }
         }
     }
 
@@ -135,6 +143,7 @@ enum ResultsSince: ExpressibleByArgument, Equatable {
         case .all: .first
         case .now: .next
         case .ago(let seconds): .since(Date(timeIntervalSinceNow: -seconds))
+        case .at(let date): .since(date)
         }
     }
 }

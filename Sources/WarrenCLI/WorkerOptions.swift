@@ -102,7 +102,8 @@ public struct WorkerOptions: ParsableArguments {
     @Option(
         name: .customLong("max-memory"),
         help: ArgumentHelp(
-            "Past this resident memory after jobs end, stop as on SIGTERM and start afresh in the same process.",
+            "Past this resident memory after jobs end, send back the jobs not started, let the executing ones end, "
+                + "and start afresh in the same process.",
             valueName: "size: 512M, 2G"))
     var maxMemory: MemorySize?
 

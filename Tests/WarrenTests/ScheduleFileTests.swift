@@ -70,6 +70,7 @@ import Testing
     @Test(arguments: [
         (#"{"schedules": []}"#, "it lists no schedules"),
         (#"[1]"#, #"expected {"schedules""#),
+        (#"{"schedules": [{"name": "a", "type": "t", "every": 5}], "schedule": []}"#, "unknown member 'schedule' at the top"),
         (#"{"schedules": [{"name": "a", "type": "t"}]}"#, "schedules[0] ('a'): it has neither cron nor every"),
         (#"{"schedules": [{"name": "a", "type": "t", "cron": "@daily", "every": 5}]}"#, "both cron and every"),
         (#"{"schedules": [{"name": "a", "type": "t", "every": 5, "timeZone": "UTC"}]}"#, "timeZone goes with cron"),

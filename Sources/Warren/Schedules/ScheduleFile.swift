@@ -27,7 +27,9 @@ public enum ScheduleFile {
     /// - Throws: ``WarrenError`` (`invalidSchedule`) naming the file, the schedule and what is wrong with it.
     public static func load(_ path: String) throws -> [Schedule] {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw WarrenError(.invalidSchedule, "cannot read the schedule file '\(path)'")
+            throw WarrenError(
+                .invalidSchedule,
+                "cannot read the schedule file '\(path)': \(Self.reason(reading: path) ?? "not a readable file")")
         }
         do {
             return try parse(data)
@@ -36,13 +38,27 @@ public enum ScheduleFile {
         }
     }
 
+    /// Why `path` cannot be read, as the system says it (`No such file or directory`), if it says.
+    private static func reason(reading path: String) -> String? {
+        let descriptor = open(path, O_RDONLY)
+        guard descriptor < 0 else {
+            close(descriptor)
+            return nil
+        }
+        return String(cString: strerror(errno))
+    }
+
     /// Reads and checks the schedules in `data`.
     /// - Throws: ``WarrenError`` (`invalidSchedule`) naming the schedule and what is wrong with it.
     public static func parse(_ data: Data) throws -> [Schedule] {
         guard let document = try? JSONDecoder().decode(JSONValue.self, from: data) else {
             throw WarrenError(.invalidSchedule, "not JSON")
         }
-        guard case .object(let top) = document, case .array(let entries)? = top["schedules"], top.count == 1 else {
+        if case .object(let top) = document, let unknown = top.keys.sorted().first(where: { $0 != "schedules" }) {
+            throw WarrenError(
+                .invalidSchedule, "unknown member '\(unknown.prefix(64))' at the top: the file holds only \"schedules\"")
+        }
+        guard case .object(let top) = document, case .array(let entries)? = top["schedules"] else {
             throw WarrenError(
                 .invalidSchedule, "expected {\"schedules\": [{\"name\", \"type\", \"cron\" or \"every\", …}]}")
         }
