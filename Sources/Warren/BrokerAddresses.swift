@@ -39,12 +39,16 @@ package struct BrokerAddresses: Sendable {
     }
 
     /// Opens a connection to the first address that accepts one.
+    /// - Parameter fellBack: Called with why each address before it failed, when a later one accepts: a refused
+    ///   password or a dead node is worth a warning even though a later address served.
     /// - Throws: ``WarrenError`` (`broker`) naming why each address failed.
-    func connect() throws -> AMQPConnection {
+    func connect(fellBack: ([String]) -> Void = { _ in }) throws -> AMQPConnection {
         var failures: [String] = []
         for configuration in configurations {
             do {
-                return try AMQPConnection(configuration: configuration)
+                let connection = try AMQPConnection(configuration: configuration)
+                if !failures.isEmpty { fellBack(failures) }
+                return connection
             } catch let error as AMQPError {
                 failures.append(error.description)
             }

@@ -97,6 +97,8 @@ extension Integration {
                 ["worker", "--max-message-bytes", "0"],
                 ["worker", "--local-queue", "io=2", "--local-queue", "io=3"],
                 ["worker", "--width", "10001"],
+                ["worker", "--queue", "twice", "--queue", "twice"],
+                ["worker", "--worker-id", ""],
                 ["enqueue", "echo", "--timeout", "5"],
                 ["enqueue", "echo", "--reply-to", TestEnvironment.uniqueName("no-such-reply-queue")],
                 ["results", "--job", "bad id!"],

@@ -57,7 +57,11 @@ final class SchedulerSession {
 
     /// Opens the state connection (the first broker address that accepts) and the producer's.
     static func connect(_ scheduler: Scheduler) throws -> (AMQPConnection, Producer) {
-        let connection = try scheduler.brokers.connect()
+        let connection = try scheduler.brokers.connect { failures in
+            scheduler.configuration.logger.warning(
+                "connected to a later broker address: the ones before it failed",
+                metadata: ["failures": .array(failures.map { "\($0)" })])
+        }
         do {
             return (connection, try makeProducer(scheduler.configuration))
         } catch {

@@ -142,6 +142,16 @@ public final class Worker: Sendable {
         if let problem = configuration.queues.lazy.compactMap(Topology.problem(withJobQueue:)).first {
             throw WarrenError(.invalidConfiguration, problem)
         }
+        // A queue listed twice would get two consumers, each with the whole prefetch.
+        if let queue = configuration.queues.first(where: { name in configuration.queues.filter { $0 == name }.count > 1 }) {
+            throw WarrenError(.invalidConfiguration, "queue '\(queue)' is given twice")
+        }
+        if configuration.workerID.isEmpty || configuration.workerID.utf8.count > 200
+            || configuration.workerID.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+        {
+            throw WarrenError(
+                .invalidConfiguration, "a worker id must be 1 to 200 bytes without control characters")
+        }
         if let problem = Topology.problem(
             creatingPriorityQueues: configuration.priorityQueues, quorumQueues: configuration.quorumQueues)
         {

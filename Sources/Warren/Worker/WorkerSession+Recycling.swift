@@ -125,11 +125,16 @@ extension WorkerSession {
     /// Connects to the first broker address that answers. A fresh copy of a recycled worker, whose broker answered a
     /// moment ago, keeps trying with backoff, as after a lost connection, until one does or it is stopped.
     static func connect(_ worker: Worker, logger: Logger) throws -> AMQPConnection {
-        guard worker.inherited != nil else { return try worker.brokers.connect() }
+        let fellBack = { (failures: [String]) in
+            logger.warning(
+                "connected to a later broker address: the ones before it failed",
+                metadata: ["failures": .array(failures.map { "\($0)" })])
+        }
+        guard worker.inherited != nil else { return try worker.brokers.connect(fellBack: fellBack) }
         var delay = Duration.milliseconds(100)
         while true {
             do {
-                return try worker.brokers.connect()
+                return try worker.brokers.connect(fellBack: fellBack)
             } catch let error as WarrenError {
                 logger.warning("cannot connect; trying again", metadata: ["error": "\(error.message)"])
             }
