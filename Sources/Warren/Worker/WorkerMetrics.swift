@@ -154,19 +154,19 @@ public final class WorkerMetrics: Sendable {
     }
 
     /// Counts a message republished to the dead-letter exchange, by its `x-warren-dead-reason`.
-    func deadLettered(reason: String) {
+    func deadLettered(reason: String, by amount: Int64 = 1) {
         let counter: CoreMetrics.Counter = handles.withLock { handles in
             Self.cached(reason, in: &handles.deadLetters) {
                 CoreMetrics.Counter(
                     label: "warren_dead_lettered_total", dimensions: [("reason", reason)], factory: currentFactory)
             }
         }
-        counter.increment()
+        counter.increment(by: amount)
     }
 
     /// Counts what releasing a unique job's lock found: `released`, `expired`, `takenByAnother` (expired, and
     /// another job holds it now), `unreachable` (on a cluster node that is down) or `refused`.
-    func uniqueLockReleased(_ outcome: String) {
+    func uniqueLockReleased(_ outcome: String, by amount: Int64 = 1) {
         let counter: CoreMetrics.Counter = handles.withLock { handles in
             Self.cached(outcome, in: &handles.lockReleases) {
                 CoreMetrics.Counter(
@@ -174,7 +174,7 @@ public final class WorkerMetrics: Sendable {
                     factory: currentFactory)
             }
         }
-        counter.increment()
+        counter.increment(by: amount)
     }
 
     // MARK: - Connection
@@ -185,6 +185,17 @@ public final class WorkerMetrics: Sendable {
     func startCounters() {
         for label in ["warren_reconnects_total", "warren_dead_workers_reported_total", "warren_jobs_run_alone_total"] {
             increment(label, by: 0)
+        }
+        // The labels Warren itself gives, so that an alert on them sees 0 rather than no data (a handler's own
+        // codes appear when first used).
+        for reason in [
+            "malformedMessage", "oversized", "invalidDescriptor", "unsupportedVersion", "unsupportedContentType",
+            "unknownType", "duplicateID", "dependencyCycle", "timeLimit", "crashedWorker", "resultRefused", "rejected",
+        ] {
+            deadLettered(reason: reason, by: 0)
+        }
+        for outcome in ["released", "expired", "takenByAnother", "unreachable", "refused"] {
+            uniqueLockReleased(outcome, by: 0)
         }
     }
 
