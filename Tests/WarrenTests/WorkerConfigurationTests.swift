@@ -115,11 +115,23 @@ struct WorkerConfigurationTests {
         #expect(Topology.problem(withJobQueue: "warren.default") == nil)
     }
 
-    @Test func aWidthBelowOneIsRejected() {
+    @Test(arguments: [0, 10_001])
+    func aWidthOutsideWhatResizeAllowsIsRejected(width: Int) {
         var configuration = Worker.Configuration(url: url)
-        configuration.localQueues = ["default": 0]
+        configuration.localQueues = ["default": width]
         configuration.prefetch = 1
-        #expect(rejection(configuration)?.message == "local queue 'default' has width 0; it must be at least 1")
+        #expect(
+            rejection(configuration)?.message
+                == "local queue 'default' has width \(width); it must be from 1 to 10000, as warren resize allows")
+    }
+
+    @Test func aQueueGivenTwiceOrAnEmptyWorkerIDIsRejected() {
+        var twice = Worker.Configuration(url: url)
+        twice.queues = ["a", "b", "a"]
+        #expect(rejection(twice)?.message == "queue 'a' is given twice")
+        var nameless = Worker.Configuration(url: url)
+        nameless.workerID = ""
+        #expect(rejection(nameless)?.message.contains("a worker id must be 1 to 200 bytes") == true)
     }
 
     @Test(arguments: [0, 65_536])

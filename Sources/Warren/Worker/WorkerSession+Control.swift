@@ -13,6 +13,15 @@ extension WorkerSession {
     }
 
     private func readControlToItsEnd() throws {
+        readingControlBacklog = true
+        defer {
+            readingControlBacklog = false
+            if !pausedQueues.isEmpty {
+                logger.info(
+                    "starting paused (a warren pause of the last day; warren resume takes it back)",
+                    metadata: ["queues": .array(pausedQueues.sorted().map { "\($0)" })])
+            }
+        }
         try connection.openChannel(Self.controlChannel)
         try Topology.declareControl(on: connection, channel: Self.controlChannel)
         try connection.qos(prefetchCount: 500, channel: Self.controlChannel)
@@ -114,7 +123,7 @@ extension WorkerSession {
         guard paused != pausedQueues.contains(queue) else { return }
         if paused {
             pausedQueues.insert(queue)
-            logger.info("paused", metadata: ["queue": "\(queue)"])
+            logger.log(level: readingControlBacklog ? .debug : .info, "paused", metadata: ["queue": "\(queue)"])
             try cancelConsumers(of: queue)
             consumerLimits[queue] = nil
             for job in inFlight.values where job.queue == queue && !job.operation.hasStarted {
@@ -122,7 +131,7 @@ extension WorkerSession {
             }
         } else {
             pausedQueues.remove(queue)
-            logger.info("resumed", metadata: ["queue": "\(queue)"])
+            logger.log(level: readingControlBacklog ? .debug : .info, "resumed", metadata: ["queue": "\(queue)"])
             try startConsumer(of: queue)
         }
     }

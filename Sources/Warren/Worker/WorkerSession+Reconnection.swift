@@ -119,8 +119,12 @@ extension WorkerSession {
         case .cancelled, .failed:
             kept = nil  // requeued or failed: the redelivery runs the job again
         }
-        let then = kept == nil ? "its redelivery runs it again" : "keeping its result for the redelivery"
-        job.operation.job.logger.info("job ended after its delivery was lost; \(then)")
+        if finished.startedAt == nil {
+            job.operation.job.logger.info("job not started: its delivery was lost; its redelivery runs it")
+        } else {
+            let then = kept == nil ? "its redelivery runs it again" : "keeping its result for the redelivery"
+            job.operation.job.logger.info("job ended after its delivery was lost; \(then)")
+        }
         if let kept { orphanResults.keep(kept) }
     }
 }

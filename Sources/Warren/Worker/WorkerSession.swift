@@ -91,6 +91,9 @@ final class WorkerSession {
     /// Where in the control stream this worker's start-up marker is: `resize` messages after it are for this
     /// worker's lifetime, those before it for workers before it.
     var controlStartOffset: UInt64?
+    /// Whether the control stream is being read from its start, at start-up or after a reconnect: the pauses and
+    /// resumes read then are logged once, as where they leave the worker, not one by one.
+    var readingControlBacklog = false
     /// Broker queues this worker does not take jobs from (`warren pause`).
     var pausedQueues: Set<String> = []
     /// Jobs waiting for dependencies, with the ids whose results they still wait for.
