@@ -111,7 +111,8 @@ struct StatusCommand: ParsableCommand {
             "\(printable(status.workerID)) host=\(printable(status.host)) pid=\(status.pid) "
                 + "up=\(duration(status.uptimeSeconds)) queues=\(printable(status.queues.joined(separator: ",")))"
                 + "\(paused) prefetch=\(status.prefetch)"
-                + (status.recycling.map { " recycling=\(ResultPrinter.printable($0))" } ?? ""))
+                + (status.recycling.map { " recycling=\(ResultPrinter.printable($0))" } ?? "")
+                + (status.stopping == true ? " stopping" : ""))
         for local in status.localQueues {
             print(
                 "  local \(printable(local.name)) width=\(local.width) executing=\(local.executing) "

@@ -221,6 +221,26 @@ extension Integration {
             _ = try tap.waitForResults(jobs.map(\.id))
         }
 
+        @Test("a worker in the grace period of a stop says so in its status")
+        func stoppingStatus() throws {
+            let queue = TestEnvironment.uniqueName("stopping-status")
+            defer { BrokerProbe.delete(queue) }
+            let id = TestEnvironment.uniqueName("stopping-worker")
+            let worker = try CLI.startWorker(queue: queue, id: id, arguments: ["--grace", "60"])
+            defer { worker.terminate() }
+            let producer = try Producer.forTests()
+            let job = try producer.enqueue(JobRequest(type: "sleep", input: ["seconds": 60], queue: queue))
+            try worker.waitForStart(of: job.id)
+            #expect(try producer.workerStatuses().first { $0.workerID == id }?.stopping == nil)
+            worker.signal(SIGTERM)
+            try worker.waitForStderr(containing: "stopping: no new jobs")
+            let text = try CLI.run(["status", "--url", try TestEnvironment.brokerURL])
+            #expect(text.stdout.contains("\(id) ") && text.stdout.contains(" stopping\n"), "\(text.stdout)")
+            #expect(try producer.workerStatuses().first { $0.workerID == id }?.stopping == true)
+            try producer.cancel(jobIDs: [job.id])
+            #expect(worker.waitForExit() == 0)
+        }
+
         @Test("warren status shows each job queue's waiting, delayed and consumers, and the dead letters")
         func queueStatus() throws {
             let queue = TestEnvironment.uniqueName("depth")

@@ -108,10 +108,13 @@ public struct WorkerStatus: Sendable, Hashable, Codable {
     /// Why it takes no more jobs and starts afresh once those it holds end, while it does: `maxJobs` or
     /// `maxMemory` (``Worker/Configuration/maxJobs``, ``Worker/Configuration/maxResidentMemory``).
     public var recycling: String?
+    /// `true` while the worker stops (SIGTERM, SIGINT, SIGHUP, ``Worker/stop()``): it takes no more jobs, and lets
+    /// those executing end within its grace period; else absent.
+    public var stopping: Bool?
 
     enum CodingKeys: String, CodingKey {
         case version, workerID = "workerId", host, pid, startedAt, uptimeSeconds, queues, pausedQueues, prefetch,
-            localQueues, totals, jobs, moreJobs, recycling
+            localQueues, totals, jobs, moreJobs, recycling, stopping
     }
 
     /// Decodes a status message body.

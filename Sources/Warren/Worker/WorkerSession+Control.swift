@@ -137,6 +137,16 @@ extension WorkerSession {
     }
 
     /// Sets a local queue's width, as `warren resize` asks; the prefetch follows when it follows the widths.
+    /// Warns when a prefetch given explicitly (`--prefetch`) is below the local queues' total width: no more jobs
+    /// than the prefetch run at once, however wide the queues (a resize beyond it changes nothing).
+    func warnIfPrefetchBelowWidths() {
+        let widths = localQueues.values.reduce(0) { $0 + $1.width }
+        guard let prefetch = configuration.prefetch, prefetch < widths else { return }
+        logger.warning(
+            "the prefetch is below the local queues' total width: at most \(prefetch) jobs run at once",
+            metadata: ["prefetch": "\(prefetch)", "totalWidth": "\(widths)"])
+    }
+
     private func resize(_ message: ControlMessage) throws {
         guard let name = message.localQueue, let local = localQueues[name] else {
             // A message to every worker names a local queue some of them may not have.
@@ -153,7 +163,7 @@ extension WorkerSession {
         guard width != local.width else { return }
         logger.info("resizing local queue", metadata: ["localQueue": "\(name)", "from": "\(local.width)", "to": "\(width)"])
         local.resize(to: width)
-        guard configuration.prefetch == nil else { return }
+        guard configuration.prefetch == nil else { return warnIfPrefetchBelowWidths() }
         basePrefetch = min(localQueues.values.reduce(0) { $0 + $1.width }, 65_535)
         consumerLimitsMayFallShort()
         try updatePrefetch()

@@ -17,6 +17,7 @@ extension WorkerSession {
             pid: process.processIdentifier, startedAt: startedAt, uptimeSeconds: -startedAt.timeIntervalSinceNow,
             queues: configuration.queues, pausedQueues: pausedQueues.sorted(), prefetch: Int(currentPrefetch),
             localQueues: queues, totals: totals, recycling: recycling?.rawValue)
+        if stopDeadline != nil { status.stopping = true }
         if let limit {
             let jobs = jobListing()
             var listed: [WorkerStatus.Job] = []

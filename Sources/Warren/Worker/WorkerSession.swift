@@ -220,6 +220,7 @@ final class WorkerSession {
         announceConnected()
         logger.info("worker started", metadata: started)
         warnIfOverMemoryAtStart()
+        warnIfPrefetchBelowWidths()
         while true {
             do {
                 try serve()
