@@ -25,7 +25,7 @@ struct TextLogHandlerTests {
 
     @Test func theTimestampIsTheRealTimeToTheMillisecond() throws {
         let before = Date()
-        let stamp = TextLogHandler.timestamp()
+        let stamp = TextLogFormat.timestamp()
         let after = Date()
         let parsed = try #require(
             try Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(

@@ -1,8 +1,8 @@
 import Glibc
 import Logging
 
-/// Text log lines (`--log-format text`): `TIMESTAMP LEVEL LABEL: KEY=VALUE… [SOURCE] MESSAGE`, as swift-log's
-/// `StreamLogHandler` writes them, but with
+/// Text log lines (`--log-format text`, ``TextLogHandler``): `TIMESTAMP LEVEL LABEL: KEY=VALUE… [SOURCE] MESSAGE`,
+/// as swift-log's `StreamLogHandler` writes them, but with
 /// - the time to the millisecond, read from the real-time clock (`time()` reads a coarse clock that may still show
 ///   the second before, so that a job enqueued at 10:00:00.001 would seem logged at 09:59:59);
 /// - control characters in the message and the metadata escaped (`\n`, `\u{1B}`, as
@@ -13,41 +13,12 @@ import Logging
 ///
 /// (`--log-format json` escapes as JSON does.)
 ///
-/// Thread safety: a value type; the output function is `@Sendable` (``StandardErrorLines`` for standard error).
-struct TextLogHandler: LogHandler {
-    let label: String
-    var logLevel: Logger.Level = .info
-    /// Kept here as given, and escaped only when a line is logged: a worker sets a job's metadata for every job,
-    /// and logs few of them.
-    var metadata: Logger.Metadata = [:]
-    var metadataProvider: Logger.MetadataProvider?
-    private let write: @Sendable (String) -> Void
-
-    /// A handler that passes each line, newline included, to `write`.
-    init(label: String, metadataProvider: Logger.MetadataProvider? = nil, write: @escaping @Sendable (String) -> Void) {
-        self.label = label
-        self.metadataProvider = metadataProvider
-        self.write = write
-    }
-
-    /// A handler that writes to standard error.
-    static func standardError(label: String) -> TextLogHandler {
-        TextLogHandler(label: label, metadataProvider: LoggingSystem.metadataProvider, write: StandardErrorLines.write)
-    }
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        var merged = metadata
-        if let provided = metadataProvider?.get() { merged.merge(provided) { $1 } }
-        if let explicit = event.metadata { merged.merge(explicit) { $1 } }
-        let fields = merged.sorted { $0.key < $1.key }.map { "\($0.key)=\(Self.field($0.value))" }
-        write(
-            "\(Self.timestamp()) \(event.level) \(label):\(fields.isEmpty ? "" : " " + fields.joined(separator: " ")) "
-                + "[\(event.source)] \(ResultPrinter.printable("\(event.message)"))\n")
+/// Thread safety: stateless.
+enum TextLogFormat: LogLineFormat {
+    static func line(label: String, event: LogEvent, metadata: Logger.Metadata) -> String {
+        let fields = metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\(field($0.value))" }
+        return "\(timestamp()) \(event.level) \(label):\(fields.isEmpty ? "" : " " + fields.joined(separator: " ")) "
+            + "[\(event.source)] \(ResultPrinter.printable("\(event.message)"))\n"
     }
 
     /// A metadata value as a field's text: control characters escaped, in quotes if it needs them; a list as

@@ -1,9 +1,7 @@
 import Foundation
-import Glibc
 import Logging
-import Synchronization
 
-/// A swift-log handler that writes one JSON object per line (`--log-format json`):
+/// JSON log lines, one object per line (`--log-format json`, ``JSONLogHandler``):
 ///
 /// ```
 /// {"timestamp":"2026-11-22T10:00:00.123Z","level":"info","label":"warren.worker","message":"worker started","worker":"host-42","prefetch":"4"}
@@ -13,58 +11,20 @@ import Synchronization
 /// nested dictionaries flattened into dotted keys (`a.b`), lists written as arrays of strings, every other value as
 /// its string. A metadata key that collides with one of the four fixed fields is written as `metadata.KEY`.
 ///
-/// It writes what it is given: callers log URLs through `AMQPConfiguration.redact` or `redactedURL`, as the worker
-/// does, so that no password reaches a log.
-///
-/// Thread safety: a value type; the output function is `@Sendable` (``StandardErrorLines`` for standard error).
-struct JSONLogHandler: LogHandler {
+/// Thread safety: stateless.
+enum JSONLogFormat: LogLineFormat {
     private static let fixedKeys: Set<String> = ["timestamp", "level", "label", "message"]
     private static let timestampStyle = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
 
-    let label: String
-    var logLevel: Logger.Level = .info
-    var metadata: Logger.Metadata = [:]
-    var metadataProvider: Logger.MetadataProvider?
-    private let write: @Sendable (String) -> Void
-
-    /// A handler that passes each line, newline included, to `write`.
-    init(label: String, metadataProvider: Logger.MetadataProvider? = nil, write: @escaping @Sendable (String) -> Void) {
-        self.label = label
-        self.metadataProvider = metadataProvider
-        self.write = write
-    }
-
-    /// A handler that writes to standard error.
-    static func standardError(label: String, metadataProvider: Logger.MetadataProvider? = nil) -> JSONLogHandler {
-        JSONLogHandler(label: label, metadataProvider: metadataProvider, write: StandardErrorLines.write)
-    }
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        var merged = metadata
-        if let provided = metadataProvider?.get() { merged.merge(provided) { $1 } }
-        if let explicit = event.metadata { merged.merge(explicit) { $1 } }
-        write(
-            Self.line(
-                timestamp: Date(), level: event.level, label: label, message: "\(event.message)", metadata: merged))
-    }
-
-    /// The JSON line for one log event, newline included.
-    static func line(
-        timestamp: Date, level: Logger.Level, label: String, message: String, metadata: Logger.Metadata
-    ) -> String {
+    static func line(label: String, event: LogEvent, metadata: Logger.Metadata) -> String {
         var line = "{"
-        append("timestamp", .string(timestamp.formatted(timestampStyle)), to: &line)
+        append("timestamp", .string(Date().formatted(timestampStyle)), to: &line)
         line += ","
-        append("level", .string(level.rawValue), to: &line)
+        append("level", .string(event.level.rawValue), to: &line)
         line += ","
         append("label", .string(label), to: &line)
         line += ","
-        append("message", .string(message), to: &line)
+        append("message", .string("\(event.message)"), to: &line)
         var fields: [(String, Logger.Metadata.Value)] = []
         flatten(metadata, prefix: "", into: &fields)
         for (key, value) in fields.sorted(by: { $0.0 < $1.0 }) {
