@@ -210,7 +210,11 @@ final class SchedulerSession {
         if !foreign.isEmpty {
             logger.warning(
                 "the schedule state names schedules this scheduler does not have: they are not enqueued while it leads",
-                metadata: ["schedules": "\(foreign.sorted().joined(separator: ", "))"])
+                metadata: [
+                    "count": "\(foreign.count)",
+                    // A name or two tells what happened; thousands of them would make one line of megabytes.
+                    "schedules": .array(foreign.sorted().prefix(20).map { "\($0)" } + (foreign.count > 20 ? ["…"] : [])),
+                ])
         }
     }
 
