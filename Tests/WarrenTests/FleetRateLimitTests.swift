@@ -7,14 +7,27 @@ import Testing
 struct FleetRateLimitTests {
     @Test(arguments: [
         ("10/s", 1, 100), ("5/s", 1, 200), ("100/m", 1, 600), ("1/h", 1, 3_600_000), ("3/s", 1, 334),
-        ("11/s", 2, 182), ("40/s", 4, 100), ("1000/s", 100, 100), ("999/s", 100, 101), ("30/s", 3, 100),
+        ("11/s", 1, 91), ("15/s", 1, 67), ("20/s", 1, 50), ("21/s", 2, 100), ("40/s", 4, 100), ("1000/s", 100, 100),
+        ("999/s", 99, 100), ("30/s", 3, 100), ("6000/m", 10, 100),
     ])
-    func windowsSpaceTurnsUpToTenASecondAndGroupThemAbove(_ rate: String, _ turns: Int, _ milliseconds: Int) throws {
+    func windowsSpaceTurnsUpToTwentyASecondAndGroupThemAbove(_ rate: String, _ turns: Int, _ milliseconds: Int) throws {
         let window = FleetRateLimit.window(of: try RateLimit(parsing: rate))
         #expect(window.turns == turns && window.milliseconds == milliseconds, "\(rate): \(window)")
-        // Never above the limit: turns per millisecond at most count per period.
-        let limit = try RateLimit(parsing: rate)
-        #expect(Double(window.turns) / Double(window.milliseconds) <= Double(limit.count) / (limit.period / .milliseconds(1)))
+    }
+
+    /// At most `turns` start in any `milliseconds`, so a period holds at most turns × ⌈period ÷ milliseconds⌉: never
+    /// more than the limit (11/s once made 2 turns of 182 ms, 12 in some seconds), and at least 95 % of it.
+    @Test func noPeriodHoldsMoreThanTheLimit() throws {
+        for unit in ["s", "m"] {
+            for count in 1...1000 {
+                let limit = try RateLimit(parsing: "\(count)/\(unit)")
+                let window = FleetRateLimit.window(of: limit)
+                let period = Int(limit.period / .milliseconds(1))
+                let most = window.turns * ((period + window.milliseconds - 1) / window.milliseconds)
+                #expect(most <= count, "\(count)/\(unit): \(window) lets \(most) start in a period")
+                #expect(most * 20 >= count * 19, "\(count)/\(unit): \(window) keeps only \(most)")
+            }
+        }
     }
 
     @Test func theQueueNamesTheWindowAndLimitsWithTheSameSpacingShareIt() throws {
