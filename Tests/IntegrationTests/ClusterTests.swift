@@ -43,9 +43,14 @@ extension Integration {
             let quorum = TestEnvironment.uniqueName("cluster-quorum")
             try Producer.forTests(url: urls[0]).enqueue(JobRequest(type: "echo", input: "before", queue: classic))
             try Producer.forTests(url: urls[0], quorumQueues: true).enqueue(JobRequest(type: "echo", queue: quorum))
+            // A unique job whose lock lives on n1 (its producer's node) and which ends while n1 is down.
+            let locked = TestEnvironment.uniqueName("cluster-locked")
             let stay = try ChildProcess(
                 TestEnvironment.warrenBinary,
-                ["worker", "--url", "\(urls[1]),\(urls[2])", "--queue", classic, "--queue", quorum, "--worker-id", "stay"],
+                [
+                    "worker", "--url", "\(urls[1]),\(urls[2])", "--queue", classic, "--queue", quorum, "--queue", locked,
+                    "--worker-id", "stay", "--log-level", "debug", "--quorum-queues",
+                ],
                 name: "worker on n2")
             defer { stay.terminate() }
             let move = try ChildProcess(
@@ -55,6 +60,10 @@ extension Integration {
             defer { move.terminate() }
             try stay.waitForStderr(containing: "worker started")
             try move.waitForStderr(containing: "worker started")
+            let key = TestEnvironment.uniqueName("cluster-key")
+            let unique = try Producer.forTests(url: urls[0], quorumQueues: true).enqueue(
+                JobRequest(type: "sleep", input: ["seconds": 4], key: key, queue: locked, uniqueFor: .seconds(600)))
+            try stay.waitForStart(of: unique.id)
 
             // At start-up a worker may reconnect once: a stream just made on a fresh cluster has no replica on every
             // node for a moment. What counts is that it keeps its connection once n1 is gone.
@@ -86,7 +95,15 @@ extension Integration {
             #expect(refused.status == 1)
             #expect(refused.stderr.contains("is down or inaccessible"), "\(refused.stderr)")
 
+            try stay.waitForStderr(containing: "cannot release the job's unique lock yet", timeout: .seconds(30))
             try Self.broker(["ctl", nodes[0], "start_app"])
+            // Released once n1 is back, not held for the rest of its 10 minutes.
+            try stay.waitForStderr(containing: "the unique lock that was out of reach when its job ended is dealt with")
+            #expect(stay.stderr.contains("outcome=released"), "\(stay.stderr)")
+            #expect(throws: Never.self) {
+                try Producer.forTests(url: urls[2]).enqueue(
+                    JobRequest(type: "echo", key: key, queue: locked, uniqueFor: .seconds(600)))
+            }
             for job in failing {
                 #expect(try producer.waitForResult(of: job.id, timeout: .seconds(60)).status == .failed)
             }

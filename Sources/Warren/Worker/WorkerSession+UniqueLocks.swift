@@ -38,6 +38,7 @@ extension WorkerSession {
     func release(_ lock: HeldLock?) throws {
         guard let lock else { return }
         let metadata: Logger.Metadata = ["job": "\(lock.jobID)", "key": "\(lock.key)"]
+        let retrying = unreleasedLocks.contains { $0.lock.key == lock.key && $0.lock.jobID == lock.jobID }
         let outcome: String
         do {
             if !lockChannelOpen {
@@ -52,10 +53,17 @@ extension WorkerSession {
                 outcome = "expired"
                 logger.debug("the job's unique lock had expired", metadata: metadata)
             case .unreachable:
+                // Released once the node is back, so that its key is not held for the rest of the lease.
+                guard !retrying else { return }
                 outcome = "unreachable"
                 logger.warning(
-                    "cannot release the job's unique lock: its queue is on a cluster node that is down; it expires",
+                    """
+                    cannot release the job's unique lock yet: its queue is on a cluster node that is down; trying \
+                    again every 5 s
+                    """,
                     metadata: metadata)
+                unreleasedLocks.append((lock, .now))
+                unreleasedLocksRetryAt = unreleasedLocksRetryAt ?? .now + Self.unreachableQueueRetry
             case .heldBy(let holder):
                 outcome = "takenByAnother"
                 logger.warning(
@@ -69,6 +77,22 @@ extension WorkerSession {
                 "cannot release the job's unique lock; it expires by itself",
                 metadata: metadata.merging(["error": "\(error)"]) { $1 })
         }
+        if retrying {
+            unreleasedLocks.removeAll { $0.lock.key == lock.key && $0.lock.jobID == lock.jobID }
+            logger.info(
+                "the unique lock that was out of reach when its job ended is dealt with",
+                metadata: metadata.merging(["outcome": "\(outcome)"]) { $1 })
+        }
         metrics.uniqueLockReleased(outcome)
+    }
+
+    /// Tries again to release the locks whose queues were out of reach, every few seconds; gives one up after the
+    /// longest lease (7 days), when its token has expired anyway.
+    func retryUnreleasedLocks() throws {
+        guard let due = unreleasedLocksRetryAt, due <= .now else { return }
+        unreleasedLocksRetryAt = nil
+        unreleasedLocks.removeAll { .now - $0.since > .seconds(UniqueLock.lifetimeRange.upperBound) }
+        for (lock, _) in unreleasedLocks { try release(lock) }
+        if !unreleasedLocks.isEmpty { unreleasedLocksRetryAt = .now + Self.unreachableQueueRetry }
     }
 }

@@ -83,6 +83,10 @@ final class WorkerSession {
     /// Job queues out of reach (their cluster node is down, or the broker cancelled their consumer), with when to
     /// look for each again (``retryUnreachableQueues()``).
     var unreachableQueues: [String: ContinuousClock.Instant] = [:]
+    /// Unique locks a job that ended could not release, their queue on a cluster node that was down, with when
+    /// that was; and when to try them again (``retryUnreleasedLocks()``).
+    var unreleasedLocks: [(lock: HeldLock, since: ContinuousClock.Instant)] = []
+    var unreleasedLocksRetryAt: ContinuousClock.Instant?
     /// Whether the jobs channel is set up, so consumers can start (false during the control replay).
     var isConsuming = false
     /// When ``sampleJobsWaitingInWorker()`` last reported, and when it is due again after a turn it skipped.
@@ -254,6 +258,7 @@ final class WorkerSession {
             try sendAcks()
             try renewConsumersIfDue()
             try retryUnreachableQueues()
+            try retryUnreleasedLocks()
             try retryHeldJobs()
             discardReportedJournals()
             sampleJobsWaitingInWorker()
@@ -321,6 +326,7 @@ final class WorkerSession {
         if let due = sentBatches.resendAt { timeout = min(timeout, due - now) }
         if let due = unreachableQueues.values.min() { timeout = min(timeout, due - now) }
         if let due = heldJobsRetryAt { timeout = min(timeout, due - now) }
+        if let due = unreleasedLocksRetryAt { timeout = min(timeout, due - now) }
         if let due = throttledJobsDueAt { timeout = min(timeout, due - now) }
         if let due = fleetTurnsDueAt { timeout = min(timeout, due - now) }
         if let due = timeLimitCheckAt { timeout = min(timeout, due - now) }
