@@ -33,4 +33,9 @@ public struct WarrenError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String { message }
+
+    /// Why a broker may not confirm a publish for long, as messages that gave up waiting say it.
+    static let unconfirmedCauses =
+        "does it block publishers, under a memory or disk alarm, or has a quorum queue or stream it writes to lost "
+        + "the majority of its nodes?"
 }

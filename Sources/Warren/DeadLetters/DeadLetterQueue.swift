@@ -132,8 +132,8 @@ public final class DeadLetterQueue {
                 guard ContinuousClock.now < deadline else {
                     throw WarrenError(
                         .timeout,
-                        "the broker did not confirm the requeued messages within 30 s (does it block publishers, under "
-                            + "a memory or disk alarm?): the letters stay in warren.dead, but their copies may reach "
+                        "the broker did not confirm the requeued messages within 30 s (\(WarrenError.unconfirmedCauses)): "
+                            + "the letters stay in warren.dead, but their copies may reach "
                             + "their queues once it reads them; look there before requeueing them again")
                 }
                 connection.waitForActivity(wakeUp: nil, timeout: .milliseconds(200))

@@ -53,7 +53,7 @@ extension Producer {
                 throw WarrenError(
                     .timeout,
                     "the broker did not confirm the unique lock of \(tokens.count == 1 ? "key" : "keys") \(keys) "
-                        + "within 30 s (does it block publishers, under a memory or disk alarm?): no job was enqueued, "
+                        + "within 30 s (\(WarrenError.unconfirmedCauses)): no job was enqueued, "
                         + "but the lock may be taken all the same, for a job that does not exist; warren unlock frees it")
             }
             let returned = takeReturnedQueues { $0.hasPrefix(UniqueLock.prefix) }

@@ -235,8 +235,8 @@ public final class Producer {
             throw WarrenError(
                 .timeout,
                 "the broker did not confirm job\(ids.count == 1 ? "" : "s") \(ids.prefix(3).joined(separator: ", "))"
-                    + "\(ids.count > 3 ? " and \(ids.count - 3) more" : "") within 30 s (does it block publishers, "
-                    + "under a memory or disk alarm?): \(ids.count == 1 ? "it" : "they") may be enqueued all the same; "
+                    + "\(ids.count > 3 ? " and \(ids.count - 3) more" : "") within 30 s (\(WarrenError.unconfirmedCauses)): "
+                    + "\(ids.count == 1 ? "it" : "they") may be enqueued all the same; "
                     + "warren cancel takes \(ids.count == 1 ? "it" : "them") back")
         }
         let refusedJobs = refused.compactMap { numbers[$0] }
@@ -541,8 +541,8 @@ public final class Producer {
             let count = publishCount - confirmedCount
             throw WarrenError(
                 .timeout,
-                "the broker did not confirm \(count) message\(count == 1 ? "" : "s") within 30 s (does it block "
-                    + "publishers, under a memory or disk alarm?): what was sent may still take effect once it reads it")
+                "the broker did not confirm \(count) message\(count == 1 ? "" : "s") within 30 s "
+                    + "(\(WarrenError.unconfirmedCauses)): what was sent may still take effect once it reads it")
         }
         defer { refusedPublishes = [] }
         return refusedPublishes
