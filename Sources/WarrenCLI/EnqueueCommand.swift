@@ -64,8 +64,10 @@ struct EnqueueCommand: ParsableCommand {
         help: "Create a missing broker queue as a quorum queue, replicated on the nodes of a cluster (no priorities).")
     var quorumQueues = false
 
-    @Option(name: .long, help: "Do not start the job after this many seconds from now.")
-    var deadline: Double?
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Do not start the job after this long from now (seconds, or 30s, 10m, 2h, 1d).", valueName: "time"))
+    var deadline: TimeSpan?
 
     @Option(
         name: .long,
@@ -143,7 +145,7 @@ struct EnqueueCommand: ParsableCommand {
             throw ValidationError("--timeout must be a positive number of seconds, at most a year (31536000)")
         }
         if timeout != nil && !wait { throw ValidationError("--timeout goes with --wait") }
-        if let deadline, !(deadline > 0 && deadline.isFinite) {
+        if let deadline = deadline?.seconds, !(deadline > 0 && deadline.isFinite) {
             throw ValidationError("--deadline must be a positive number of seconds (a job past it never starts)")
         }
         if wait && replyTo != nil { throw ValidationError("--wait reads the results itself; leave out --reply-to") }
@@ -169,7 +171,7 @@ struct EnqueueCommand: ParsableCommand {
             requests = [
                 JobRequest(
                     type: type!, input: try parseInput(), priority: priority, key: key, supersede: supersede,
-                    queue: queue, deadline: deadline.map { Date(timeIntervalSinceNow: $0) },
+                    queue: queue, deadline: deadline.map { Date(timeIntervalSinceNow: $0.seconds) },
                     notBefore: at?.date ?? delay.map { Date(timeIntervalSinceNow: $0.seconds) },
                     maxAttempts: maxAttempts, timeLimit: timeLimit.map { .seconds($0.seconds) },
                     uniqueFor: uniqueFor.map { .seconds($0.seconds) }, dependencies: dependsOn,

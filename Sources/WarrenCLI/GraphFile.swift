@@ -24,13 +24,33 @@ struct GraphFile: Decodable {
         var requireSuccess: Bool?
         var maxAttempts: Int?
         /// Seconds from now after which the job does not start.
-        var deadline: Double?
+        var deadline: Seconds?
         /// Seconds from now before which the job does not start.
-        var delay: Double?
+        var delay: Seconds?
         /// Seconds the job's code may run.
-        var timeLimit: Double?
+        var timeLimit: Seconds?
         /// Seconds the job holds its key's unique lock at most.
-        var uniqueFor: Double?
+        var uniqueFor: Seconds?
+    }
+
+    /// A length of time: a JSON number of seconds, or a string as the command line takes one (`"90"`, `"250ms"`,
+    /// `"30s"`, `"10m"`, `"2h"`, `"1d"`).
+    ///
+    /// Thread safety: immutable.
+    struct Seconds: Decodable {
+        let value: Double
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if let number = try? container.decode(Double.self) {
+                value = number
+            } else if let text = try? container.decode(String.self), let span = TimeSpan(argument: text) {
+                value = span.seconds
+            } else {
+                throw DecodingError.dataCorruptedError(
+                    in: container, debugDescription: "expected seconds: a number, or a string such as \"30s\" or \"10m\"")
+            }
+        }
     }
 
     var jobs: [Job]
@@ -67,19 +87,19 @@ struct GraphFile: Decodable {
         }
         for job in graph.jobs {
             if job.name.isEmpty { throw GraphFileError("a job's name is empty") }
-            if let deadline = job.deadline, !(deadline > 0 && deadline.isFinite) {
+            if let deadline = job.deadline?.value, !(deadline > 0 && deadline.isFinite) {
                 throw GraphFileError("job '\(job.name)': deadline must be a number of seconds above 0 (got \(deadline))")
             }
             if let attempts = job.maxAttempts, attempts < 1 {
                 throw GraphFileError("job '\(job.name)': maxAttempts must be at least 1 (got \(attempts))")
             }
-            if let delay = job.delay, !(delay >= 0 && delay.isFinite) {
+            if let delay = job.delay?.value, !(delay >= 0 && delay.isFinite) {
                 throw GraphFileError("job '\(job.name)': delay must be a number of seconds, 0 or more (got \(delay))")
             }
-            if let timeLimit = job.timeLimit, let problem = OperationDescriptor.problem(withTimeLimit: timeLimit) {
+            if let timeLimit = job.timeLimit?.value, let problem = OperationDescriptor.problem(withTimeLimit: timeLimit) {
                 throw GraphFileError("job '\(job.name)': timeLimit: \(problem)")
             }
-            if let uniqueFor = job.uniqueFor,
+            if let uniqueFor = job.uniqueFor?.value,
                 let problem = UniqueLock.problem(withLifetime: uniqueFor)
                     ?? OperationDescriptor.problem(withUniqueKey: job.key)
             {
@@ -111,9 +131,9 @@ struct GraphFile: Decodable {
         let requests = jobs.map { job in
             JobRequest(
                 type: job.type, input: job.input ?? .null, priority: job.priority ?? .normal, key: job.key,
-                queue: job.queue ?? defaultQueue, deadline: job.deadline.map { Date(timeIntervalSinceNow: $0) },
-                notBefore: job.delay.map { Date(timeIntervalSinceNow: $0) }, maxAttempts: job.maxAttempts,
-                timeLimit: job.timeLimit.map { .seconds($0) }, uniqueFor: job.uniqueFor.map { .seconds($0) },
+                queue: job.queue ?? defaultQueue, deadline: job.deadline.map { Date(timeIntervalSinceNow: $0.value) },
+                notBefore: job.delay.map { Date(timeIntervalSinceNow: $0.value) }, maxAttempts: job.maxAttempts,
+                timeLimit: job.timeLimit.map { .seconds($0.value) }, uniqueFor: job.uniqueFor.map { .seconds($0.value) },
                 dependencies: (job.dependsOn ?? []).map { ids[$0] ?? $0 }, requireSuccess: job.requireSuccess ?? false,
                 id: ids[job.name]!)
         }

@@ -52,6 +52,14 @@ import Testing
         #expect(schedules[2].request(for: Date(), now: Date()).uniqueFor == .seconds(7200))
     }
 
+    @Test func durationsAreNumbersOrStringsAsTheCommandLineTakesThem() throws {
+        let json = #"{"schedules": [{"name": "a", "every": "90", "type": "t", "timeLimit": "250ms", "maxLateness": 60}]}"#
+        let schedule = try #require(try Self.parse(json).first)
+        #expect(schedule.recurrence == .every(.seconds(90)))
+        #expect(schedule.timeLimit == .milliseconds(250))
+        #expect(schedule.maxLateness == .seconds(60))
+    }
+
     @Test func cronWithoutTimeZoneIsUTC() throws {
         let schedule = try #require(try Self.parse(#"{"schedules": [{"name": "a", "cron": "@hourly", "type": "t"}]}"#).first)
         #expect(schedule.recurrence == .cron(try CronExpression("@hourly"), TimeZone(identifier: "UTC")!))

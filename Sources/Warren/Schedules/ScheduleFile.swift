@@ -190,8 +190,13 @@ public enum ScheduleFile {
             case .number(let number):
                 seconds = number
             case .string(let text):
-                if let unit = text.last.flatMap({ units[$0] }), let number = Double(text.dropLast()) {
+                // As on the command line: "90" is seconds too, "250ms" milliseconds.
+                if text.hasSuffix("ms"), let number = Double(text.dropLast(2)) {
+                    seconds = number / 1000
+                } else if let unit = text.last.flatMap({ units[$0] }), let number = Double(text.dropLast()) {
                     seconds = number * unit
+                } else if let number = Double(text) {
+                    seconds = number
                 }
             default:
                 break
@@ -199,7 +204,7 @@ public enum ScheduleFile {
             guard let seconds, seconds >= 0, seconds <= 10 * 365 * 86_400 else {
                 throw WarrenError(
                     .invalidSchedule,
-                    "\(member) must be seconds, or a number with a unit (30s, 10m, 2h, 1d), up to ten years")
+                    "\(member) must be seconds, or a number with a unit (250ms, 30s, 10m, 2h, 1d), up to ten years")
             }
             return .milliseconds(Int64((seconds * 1000).rounded()))
         }
