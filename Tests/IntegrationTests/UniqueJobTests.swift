@@ -129,7 +129,7 @@ extension Integration {
                 try await Task.sleep(for: .milliseconds(200))
             }
             #expect(try tap.waitForResults([slow.id]).first?.status == .succeeded)
-            try worker.waitForStderr(containing: "the job's unique lock expired before the job ended")
+            try worker.waitForStderr(containing: "this job's lock expired before it ended")
             #expect(try BrokerProbe.depth(of: UniqueLock.queue(forKey: key)) == 1, "the next job's token stays")
             #expect(throws: WarrenError.self) { try producer.enqueue(JobRequest(type: "echo", key: key, queue: queue, uniqueFor: .seconds(5))) }
             #expect(try tap.waitForResults([next.id]).first?.status == .succeeded)
@@ -139,6 +139,32 @@ extension Integration {
             }
             #expect(metrics.value("warren_unique_lock_releases_total", ["outcome": "takenByAnother"]) == 1)
             #expect(metrics.value("warren_unique_lock_releases_total", ["outcome": "released"]) == 1)
+        }
+
+        @Test("a lock lasts no longer than a minute past its job's deadline; one that would expire before its job may start is refused")
+        func lockLifetimeAndDeadline() throws {
+            let queue = TestEnvironment.uniqueName("unique-deadline")
+            let key = TestEnvironment.uniqueName("deadline-key")
+            defer { [queue, UniqueLock.queue(forKey: key)].forEach(BrokerProbe.delete) }
+            let producer = try Producer.forTests()
+            try producer.enqueue(
+                JobRequest(
+                    type: "echo", key: key, queue: queue, deadline: Date(timeIntervalSinceNow: 2),
+                    uniqueFor: .seconds(600)))
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
+            defer { connection.close() }
+            try connection.openChannel(1)
+            let token = try #require(try connection.get(UniqueLock.queue(forKey: key), channel: 1))
+            try connection.nack(token.deliveryTag, multiple: false, requeue: true, channel: 1)
+            let expiration = try #require(token.properties.expiration.flatMap { Int($0) })
+            #expect(expiration > 55_000 && expiration <= 62_000, "\(expiration) ms: the deadline's 2 s and a minute")
+            let early = #expect(throws: WarrenError.self) {
+                try producer.enqueue(
+                    JobRequest(
+                        type: "echo", key: key + "-late", queue: queue, notBefore: Date(timeIntervalSinceNow: 3600),
+                        uniqueFor: .seconds(60)))
+            }
+            #expect(early?.code == .invalidConfiguration && early?.message.contains("would expire before the job may start") == true)
         }
 
         @Test("warren unlock frees a held lock by hand and names its job; a free key says so; a bad key is refused")

@@ -19,8 +19,21 @@ extension Producer {
             if !keys.insert(request.key!).inserted {
                 return "job \(request.id): another job of this call is unique for key '\(request.key!)' too"
             }
+            if let wait = request.notBefore?.timeIntervalSinceNow, wait >= lifetime / .seconds(1) {
+                return "job \(request.id): its unique lock (uniqueFor \(Int(lifetime / .seconds(1))) s) would expire "
+                    + "before the job may start, in \(Int(wait)) s: give it a uniqueFor longer than its wait"
+            }
         }
         return nil
+    }
+
+    /// How long `request`'s lock lasts: its ``JobRequest/uniqueFor``, but no longer than a minute past its
+    /// deadline, after which it never starts and is cancelled if it executes: a job that can no longer run (one
+    /// cancelled while it waits in a queue nobody consumes, say) does not hold its key for the rest of the lease.
+    static func lockLifetime(of request: JobRequest) -> Duration {
+        guard let deadline = request.deadline else { return request.uniqueFor! }
+        let untilDeadline = Duration.milliseconds(Int64(max(deadline.timeIntervalSinceNow, 0) * 1000)) + .seconds(60)
+        return max(min(request.uniqueFor!, untilDeadline), .seconds(1))
     }
 
     /// Takes the lock of each unique job among `requests`, all or none, and returns the jobs that hold one.
@@ -39,7 +52,7 @@ extension Producer {
             var tokens: [(number: UInt64, request: JobRequest)] = []
             for request in pending {
                 try declareLock(key: request.key!)
-                let token = UniqueLock.token(jobID: request.id, lifetime: request.uniqueFor!)
+                let token = UniqueLock.token(jobID: request.id, lifetime: Self.lockLifetime(of: request))
                 try publish(
                     token.body, exchange: "", routingKey: UniqueLock.queue(forKey: request.key!),
                     properties: token.properties, mandatory: true)

@@ -67,7 +67,10 @@ extension WorkerSession {
             case .heldBy(let holder):
                 outcome = "takenByAnother"
                 logger.warning(
-                    "the job's unique lock expired before the job ended, and another job holds it now",
+                    """
+                    another job holds the key's unique lock: this job's lock expired before it ended, was freed by \
+                    warren unlock, or was never taken (a job put back by warren dead requeue takes none)
+                    """,
                     metadata: metadata.merging(["holder": "\(holder ?? "-")"]) { $1 })
             }
         } catch let error as AMQPError where error.channel == Self.lockChannel {
