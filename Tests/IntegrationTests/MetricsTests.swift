@@ -37,12 +37,16 @@ extension Integration {
             }
             let failing = try producer.enqueue(
                 JobRequest(type: "fail", input: ["retryable": false], queue: queue, maxAttempts: 1))
-            _ = try results.waitForResults(jobs.map(\.id) + [failing.id])
+            let retried = try producer.enqueue(
+                JobRequest(
+                    type: "fail", input: ["retryable": true, "retryAfter": 0, "succeedFromAttempt": 2], queue: queue))
+            _ = try results.waitForResults(jobs.map(\.id) + [failing.id, retried.id])
 
             let after = try await MetricsScrape.fetch(url) { metrics in
                 metrics.value("warren_jobs_total", echoes) == echoesBefore + 3
                     && metrics.value("warren_jobs_total", ["type": "fail", "status": "failed"]) == 1
             }
+            #expect(after.value("warren_job_retries_total", ["type": "fail"]) == 1)
             #expect(after.types["warren_jobs_total"] == "counter")
             #expect(after.value("warren_jobs_total", echoes) == echoesBefore + 3)
             #expect(after.value("warren_jobs_total", ["type": "fail", "status": "failed"]) == 1)

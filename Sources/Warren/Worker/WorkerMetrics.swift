@@ -18,6 +18,7 @@ import Synchronization
 /// | `warren_dead_lettered_total` | counter | `reason` |
 /// | `warren_dead_workers_reported_total`, `warren_jobs_run_alone_total` | counter | |
 /// | `warren_unique_lock_releases_total` | counter | `outcome` |
+/// | `warren_job_retries_total` | counter | `type` |
 ///
 /// The local queue gauges are sampled, not counted: ``sampleLocalQueues()`` reads every watched queue when the
 /// metrics endpoint is scraped, so the job path pays nothing for them.
@@ -30,6 +31,7 @@ public final class WorkerMetrics: Sendable {
         var types: [String: TypeHandles] = [:]
         var deadLetters: [String: CoreMetrics.Counter] = [:]
         var lockReleases: [String: CoreMetrics.Counter] = [:]
+        var retries: [String: CoreMetrics.Counter] = [:]
         var executing: [String: Gauge] = [:]
         var waiting: [String: Gauge] = [:]
         var width: [String: Gauge] = [:]
@@ -162,6 +164,16 @@ public final class WorkerMetrics: Sendable {
             }
         }
         counter.increment(by: amount)
+    }
+
+    /// Counts a job of `type` sent round for another attempt after a retryable failure.
+    func retried(type: String) {
+        let counter: CoreMetrics.Counter = handles.withLock { handles in
+            Self.cached(type, in: &handles.retries) {
+                CoreMetrics.Counter(label: "warren_job_retries_total", dimensions: [("type", type)], factory: currentFactory)
+            }
+        }
+        counter.increment()
     }
 
     /// Counts what releasing a unique job's lock found: `released`, `expired`, `takenByAnother` (expired, and

@@ -18,9 +18,18 @@ extension WorkerSession {
     /// the backoff) would not end before the job's deadline, when the retry could only be cancelled: that failure is
     /// the job's last, with its own error.
     func retryWait(_ job: InFlightJob, after error: JobError) -> Duration? {
-        guard error.retryable && job.attempt < job.descriptor.attemptLimit else { return nil }
+        guard error.retryable else { return nil }
+        guard job.attempt < job.descriptor.attemptLimit else {
+            job.operation.job.logger.info(
+                "not retrying the job: it had its last attempt",
+                metadata: ["maxAttempts": "\(job.descriptor.attemptLimit)"])
+            return nil
+        }
         let wait = error.retryAfter ?? Self.retryDelay(after: job.attempt)
         if let deadline = job.descriptor.deadline, Date().addingTimeInterval(wait / .seconds(1)) >= deadline {
+            job.operation.job.logger.info(
+                "not retrying the job: its wait would end past its deadline",
+                metadata: ["waitMs": "\(Int(wait / .milliseconds(1)))", "deadline": "\(WireCoding.text(of: deadline))"])
             return nil
         }
         return wait
@@ -33,6 +42,7 @@ extension WorkerSession {
         let milliseconds = Int(wait.components.seconds) * 1000 + Int(wait.components.attoseconds / 1_000_000_000_000_000)
         job.operation.job.logger.info(
             "job failed; retrying", metadata: ["error": "\(error)", "delayMs": "\(milliseconds)"])
+        metrics.retried(type: job.descriptor.type)
         guard error.retryAfter != nil else {
             return try delay(job.delivery, from: job.queue, milliseconds: milliseconds, attempt: job.attempt + 1)
         }
