@@ -56,6 +56,25 @@ extension Integration {
             #expect(results.count == 7)
         }
 
+        @Test("with the parked jobs at their limit, a job whose dependencies all ended is still parked, and runs: its dependents do not wait for it for good")
+        func parkedLimitWithAReadyDependency() throws {
+            let queue = TestEnvironment.uniqueName("deps-full")
+            defer { BrokerProbe.delete(queue) }
+            let tap = try MessageTap.results()
+            let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "2", "--max-parked-jobs", "3"])
+            defer { worker.terminate() }
+            let producer = try Producer.forTests()
+            let root = JobRequest(type: "echo", input: "root", queue: queue)
+            // It comes back from its delay queue once its six dependents fill the parked jobs.
+            let middle = JobRequest(
+                type: "echo", input: "middle", queue: queue, notBefore: Date(timeIntervalSinceNow: 2),
+                dependencies: [root.id])
+            let leaves = (1...6).map { _ in JobRequest(type: "echo", queue: queue, dependencies: [middle.id]) }
+            try producer.enqueue([root, middle] + leaves)
+            let results = try tap.waitForResults([root, middle].map(\.id) + leaves.map(\.id), timeout: .seconds(60))
+            #expect(results.allSatisfy { $0.status == .succeeded })
+        }
+
         @Test("a waiting job can be cancelled; a cancelled dependency releases its dependents")
         func cancelWhileWaiting() throws {
             let queue = TestEnvironment.uniqueName("deps-cancel")
