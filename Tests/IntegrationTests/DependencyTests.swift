@@ -233,6 +233,8 @@ extension Integration {
                 (#"{"jobs":[{"name":"a","type":7}]}"#, "jobs[0].type: expected String"),
                 (#"{"jobs":[]}"#, "lists no jobs"),
                 (#"{"jobs":[{"name":"","type":"echo"}]}"#, "a job's name is empty"),
+                (#"{"jobs":[{"name":"a b","type":"echo"}]}"#, "a name has no spaces"),
+                (#"{"jobs":[{"name":"a","type":"echo","requireSuccess":true}]}"#, "requireSuccess needs dependsOn"),
                 (#"{"jobs":[{"name":"a","type":"echo","maxAttempts":0}]}"#, "maxAttempts must be at least 1"),
                 (#"{"jobs":[{"name":"a","type":"echo","deadline":-1}]}"#, "deadline must be a number of seconds above 0"),
                 (#"{"jobs":"#, "is not JSON"),
