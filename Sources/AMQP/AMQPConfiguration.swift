@@ -62,8 +62,8 @@ public struct AMQPConfiguration: Sendable, Hashable {
         guard amqp_parse_url(buffer, &info) == AMQP_STATUS_OK.rawValue else {
             throw AMQPError(
                 .invalidURL,
-                "invalid broker URL '\(Self.redactInvalid(url).prefix(200))': expected amqp://user:password@host:port/vhost "
-                    + "(percent-encode '/', '@', ':', '?' and ',' in a user name or password: %2F, %40, %3A, %3F, %2C)")
+                "invalid broker URL '\(Self.redactInvalid(url).prefix(200))': expected "
+                    + "amqp://user:password@host:port/vhost (percent-encode '/', '@', ':', '?' and ',' in a user name or password: %2F, %40, %3A, %3F, %2C)")
         }
         host = String(cString: info.host)
         port = Int(info.port)
@@ -82,8 +82,10 @@ public struct AMQPConfiguration: Sendable, Hashable {
         let refuse = { (problem: String) in AMQPError(.invalidURL, "invalid broker URL '\(shown)': \(problem)") }
         // A hostile or mangled URL may carry a password into its query: only a plain name or number is echoed.
         let plain = { (text: String) in
-            text.count <= 40 && text.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "_.-".unicodeScalars.contains($0)) }
-                ? text : "…"
+            let isPlain = text.count <= 40 && text.unicodeScalars.allSatisfy { scalar in
+                scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || "_.-".unicodeScalars.contains(scalar))
+            }
+            return isPlain ? text : "…"
         }
         for (item, value) in query.sorted(by: { $0.key < $1.key }) where !item.isEmpty {
             switch item {

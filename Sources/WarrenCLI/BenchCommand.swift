@@ -26,7 +26,8 @@ struct BenchCommand: ParsableCommand {
 
     @OptionGroup var broker: BrokerOptions
 
-    @Option(name: .long, help: "Repetitions of the whole set (default: 3; quick: 1); the table shows medians and min–max.")
+    @Option(
+        name: .long, help: "Repetitions of the whole set (default: 3; quick: 1); the table shows medians and min–max.")
     var repetitions: Int?
 
     @Flag(name: .long, help: "A run of well under a minute with few jobs: checks that everything works.")

@@ -66,7 +66,8 @@ struct EnqueueCommand: ParsableCommand {
 
     @Option(
         name: .long,
-        help: ArgumentHelp("Do not start the job after this long from now (seconds, or 30s, 10m, 2h, 1d).", valueName: "time"))
+        help: ArgumentHelp(
+            "Do not start the job after this long from now (seconds, or 30s, 10m, 2h, 1d).", valueName: "time"))
     var deadline: TimeSpan?
 
     @Option(

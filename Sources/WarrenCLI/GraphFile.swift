@@ -88,8 +88,10 @@ struct GraphFile: Decodable {
         for job in graph.jobs {
             if job.name.isEmpty { throw GraphFileError("a job's name is empty") }
             // `NAME ID` lines must read back unambiguously.
-            if job.name.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F }) {
-                throw GraphFileError("job '\(ResultPrinter.printable(job.name))': a name has no spaces or control characters")
+            if job.name.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F })
+            {
+                throw GraphFileError(
+                    "job '\(ResultPrinter.printable(job.name))': a name has no spaces or control characters")
             }
             if job.requireSuccess == true && (job.dependsOn ?? []).isEmpty {
                 throw GraphFileError("job '\(job.name)': requireSuccess needs dependsOn")

@@ -30,7 +30,8 @@ struct ScopeOptions: ParsableArguments {
         guard let worker else { return }
         let live = try producer.workerStatuses(timeout: .milliseconds(Int(timeout * 1000))).map(\.workerID)
         guard !live.contains(worker) else { return }
-        let others = live.isEmpty ? "none did" : "live: \(live.sorted().map(ResultPrinter.printable).joined(separator: ", "))"
+        let others =
+            live.isEmpty ? "none did" : "live: \(live.sorted().map(ResultPrinter.printable).joined(separator: ", "))"
         FileHandle.standardError.write(
             Data(
                 """

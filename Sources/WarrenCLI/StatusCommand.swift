@@ -20,7 +20,8 @@ struct StatusCommand: ParsableCommand {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Also show this broker queue (repeatable); always shown: the queues live workers take jobs from, and \(Topology.defaultQueue).",
+            "Also show this broker queue (repeatable); always shown: the queues live workers take jobs from, and "
+                + "\(Topology.defaultQueue).",
             valueName: "name"))
     var queue: [String] = []
 

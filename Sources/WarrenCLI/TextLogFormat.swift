@@ -26,7 +26,8 @@ enum TextLogFormat: LogLineFormat {
     static func field(_ value: Logger.Metadata.Value) -> String {
         switch value {
         case .string(let string): quoted(ResultPrinter.printable(string))
-        case .array(let values): "[" + values.map { quoted(ResultPrinter.printable($0.description)) }.joined(separator: ",") + "]"
+        case .array(let values):
+            "[" + values.map { quoted(ResultPrinter.printable($0.description)) }.joined(separator: ",") + "]"
         default: quoted(ResultPrinter.printable(value.description))
         }
     }

@@ -101,14 +101,15 @@ public final class Producer {
     /// - Parameter watch: Also start collecting their results, for ``waitForResult(of:timeout:)``: the jobs name
     ///   this producer's reply queue in their `reply_to`, so their results and progress reports come straight to it.
     /// - Throws: ``WarrenError`` (`invalidConfiguration`) for an invalid id or job queue name
-    ///   (``Topology/problem(withJobQueue:)``), a job that depends on itself, an
-    ///   unknown dependency or a cycle, a ``JobRequest/replyTo`` that is empty, longer than 255 bytes, given
-    ///   with `watch` or names no existing queue, a deadline that is not after the job's ``JobRequest/notBefore``, a time limit outside 1 ms to a
-    ///   year, a unique job without a key or with a lifetime outside 1 second to 7 days (``JobRequest/uniqueFor``),
-    ///   or a sequence file that cannot be used; (`duplicate`) when another job holds a unique job's lock: nothing
-    ///   of the call was enqueued; (`queueUnreachable`) when a job queue is on a cluster node that
-    ///   is down, or the broker took a job nowhere (its queue deleted since this producer declared it, or its node down since): those jobs
-    ///   were not enqueued, the others of the call were; (`broker`) when the broker refuses or the connection fails.
+    ///   (``Topology/problem(withJobQueue:)``), a job that depends on itself, an unknown dependency or a cycle, a
+    ///   ``JobRequest/replyTo`` that is empty, longer than 255 bytes, given with `watch` or names no existing queue,
+    ///   a deadline that is not after the job's ``JobRequest/notBefore``, a time limit outside 1 ms to a year, a
+    ///   unique job without a key, with a lifetime outside 1 second to 7 days (``JobRequest/uniqueFor``) or one that
+    ///   would end before the job may start, or a sequence file that cannot be used; (`duplicate`) when another job
+    ///   holds a unique job's lock: nothing of the call was enqueued; (`queueUnreachable`) when a job queue is on a
+    ///   cluster node that is down, or the broker took a job nowhere (its queue deleted since this producer declared
+    ///   it, or its node down since): those jobs were not enqueued, the others of the call were; (`broker`) when the
+    ///   broker refuses or the connection fails.
     @discardableResult
     public func enqueue(_ requests: [JobRequest], watch: Bool = false) throws -> [OperationDescriptor] {
         guard !requests.isEmpty else { return [] }
@@ -235,7 +236,8 @@ public final class Producer {
             throw WarrenError(
                 .timeout,
                 "the broker did not confirm job\(ids.count == 1 ? "" : "s") \(ids.prefix(3).joined(separator: ", "))"
-                    + "\(ids.count > 3 ? " and \(ids.count - 3) more" : "") within 30 s (\(WarrenError.unconfirmedCauses)): "
+                    + "\(ids.count > 3 ? " and \(ids.count - 3) more" : "") within 30 s "
+                    + "(\(WarrenError.unconfirmedCauses)): "
                     + "\(ids.count == 1 ? "it" : "they") may be enqueued all the same; "
                     + "warren cancel takes \(ids.count == 1 ? "it" : "them") back")
         }
@@ -404,10 +406,12 @@ public final class Producer {
                     throw WarrenError(
                         .timeout,
                         "no result for job\(ids.count == 1 ? "" : "s") \(ids.prefix(3).joined(separator: ", "))"
-                            + "\(ids.count > 3 ? " and \(ids.count - 3) more" : "") within \(String(format: "%g", seconds)) s")
+                            + "\(ids.count > 3 ? " and \(ids.count - 3) more" : "") "
+                            + "within \(String(format: "%g", seconds)) s")
                 }
                 try readEvents(until: deadline) {
-                    jobIDs.contains { arrivedResults[$0] != nil } || arrivedProgress.contains { jobIDs.contains($0.jobID) }
+                    jobIDs.contains { arrivedResults[$0] != nil }
+                        || arrivedProgress.contains { jobIDs.contains($0.jobID) }
                 }
             }
         }

@@ -134,7 +134,8 @@ public enum ScheduleFile {
             let parts = name.split(separator: "/", omittingEmptySubsequences: false)
             guard !name.isEmpty, name.count <= 64, !["posix", "right"].contains(parts[0]),
                 parts.allSatisfy({ part in
-                    !part.isEmpty && part.first != "." && part.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "_+-".contains($0)) }
+                    !part.isEmpty && part.first != "."
+                        && part.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "_+-".contains($0)) }
                 })
             else { return false }
             var isDirectory: ObjCBool = false

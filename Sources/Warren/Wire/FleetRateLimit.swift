@@ -8,8 +8,9 @@ import AMQP
 /// takes a turn for a job by publishing a message there with publisher confirms: the broker refuses it (`basic.nack`)
 /// while the window is full, and the job waits for a later turn. So at most `turns` jobs of the type start in any
 /// `lifetime`, fleet-wide: one every `period / count` for limits up to twenty jobs a second (one turn, alive for
-/// the interval), in windows of 100 ms or more for faster ones (``window(of:)``). Workers with the same limit share a queue; one with
-/// another limit for the type uses a window of its own. See docs/wire-format.md §1 and the README's *Rate limits*.
+/// the interval), in windows of 100 ms or more for faster ones (``window(of:)``). Workers with the same limit share
+/// a queue; one with another limit for the type uses a window of its own. See docs/wire-format.md §1 and the
+/// README's *Rate limits*.
 ///
 /// Thread safety: stateless.
 public enum FleetRateLimit {

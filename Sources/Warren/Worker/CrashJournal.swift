@@ -12,7 +12,8 @@ import Synchronization
 /// record per job slot, ``recordSize`` bytes each. The header holds ``header``, the broker the worker took its jobs
 /// from and the worker's id, each ending with a newline, NUL-padded; and in its last byte 1 once the worker was
 /// asked to stop (``markStopping()``): a worker killed while it stops was killed by whoever stopped it, not by its
-/// jobs, and its journal is not reported; 2 once another worker took the journal of a dead one to report it. Only a worker of the same broker reports a journal: its jobs live there.
+/// jobs, and its journal is not reported; 2 once another worker took the journal of a dead one to report it. Only a
+/// worker of the same broker reports a journal: its jobs live there.
 /// A slot holds a marker byte (1 while the slot holds an executing job), then the job's id, a tab and its type,
 /// NUL-padded. The marker is stored last, so that a process that dies while it writes a record leaves the slot
 /// empty.

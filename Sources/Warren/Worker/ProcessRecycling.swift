@@ -40,8 +40,8 @@ extension Worker {
     /// The copy waits for the broker if it cannot reach it at once (a worker starting afresh was connected a moment
     /// ago), and keeps the rate limits' pace. File descriptors the process opened are closed across it, so that
     /// none piles up from one copy to the next; those it inherited from whatever started it stay open. The
-    /// ``stopSignals`` are blocked across it and stay blocked in the copy: one that came meanwhile stops the copy as soon as
-    /// its ``Worker`` is made, and later ones reach a `DispatchSource` for them (a handler installed with
+    /// ``stopSignals`` are blocked across it and stay blocked in the copy: one that came meanwhile stops the copy as
+    /// soon as its ``Worker`` is made, and later ones reach a `DispatchSource` for them (a handler installed with
     /// `sigaction` would need them unblocked).
     /// - Throws: ``WarrenError`` (`system`) when the kernel refuses to run the executable again. It returns only
     ///   then, or at once when ``stop()`` was called since the worker stopped to recycle.

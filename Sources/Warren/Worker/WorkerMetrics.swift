@@ -170,7 +170,8 @@ public final class WorkerMetrics: Sendable {
     func retried(type: String) {
         let counter: CoreMetrics.Counter = handles.withLock { handles in
             Self.cached(type, in: &handles.retries) {
-                CoreMetrics.Counter(label: "warren_job_retries_total", dimensions: [("type", type)], factory: currentFactory)
+                CoreMetrics.Counter(
+                    label: "warren_job_retries_total", dimensions: [("type", type)], factory: currentFactory)
             }
         }
         counter.increment()

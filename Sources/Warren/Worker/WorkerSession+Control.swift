@@ -136,7 +136,6 @@ extension WorkerSession {
         }
     }
 
-    /// Sets a local queue's width, as `warren resize` asks; the prefetch follows when it follows the widths.
     /// Warns when a prefetch given explicitly (`--prefetch`) is below the local queues' total width: no more jobs
     /// than the prefetch run at once, however wide the queues (a resize beyond it changes nothing).
     func warnIfPrefetchBelowWidths() {
@@ -147,6 +146,7 @@ extension WorkerSession {
             metadata: ["prefetch": "\(prefetch)", "totalWidth": "\(widths)"])
     }
 
+    /// Sets a local queue's width, as `warren resize` asks; the prefetch follows when it follows the widths.
     private func resize(_ message: ControlMessage) throws {
         guard let name = message.localQueue, let local = localQueues[name] else {
             // A message to every worker names a local queue some of them may not have.

@@ -8,7 +8,8 @@ import Foundation
 /// quorum queues, it stops counting against its queue's consumer: ``renewConsumersIfDue()``), so waiting jobs
 /// never starve the worker of the jobs they wait for (the Celery fix for ETA tasks); past
 /// ``Worker/Configuration/maxParkedJobs`` a job is parked through the broker instead (a delay queue sends it back a
-/// few seconds later), unless its dependencies all ended: it is parked only until their results are read. Which jobs ended, wherever they ran, and what they ended with, the worker learns from the
+/// few seconds later), unless its dependencies all ended: it is parked only until their results are read. Which
+/// jobs ended, wherever they ran, and what they ended with, the worker learns from the
 /// `warren.results` stream, which it starts reading (a day back) when it first parks a job; from then on it also
 /// remembers the jobs it ends itself, and where the stream holds each result. A dependency that ended before its
 /// dependent arrived has its result read again from that offset (``ResultFetches``). A cancelled or failed
