@@ -62,7 +62,7 @@ extension WorkerSession {
                 "a worker died while executing jobs; reporting them",
                 metadata: [
                     "deadWorker": "\(orphan.workerID)",
-                    "jobs": "\(orphan.jobs.map { "\($0.id) (\($0.type))" })",
+                    "jobs": .array(orphan.jobs.map { "\($0.id) (\($0.type))" }),
                 ])
             crashTally.record(report(of: orphan))
             orphans.append(orphan)
@@ -165,7 +165,7 @@ extension WorkerSession {
             let job = aloneJobs.removeFirst()
             job.operation.job.logger.warning(
                 "running the job alone: it was executing when a worker died",
-                metadata: ["deadWorkers": "\(deaths(of: job.descriptor, job.delivery).map(\.worker))"])
+                metadata: ["deadWorkers": .array(deaths(of: job.descriptor, job.delivery).map { "\($0.worker)" })])
             job.isQueued = true
             aloneJobRuns = true
             metrics.jobRanAlone()

@@ -43,7 +43,10 @@ extension WorkerSession {
         let ended = Set(dependencies).filter { finishedJobs[$0] != nil }
         job.operation.job.debug(
             "parked until its dependencies end and their results are read",
-            metadata: ["waitingOn": "\(Set(dependencies).subtracting(ended).sorted())", "ended": "\(ended.sorted())"])
+            metadata: [
+                "waitingOn": .array(Set(dependencies).subtracting(ended).sorted().map { "\($0)" }),
+                "ended": .array(ended.sorted().map { "\($0)" }),
+            ])
         // A dependency that ended here without its offset has its result on the way to the stream, and gathered
         // from there.
         for dependency in ended.sorted() {

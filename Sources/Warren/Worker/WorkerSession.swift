@@ -312,7 +312,7 @@ final class WorkerSession {
         guard !inFlight.isEmpty else { return }
         logger.warning(
             "leaving jobs that did not end to the broker, which requeues them",
-            metadata: ["jobs": "\(inFlight.keys.sorted())"])
+            metadata: ["jobs": .array(inFlight.keys.sorted().map { "\($0)" })])
     }
 
     private var pollTimeout: Duration {
