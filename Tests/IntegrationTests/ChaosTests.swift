@@ -238,27 +238,6 @@ extension Integration.Chaos {
         #expect(first.process.isRunning && second.process.isRunning)
     }
 
-    @Test("a job redelivered because its live worker lost its connection is no crash suspect for a neighbour")
-    func lostConnectionIsNoDeath() throws {
-        let queue = TestEnvironment.uniqueName("lost-alive")
-        defer { BrokerProbe.delete(queue) }
-        let tap = try MessageTap.results()
-        let firstID = TestEnvironment.uniqueName("lost-alive-first")
-        // Both share the state directory, so the second sees the first's journal, locked by the first.
-        let first = try CLI.startWorker(queue: queue, id: firstID, arguments: ["--width", "1"])
-        defer { first.terminate() }
-        let producer = try Producer.forTests()
-        let running = try producer.enqueue(JobRequest(type: "sleep", input: ["seconds": 2], queue: queue))
-        try first.waitForStart(of: running.id)
-        let second = try CLI.startWorker(queue: queue, arguments: ["--width", "2"])
-        defer { second.terminate() }
-        try Self.closeConnections(named: "warren worker \(firstID)", reason: "test: the worker loses the broker")
-        try second.waitForStart(of: running.id)
-        _ = try tap.waitForResults([running.id])
-        #expect(!second.stderr.contains("running the job alone"), "\(second.stderr)")
-        #expect(!second.stderr.contains("a worker died"), "\(second.stderr)")
-    }
-
     @Test("a result batch the stream has not confirmed when the connection drops is appended again after reconnecting")
     func unconfirmedBatchIsAppendedAgain() throws {
         let queue = TestEnvironment.uniqueName("resend")

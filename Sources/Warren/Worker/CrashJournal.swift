@@ -12,8 +12,7 @@ import Synchronization
 /// record per job slot, ``recordSize`` bytes each. The header holds ``header``, the broker the worker took its jobs
 /// from and the worker's id, each ending with a newline, NUL-padded; and in its last byte 1 once the worker was
 /// asked to stop (``markStopping()``): a worker killed while it stops was killed by whoever stopped it, not by its
-/// jobs, and its journal is not reported; 2 once another worker took the journal of a dead one to report it. Only a
-/// worker of the same broker reports a journal: its jobs live there.
+/// jobs, and its journal is not reported. Only a worker of the same broker reports a journal: its jobs live there.
 /// A slot holds a marker byte (1 while the slot holds an executing job), then the job's id, a tab and its type,
 /// NUL-padded. The marker is stored last, so that a process that dies while it writes a record leaves the slot
 /// empty.
@@ -217,8 +216,8 @@ extension CrashJournal {
     struct Look {
         /// Journals of dead workers, taken by this process.
         var orphans: [Orphan] = []
-        /// The jobs of dead workers whose journals another worker took and is reporting (not those of live workers'
-        /// own journals).
+        /// The jobs executing in the journals locked by other processes: live workers' jobs, and those of dead
+        /// workers whose journals another worker took and is reporting (the two cannot be told apart).
         var busy: Set<String> = []
     }
 
@@ -247,20 +246,15 @@ extension CrashJournal {
             let free = flock(descriptor, LOCK_EX | LOCK_NB) == 0
             // Unlinked meanwhile: its worker closed it, or its reporter is done.
             guard fstat(descriptor, &status) == 0, status.st_nlink > 0 else { continue }
-            guard let (workerID, jobs, state) = read(descriptor, broker: broker) else {
+            guard let (workerID, jobs) = read(descriptor, broker: broker) else {
                 ignoring.insert(name)
                 continue
             }
             if !free {
-                // A live worker's own journal names jobs it still executes: one of them redelivered elsewhere (its
-                // connection dropped) is no suspect.
-                if state == Self.taken { look.busy.formUnion(jobs.lazy.map(\.id)) }
+                look.busy.formUnion(jobs.lazy.map(\.id))
             } else if jobs.isEmpty {
                 if unlink(path) != 0 { ignoring.insert(name) }
             } else {
-                // Marked for the others' looks while this process holds it (not on a read-only disk).
-                var mark = Self.taken
-                _ = pwrite(descriptor, &mark, 1, off_t(recordSize - 1))
                 let id = String(name.dropLast(fileExtension.count + 1))
                 look.orphans.append(Orphan(id: id, path: path, descriptor: descriptor, workerID: workerID, jobs: jobs))
                 descriptor = -1
@@ -269,24 +263,18 @@ extension CrashJournal {
         return look
     }
 
-    /// The header's last byte once another process took the journal of a worker that died, to report it: the
-    /// jobs of a journal locked so are suspects, those of one its own live worker locks are not.
-    private static let taken: UInt8 = 2
-
-    /// The worker id, the executing jobs a journal file of `broker` holds (none if the worker was stopping) and the
-    /// header's last byte (0, ``markStopping()``'s 1, or ``taken``); `nil` if it is not a journal, or one of another
-    /// broker: the header is read first, and the rest only then.
+    /// The worker id and the executing jobs a journal file of `broker` holds (none if the worker was stopping);
+    /// `nil` if it is not a journal, or one of another broker: the header is read first, and the rest only then.
     private static func read(
         _ descriptor: Int32, broker: String
-    ) -> (workerID: String, jobs: [(id: String, type: String)], state: UInt8)? {
+    ) -> (workerID: String, jobs: [(id: String, type: String)])? {
         var first = [UInt8](repeating: 0, count: recordSize)
         let prefix = headerPrefix(broker: broker)
         guard first.withUnsafeMutableBytes({ pread(descriptor, $0.baseAddress, recordSize, 0) }) == recordSize,
             first.starts(with: prefix)
         else { return nil }
         let workerID = text(first.dropFirst(prefix.count)).split(separator: "\n").first.map(String.init) ?? ""
-        let state = first.last ?? 0
-        guard state != 1 else { return (workerID, [], state) }
+        guard first.last != 1 else { return (workerID, []) }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { return nil }
         var bytes = [UInt8](repeating: 0, count: max(Int(status.st_size) - recordSize, 0))
@@ -300,7 +288,7 @@ extension CrashJournal {
             guard let id = fields.first, OperationDescriptor.problem(withID: String(id)) == nil else { return nil }
             return (String(id), fields.count > 1 ? String(fields[1]) : "")
         }
-        return (workerID, jobs, state)
+        return (workerID, jobs)
     }
 
     /// The UTF-8 text of `bytes` up to the first NUL.

@@ -38,10 +38,9 @@ extension WorkerSession {
 
     /// Takes the journals of this broker's workers that died beside this one, counts their deaths and reports them:
     /// at start-up, and when the broker redelivers a job (`afterRedelivery`, at most every 100 ms: after a broker
-    /// restart every job comes back redelivered), which may come from a worker that just died. Notes the jobs of the
-    /// dead workers' journals another worker took (``jobsInOtherJournals``): such a job, redelivered, runs alone too,
-    /// since that worker's report may not have come yet. (A live worker's own journal names no suspects: one of its
-    /// jobs comes back redelivered when its connection dropped.)
+    /// restart every job comes back redelivered), which may come from a worker that just died. Notes the jobs other
+    /// workers' journals hold (``jobsInOtherJournals``): such a job, redelivered, runs alone too, since another
+    /// worker may have taken the dead one's journal first.
     func findDeadWorkers(afterRedelivery: Bool = false) throws {
         guard let directory = configuration.crashJournalDirectory else { return }
         if afterRedelivery {

@@ -56,7 +56,7 @@ final class WorkerSession {
     /// Files of the journal directory that are no journals of this broker's workers; when it was last looked at.
     var ignoredJournalFiles: Set<String> = []
     var lastJournalLook: ContinuousClock.Instant?
-    /// The jobs of dead workers' journals that other processes had taken, at that look.
+    /// The jobs other live processes' journals held at that look.
     var jobsInOtherJournals: Set<String> = []
     /// Jobs that were executing when workers died, from the control stream.
     var crashTally = CrashTally()
