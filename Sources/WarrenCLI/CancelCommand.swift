@@ -58,7 +58,7 @@ struct CancelCommand: ParsableCommand {
                     + "microseconds since 1970: now about \(Self.latestPlausibleSequence() - 3_600_000_000)); it would "
                     + "cancel the key's jobs enqueued until then, for a day. Give the sequence number of a job")
         }
-        try Self.checkIDs(ids)
+        try JobIDArgument.validate(ids)
     }
 
     /// The sequence number this host's clock gives now, plus an hour for clocks that run ahead of it.
@@ -66,20 +66,11 @@ struct CancelCommand: ParsableCommand {
         UInt64((Date().timeIntervalSince1970 + 3600) * 1_000_000)
     }
 
-    /// Refuses a string that cannot be a job id (a typo would otherwise be sent, and cancel nothing, silently).
-    static func checkIDs(_ ids: [String]) throws {
-        for id in ids {
-            if let problem = OperationDescriptor.problem(withID: id) {
-                throw ValidationError(ResultPrinter.printable(problem))
-            }
-        }
-    }
-
     func run() throws {
         // Many ids are best read from a file: swift-argument-parser takes time that grows with the square of the
         // number of arguments (3 s for 4,000).
         let jobIDs = (ids + (try idsFrom.map(Self.readIDs) ?? [])).uniqued()
-        try Self.checkIDs(jobIDs)
+        try JobIDArgument.validate(jobIDs)
         let producer = try Producer(url: broker.brokerURL)
         defer { producer.close() }
         if !jobIDs.isEmpty || idsFrom != nil {

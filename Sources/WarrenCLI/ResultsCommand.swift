@@ -51,7 +51,7 @@ struct ResultsCommand: ParsableCommand {
     func validate() throws {
         if since != nil && offset != nil { throw ValidationError("give --since or --offset, not both") }
         if let idle, !(idle > 0) { throw ValidationError("--idle must be a positive number of seconds") }
-        try CancelCommand.checkIDs(job)
+        try JobIDArgument.validate(job)
     }
 
     func run() throws {
