@@ -44,11 +44,11 @@ public final class AMQPConnection {
         let socket: OpaquePointer?
         if configuration.usesTLS {
             socket = amqp_ssl_socket_new(state)
-            guard let socket else { throw AMQPError(.connectionFailed, "cannot create a TLS socket") }
+            guard let socket else { throw AMQPError(.tlsFailed, "cannot create a TLS socket") }
             // librabbitmq trusts no certificate authority by default: without cacertfile, use the system's.
             let caPath = configuration.caCertificatePath ?? Self.systemCACertificates
             if let caPath, amqp_ssl_socket_set_cacert(socket, caPath) != 0 {
-                throw AMQPError(.connectionFailed, "cannot read CA certificate file '\(caPath)' (cacertfile)")
+                throw AMQPError(.tlsFailed, "cannot read CA certificate file '\(caPath)' (cacertfile)")
             }
             amqp_ssl_socket_set_verify_peer(socket, 1)
             amqp_ssl_socket_set_verify_hostname(socket, 1)
@@ -78,8 +78,10 @@ public final class AMQPConnection {
                 AMQP_STATUS_SSL_HOSTNAME_VERIFY_FAILED, AMQP_STATUS_SSL_PEER_VERIFY_FAILED,
                 AMQP_STATUS_SSL_CONNECTION_FAILED, AMQP_STATUS_SSL_ERROR,
             ]
-            let hint = tlsFailures.contains { $0.rawValue == status } ? "" : "; is a broker listening there?"
-            throw AMQPError(.connectionFailed, "cannot connect to \(where_): \(reason)\(hint)")
+            if tlsFailures.contains(where: { $0.rawValue == status }) {
+                throw AMQPError(.tlsFailed, "cannot connect to \(where_): \(reason)")
+            }
+            throw AMQPError(.connectionFailed, "cannot connect to \(where_): \(reason); is a broker listening there?")
         }
         let arena = CArena()
         let capabilities: AMQPTable = [

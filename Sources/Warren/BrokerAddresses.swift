@@ -43,16 +43,71 @@ package struct BrokerAddresses: Sendable {
     ///   password or a dead node is worth a warning even though a later address served.
     /// - Throws: ``WarrenError`` (`broker`) naming why each address failed.
     func connect(fellBack: ([String]) -> Void = { _ in }) throws -> AMQPConnection {
-        var failures: [String] = []
+        switch attempt(fellBack: fellBack) {
+        case .success(let connection): return connection
+        case .failure(let refusal): throw refusal.error
+        }
+    }
+
+    /// Opens a connection as ``connect(fellBack:)`` does; while every address fails in a way that time may mend
+    /// (nothing listens there yet, a host name not yet known: a broker still starting), tries again with
+    /// exponential backoff and jitter, from 100 ms doubling up to `maxDelay`, for up to `patience`.
+    /// - Parameters:
+    ///   - patience: How long to go on trying; `nil`: as long as it takes, whatever the failures.
+    ///   - retrying: Called with each failure that will be tried again.
+    ///   - pause: Waits for the duration it is given; returns `false` when the caller must stop instead.
+    /// - Returns: The connection, or `nil` when `pause` returned `false`.
+    /// - Throws: ``WarrenError`` (`broker`) naming why each address failed, for failures that trying again would not
+    ///   mend (a refused password, an untrusted certificate) and once `patience` ran out.
+    func connect(
+        patience: Duration?, maxDelay: Duration, fellBack: ([String]) -> Void, retrying: (WarrenError) -> Void,
+        pause: (Duration) -> Bool
+    ) throws -> AMQPConnection? {
+        let giveUpAt = patience.map { ContinuousClock.now + $0 }
+        var delay = Duration.milliseconds(100)
+        while true {
+            let refusal: Refusal
+            switch attempt(fellBack: fellBack) {
+            case .success(let connection): return connection
+            case .failure(let failure): refusal = failure
+            }
+            if let giveUpAt {
+                guard refusal.mayPass, ContinuousClock.now < giveUpAt else {
+                    guard refusal.mayPass, let patience, patience > .zero else { throw refusal.error }
+                    throw WarrenError(.broker, "\(refusal.error.message) (still, after trying for \(patience))")
+                }
+            }
+            retrying(refusal.error)
+            var wait = delay * Double.random(in: 0.75...1.25)
+            if let giveUpAt { wait = max(.zero, min(wait, giveUpAt - ContinuousClock.now)) }
+            guard pause(wait) else { return nil }
+            delay = min(delay * 2, maxDelay)
+        }
+    }
+
+    /// Why no address accepted a connection, and whether trying again later may mend it.
+    struct Refusal: Error {
+        let error: WarrenError
+        /// Every address failed to open a TCP connection (``AMQPError/Code/connectionFailed``).
+        let mayPass: Bool
+    }
+
+    private func attempt(fellBack: ([String]) -> Void) -> Result<AMQPConnection, Refusal> {
+        var failures: [AMQPError] = []
         for configuration in configurations {
             do {
                 let connection = try AMQPConnection(configuration: configuration)
-                if !failures.isEmpty { fellBack(failures) }
-                return connection
+                if !failures.isEmpty { fellBack(failures.map(\.description)) }
+                return .success(connection)
             } catch let error as AMQPError {
-                failures.append(error.description)
+                failures.append(error)
+            } catch {
+                failures.append(AMQPError(.library, "\(error)"))
             }
         }
-        throw WarrenError(.broker, failures.joined(separator: "; "))
+        return .failure(
+            Refusal(
+                error: WarrenError(.broker, failures.map(\.description).joined(separator: "; ")),
+                mayPass: failures.allSatisfy { $0.code == .connectionFailed }))
     }
 }

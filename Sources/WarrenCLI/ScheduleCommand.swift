@@ -38,6 +38,8 @@ struct ScheduleCommand: ParsableCommand {
     )
     var quorumQueues = false
 
+    @OptionGroup var brokerWait: BrokerWaitOptions
+
     @OptionGroup var metrics: MetricsOptions
 
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
@@ -68,6 +70,7 @@ struct ScheduleCommand: ParsableCommand {
         var configuration = Scheduler.Configuration(url: broker.brokerURL, schedules: schedules)
         configuration.priorityQueues = priorityQueues
         configuration.quorumQueues = quorumQueues
+        configuration.brokerWaitAtStart = brokerWait.duration
         configuration.logger.logLevel = logLevel
         // A bad broker URL is an error (exit 1), as for every command, not a usage error.
         _ = try BrokerAddresses(configuration.url, connectionName: "warren scheduler")

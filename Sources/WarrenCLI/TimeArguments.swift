@@ -7,6 +7,10 @@ import Foundation
 struct TimeSpan: ExpressibleByArgument, Equatable {
     let seconds: TimeInterval
 
+    init(seconds: TimeInterval) {
+        self.seconds = seconds
+    }
+
     init?(argument: String) {
         let units: [Character: TimeInterval] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
         var number = Substring(argument)
@@ -23,6 +27,14 @@ struct TimeSpan: ExpressibleByArgument, Equatable {
             value.isFinite
         else { return nil }
         seconds = value * unit
+    }
+
+    /// The span, to the millisecond.
+    var duration: Duration { .milliseconds((seconds * 1000).rounded()) }
+
+    /// As it would be written: `60s`, `250ms`.
+    var defaultValueDescription: String {
+        seconds.rounded() == seconds ? "\(Int(seconds))s" : "\(Int((seconds * 1000).rounded()))ms"
     }
 }
 

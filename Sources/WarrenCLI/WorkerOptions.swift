@@ -77,6 +77,8 @@ public struct WorkerOptions: ParsableArguments {
     @Option(name: .long, help: "Seconds executing jobs get to finish on SIGTERM/SIGINT before they are cancelled.")
     var grace: Double = 30
 
+    @OptionGroup var brokerWait: BrokerWaitOptions
+
     @Option(name: .customLong("max-message-bytes"), help: "Larger job messages are dead-lettered unread.")
     var maxMessageBytes: Int = 1 << 20
 
@@ -181,7 +183,7 @@ public struct WorkerOptions: ParsableArguments {
             guard let span = TimeSpan(argument: value) else {
                 throw ValidationError("--time-limit \(entry): '\(value)' is no duration (seconds, or 250ms, 30s, 10m, 2h, 1d)")
             }
-            let limit = Duration.milliseconds((span.seconds * 1000).rounded())
+            let limit = span.duration
             guard span.seconds <= 31_536_000, limit >= .milliseconds(1) else {
                 throw ValidationError("--time-limit \(entry): expected 1 ms to a year")
             }
@@ -192,6 +194,7 @@ public struct WorkerOptions: ParsableArguments {
         configuration.quorumQueues = quorumQueues
         if let workerID { configuration.workerID = workerID }
         configuration.shutdownGracePeriod = .milliseconds(Int(grace * 1000))
+        configuration.brokerWaitAtStart = brokerWait.duration
         configuration.maxMessageBytes = maxMessageBytes
         configuration.maxNestingDepth = maxNestingDepth
         configuration.maxDependencies = maxDependencies
@@ -289,6 +292,7 @@ public struct WorkerOptions: ParsableArguments {
             var configuration = Scheduler.Configuration(url: broker.brokerURL, schedules: try ScheduleFile.load(file))
             configuration.priorityQueues = priorityQueues
             configuration.quorumQueues = quorumQueues
+            configuration.brokerWaitAtStart = brokerWait.duration
             configuration.logger.logLevel = logLevel
             return try Scheduler(configuration: configuration)
         } catch let error as WarrenError where error.code != .broker {

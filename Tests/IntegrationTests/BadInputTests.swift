@@ -162,10 +162,10 @@ extension Integration {
             #expect(output.stderr.split(separator: "\n").count == 1, "\(output.stderr)")
         }
 
-        @Test("a worker logging JSON that cannot connect says so in JSON, every line of it")
+        @Test("a worker logging JSON that cannot connect says so in JSON, every line of it, retries included")
         func brokerDownInJSON() throws {
             let output = try CLI.run([
-                "worker", "--url", "amqp://guest:guest@127.0.0.1:1/%2F", "--log-format", "json",
+                "worker", "--url", "amqp://guest:guest@127.0.0.1:1/%2F", "--log-format", "json", "--wait-for-broker", "1s",
             ])
             #expect(output.status == 1)
             let lines = output.stderr.split(separator: "\n")
@@ -174,12 +174,30 @@ extension Integration {
                 let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
                 #expect(object != nil, "not JSON: \(line)")
             }
+            #expect(output.stderr.contains("cannot connect; trying again"), "\(output.stderr)")
             #expect(output.stderr.contains("cannot connect to 127.0.0.1:1"), "\(output.stderr)")
+            #expect(output.stderr.contains("(still, after trying for 1.0 seconds)"), "\(output.stderr)")
+        }
+
+        @Test("--wait-for-broker 0: a worker and a scheduler with no broker fail at once, with one line")
+        func brokerDownNoWait() throws {
+            let directory = try TestEnvironment.temporaryDirectory()
+            let file = directory.appendingPathComponent("schedule.json")
+            try #"{"schedules": [{"name": "n", "every": "1m", "type": "echo"}]}"#.write(
+                to: file, atomically: true, encoding: .utf8)
+            for arguments in [["worker"], ["schedule", file.path]] {
+                let output = try CLI.run(
+                    arguments + ["--url", "amqp://guest:guest@127.0.0.1:1/%2F", "--wait-for-broker", "0"])
+                #expect(output.status == 1, "\(arguments)")
+                #expect(output.stderr.contains("cannot connect to 127.0.0.1:1"), "\(arguments): \(output.stderr)")
+                #expect(!output.stderr.contains("trying again"), "\(arguments): \(output.stderr)")
+            }
         }
 
         @Test("refused credentials: a clear line that names the user and hides the password")
         func wrongPassword() throws {
             let url = try TestEnvironment.brokerURL.replacingOccurrences(of: "guest:guest@", with: "guest:s3cret-pw@")
+            // A worker waits for a broker that does not listen yet (--wait-for-broker), never for a refused password.
             for arguments in [["enqueue", "echo"], ["worker"], ["results"], ["cancel", "x"]] {
                 let output = try CLI.run(arguments + ["--url", url])
                 #expect(output.status == 1, "\(arguments)")

@@ -210,6 +210,48 @@ extension Integration.Chaos {
         #expect(follower.process.isRunning)
     }
 
+    @Test("a worker and a scheduler started before their broker wait for it, then work; SIGTERM ends the wait")
+    func startBeforeTheBroker() throws {
+        let queue = TestEnvironment.uniqueName("start-early")
+        defer { BrokerProbe.delete(queue) }
+        let directory = try TestEnvironment.temporaryDirectory()
+        let file = directory.appendingPathComponent("schedule.json")
+        try #"{"schedules": [{"name": "\#(queue)", "every": "1s", "type": "echo", "queue": "\#(queue)"}]}"#
+            .write(to: file, atomically: true, encoding: .utf8)
+        let url = try TestEnvironment.brokerURL
+        try Self.brokerCtl(["stop_app"])
+        var restarted = false
+        defer { if !restarted { try? Self.brokerCtl(["start_app"]) } }
+        let worker = try ChildProcess(
+            TestEnvironment.warrenBinary,
+            ["worker", "--url", url, "--queue", queue, "--wait-for-broker", "2m", "--log-level", "debug"],
+            name: "worker started early")
+        defer { worker.terminate() }
+        let scheduler = try ChildProcess(
+            TestEnvironment.warrenBinary, ["schedule", file.path, "--url", url, "--wait-for-broker", "2m"],
+            name: "scheduler started early")
+        defer { scheduler.terminate() }
+        let stopped = try ChildProcess(
+            TestEnvironment.warrenBinary, ["worker", "--url", url, "--queue", queue], name: "worker stopped early")
+        defer { stopped.terminate() }
+        try worker.waitForStderr(containing: "cannot connect; trying again")
+        try scheduler.waitForStderr(containing: "scheduler cannot connect; trying again")
+        try stopped.waitForStderr(containing: "cannot connect; trying again")
+        stopped.signal(SIGTERM)
+        #expect(stopped.waitForExit(timeout: .seconds(10)) == 0, "\(stopped.stderr)")
+
+        try Self.brokerCtl(["start_app"])
+        restarted = true
+        try worker.waitForStderr(containing: "worker started", timeout: .seconds(90))
+        try scheduler.waitForStderr(containing: "leading the schedules", timeout: .seconds(90))
+        // The scheduler's ticks reach the worker, which runs them.
+        try worker.waitForStderr(containing: "job started", timeout: .seconds(30))
+        let producer = try Producer.forTests()
+        let job = try producer.enqueue(JobRequest(type: "echo", input: "after", queue: queue), watch: true)
+        #expect(try producer.waitForResult(of: job.id, timeout: .seconds(30)).status == .succeeded)
+        #expect(worker.process.isRunning && scheduler.process.isRunning)
+    }
+
     @Test("jobs a worker had not started when it lost its connection never start there; their redelivery runs them")
     func unstartedJobsAfterALostConnection() throws {
         let queue = TestEnvironment.uniqueName("lost-waiting")

@@ -19,6 +19,13 @@ struct WorkerConfigurationTests {
         #expect(configuration.workerID.hasSuffix("-\(ProcessInfo.processInfo.processIdentifier)"))
         #expect(configuration.maxCrashes == 3)
         #expect(configuration.crashJournalDirectory == StateDirectory.path + "/workers")
+        #expect(configuration.brokerWaitAtStart == .seconds(60))
+    }
+
+    @Test func aNegativeBrokerWaitIsRejected() {
+        var configuration = Worker.Configuration(url: url)
+        configuration.brokerWaitAtStart = .seconds(-1)
+        #expect(rejection(configuration)?.message == "broker wait at start -1.0 seconds must not be negative")
     }
 
     @Test func aCrashLimitBelowOneIsRejected() {

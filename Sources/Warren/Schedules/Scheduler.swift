@@ -38,6 +38,10 @@ public final class Scheduler: Sendable {
         public var sequences = SequenceStore()
         /// The longest wait between reconnection attempts; waits double from 100 ms up to it. Default: 30 s.
         public var maxReconnectDelay: Duration = .seconds(30)
+        /// How long to keep trying, at start, while no broker address accepts a connection (nothing listens yet),
+        /// before ``run()`` throws. A refused password or an untrusted certificate throws at once. Zero: try once.
+        /// Default: 60 s.
+        public var brokerWaitAtStart: Duration = .seconds(60)
         /// Where the scheduler logs. Default: a logger labelled `warren.scheduler`.
         public var logger = Logger(label: "warren.scheduler")
 
@@ -66,6 +70,10 @@ public final class Scheduler: Sendable {
         {
             throw WarrenError(.invalidConfiguration, problem)
         }
+        if configuration.brokerWaitAtStart < .zero {
+            throw WarrenError(
+                .invalidConfiguration, "broker wait at start \(configuration.brokerWaitAtStart) must not be negative")
+        }
         guard !configuration.schedules.isEmpty else { throw WarrenError(.invalidSchedule, "no schedules to run") }
         var names: Set<String> = []
         for schedule in configuration.schedules {
@@ -79,14 +87,21 @@ public final class Scheduler: Sendable {
     /// Connects and schedules until ``stop()``; the calling thread becomes the scheduler's broker thread.
     ///
     /// A lost connection is reopened with backoff, trying each broker address in turn, for as long as it takes.
-    /// - Throws: ``WarrenError`` (`broker`) when no broker address accepts the first connection.
+    /// - Throws: ``WarrenError`` (`broker`) when no broker address accepts the first connection: at once for a
+    ///   refused password or an untrusted certificate, after ``Configuration/brokerWaitAtStart`` when none listens.
     public func runOnCurrentThread() throws {
-        let session = try SchedulerSession(scheduler: self)
+        let session: SchedulerSession
+        do {
+            session = try SchedulerSession(scheduler: self)
+        } catch is SchedulerSession.SchedulerStopped {
+            return
+        }
         session.run()
     }
 
     /// Connects and schedules until ``stop()``, on a thread of its own.
-    /// - Throws: ``WarrenError`` (`broker`) when no broker address accepts the first connection.
+    /// - Throws: ``WarrenError`` (`broker`) when no broker address accepts the first connection (see
+    ///   ``runOnCurrentThread()``).
     public func run() async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let thread = Thread { [self] in

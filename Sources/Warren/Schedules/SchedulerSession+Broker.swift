@@ -83,6 +83,11 @@ extension SchedulerSession {
 
     /// Whether ``Scheduler/stop()`` was called; empties the mailbox.
     func stopRequested() -> Bool {
+        Self.stopRequested(scheduler)
+    }
+
+    /// Whether ``Scheduler/stop()`` was called on `scheduler`; empties its mailbox.
+    static func stopRequested(_ scheduler: Scheduler) -> Bool {
         scheduler.mailbox.drain().contains { if case .stop = $0 { true } else { false } }
     }
 

@@ -45,7 +45,7 @@ final class SchedulerSession {
         self.scheduler = scheduler
         logger = scheduler.configuration.logger
         metrics = SchedulerMetrics(schedules: scheduler.configuration.schedules.map(\.name))
-        (connection, producer) = try Self.connect(scheduler)
+        (connection, producer) = try Self.connect(scheduler, patience: scheduler.configuration.brokerWaitAtStart)
         do {
             try start()
         } catch {
@@ -55,13 +55,31 @@ final class SchedulerSession {
         }
     }
 
-    /// Opens the state connection (the first broker address that accepts) and the producer's.
-    static func connect(_ scheduler: Scheduler) throws -> (AMQPConnection, Producer) {
-        let connection = try scheduler.brokers.connect { failures in
-            scheduler.configuration.logger.warning(
-                "connected to a later broker address: the ones before it failed",
-                metadata: ["failures": .array(failures.map { "\($0)" })])
-        }
+    /// Opens the state connection (the first broker address that accepts) and the producer's; while no address
+    /// listens, tries again with backoff for up to `patience` (see ``BrokerAddresses/connect(patience:maxDelay:fellBack:retrying:pause:)``).
+    /// - Throws: ``WarrenError`` (`broker`) when no address accepts, ``SchedulerStopped`` when stopped first.
+    static func connect(_ scheduler: Scheduler, patience: Duration = .zero) throws -> (AMQPConnection, Producer) {
+        let logger = scheduler.configuration.logger
+        let connection = try scheduler.brokers.connect(
+            patience: patience, maxDelay: scheduler.configuration.maxReconnectDelay,
+            fellBack: { failures in
+                logger.warning(
+                    "connected to a later broker address: the ones before it failed",
+                    metadata: ["failures": .array(failures.map { "\($0)" })])
+            },
+            retrying: { error in
+                scheduler.health.disconnected(error)
+                logger.warning("scheduler cannot connect; trying again", metadata: ["error": "\(error.message)"])
+            },
+            pause: { duration in
+                scheduler.mailbox.sleep {
+                    scheduler.health.sleeping(for: duration)
+                    scheduler.mailbox.wakeUp.wait(timeout: duration)
+                }
+                scheduler.health.turning()
+                return !stopRequested(scheduler)
+            })
+        guard let connection else { throw SchedulerStopped() }
         do {
             return (connection, try makeProducer(scheduler.configuration))
         } catch {

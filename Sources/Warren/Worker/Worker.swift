@@ -85,6 +85,11 @@ public final class Worker: Sendable {
         public var maxResidentMemory: Int?
         /// The longest wait between reconnection attempts; waits double from 100 ms up to it. Default: 30 s.
         public var maxReconnectDelay: Duration = .seconds(30)
+        /// How long to keep trying, at start, while no broker address accepts a connection (nothing listens yet: a
+        /// broker still starting beside the worker), before ``run()`` throws; Celery's
+        /// `broker_connection_retry_on_startup`. A refused password or an untrusted certificate throws at once.
+        /// Zero: try once. Default: 60 s.
+        public var brokerWaitAtStart: Duration = .seconds(60)
         /// Where the worker logs. Default: a logger labelled `warren.worker`.
         public var logger = Logger(label: "warren.worker")
 
@@ -200,6 +205,10 @@ public final class Worker: Sendable {
                 throw WarrenError(.invalidConfiguration, problem)
             }
         }
+        if configuration.brokerWaitAtStart < .zero {
+            throw WarrenError(
+                .invalidConfiguration, "broker wait at start \(configuration.brokerWaitAtStart) must not be negative")
+        }
         if let maxJobs = configuration.maxJobs, maxJobs < 1 {
             throw WarrenError(.invalidConfiguration, "max jobs \(maxJobs) must be at least 1")
         }
@@ -229,7 +238,8 @@ public final class Worker: Sendable {
     /// Connects and works until ``stop()``; the calling thread becomes the broker thread.
     ///
     /// A lost connection is reopened with backoff, trying each broker address in turn, for as long as it takes.
-    /// - Throws: ``WarrenError`` (`broker`) when no broker address accepts the first connection.
+    /// - Throws: ``WarrenError`` (`broker`) when no broker address accepts the first connection: at once for a
+    ///   refused password or an untrusted certificate, after ``Configuration/brokerWaitAtStart`` when none listens.
     public func runOnCurrentThread() throws {
         let session: WorkerSession
         do {
@@ -241,7 +251,8 @@ public final class Worker: Sendable {
     }
 
     /// Connects and works until ``stop()``, on a broker thread of its own.
-    /// - Throws: ``WarrenError`` (`broker`) when no broker address accepts the first connection.
+    /// - Throws: ``WarrenError`` (`broker`) when no broker address accepts the first connection (see
+    ///   ``runOnCurrentThread()``).
     public func run() async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let thread = Thread { [self] in

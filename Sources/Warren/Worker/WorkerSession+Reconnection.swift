@@ -1,5 +1,6 @@
 import AMQP
 import Foundation
+import Logging
 
 /// Losing the broker and finding it again.
 ///
@@ -15,6 +16,44 @@ import Foundation
 /// Jobs that had not started (waiting in a local queue, or parked) are cancelled with reason `connectionLost`:
 /// they never start here, and their redelivery, wherever it goes, runs them once.
 extension WorkerSession {
+    /// Thrown when the worker is stopped while it waits for the broker at start.
+    struct StoppedBeforeConnecting: Error {}
+
+    /// Connects to the first broker address that answers. While none listens (a broker still starting), keeps trying
+    /// with backoff for up to ``Worker/Configuration/brokerWaitAtStart``; a fresh copy of a recycled worker, whose
+    /// broker answered a moment ago, keeps trying whatever the failure, as after a lost connection.
+    /// - Throws: ``WarrenError`` (`broker`) when no address accepts, ``StoppedBeforeConnecting`` when stopped first.
+    static func connect(_ worker: Worker, logger: Logger) throws -> AMQPConnection {
+        let connection = try worker.brokers.connect(
+            patience: worker.inherited == nil ? worker.configuration.brokerWaitAtStart : nil,
+            maxDelay: worker.configuration.maxReconnectDelay,
+            fellBack: { failures in
+                logger.warning(
+                    "connected to a later broker address: the ones before it failed",
+                    metadata: ["failures": .array(failures.map { "\($0)" })])
+            },
+            retrying: { error in
+                worker.health.disconnected(error)
+                logger.warning("cannot connect; trying again", metadata: ["error": "\(error.message)"])
+            },
+            pause: { duration in
+                let until = ContinuousClock.now + duration
+                while ContinuousClock.now < until {
+                    worker.health.turning()
+                    // Nothing else can be in the mailbox yet: no job came.
+                    if !worker.mailbox.drain().isEmpty { return false }
+                    worker.mailbox.sleep {
+                        let timeout = until - ContinuousClock.now
+                        worker.health.sleeping(for: timeout)
+                        worker.mailbox.wakeUp.wait(timeout: timeout)
+                    }
+                }
+                return true
+            })
+        guard let connection else { throw StoppedBeforeConnecting() }
+        return connection
+    }
+
     func connectionLost(_ error: AMQPError) {
         logger.warning(
             "lost the broker; reconnecting",

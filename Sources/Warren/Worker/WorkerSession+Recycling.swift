@@ -118,37 +118,6 @@ extension WorkerSession {
     }
 }
 
-extension WorkerSession {
-    /// Thrown when a fresh copy of a recycled worker is stopped while it waits for the broker.
-    struct StoppedBeforeConnecting: Error {}
-
-    /// Connects to the first broker address that answers. A fresh copy of a recycled worker, whose broker answered a
-    /// moment ago, keeps trying with backoff, as after a lost connection, until one does or it is stopped.
-    static func connect(_ worker: Worker, logger: Logger) throws -> AMQPConnection {
-        let fellBack = { (failures: [String]) in
-            logger.warning(
-                "connected to a later broker address: the ones before it failed",
-                metadata: ["failures": .array(failures.map { "\($0)" })])
-        }
-        guard worker.inherited != nil else { return try worker.brokers.connect(fellBack: fellBack) }
-        var delay = Duration.milliseconds(100)
-        while true {
-            do {
-                return try worker.brokers.connect(fellBack: fellBack)
-            } catch let error as WarrenError {
-                logger.warning("cannot connect; trying again", metadata: ["error": "\(error.message)"])
-            }
-            let until = ContinuousClock.now + delay * Double.random(in: 0.75...1.25)
-            while ContinuousClock.now < until {
-                // Nothing else can be in the mailbox yet: no job came.
-                if !worker.mailbox.drain().isEmpty { throw StoppedBeforeConnecting() }
-                worker.mailbox.sleep { worker.mailbox.wakeUp.wait(timeout: until - ContinuousClock.now) }
-            }
-            delay = min(delay * 2, worker.configuration.maxReconnectDelay)
-        }
-    }
-}
-
 /// The limit that made a worker recycle, as `warren status` names it.
 enum RecyclingLimit: String {
     case maxJobs, maxMemory
