@@ -15,6 +15,7 @@ enum ResultPrinter {
         if let key = result.key { fields.append("key=\(printable(key))") }
         fields.append("worker=\(printable(result.workerID))")
         fields.append("attempt=\(result.attempt)")
+        if let requeuedAt = result.requeuedAt { fields.append("requeued=\(WireCoding.text(of: requeuedAt))") }
         if let output = result.output, let text = try? String(decoding: JSONEncoder.sorted.encode(output), as: UTF8.self) {
             fields.append("output=\(text)")
         }

@@ -32,6 +32,41 @@ extension Integration {
             #expect(results[3].timings.startedAt == nil)
         }
 
+        @Test("a dependency run again by warren dead requeue: its new result supersedes the failed one, for dependents and for warren results")
+        func requeuedDependency() throws {
+            let queue = TestEnvironment.uniqueName("deps-requeue")
+            defer { BrokerProbe.delete(queue) }
+            let url = try TestEnvironment.brokerURL
+            let tap = try MessageTap.results()
+            let producer = try Producer.forTests()
+            // The first run of `flaky` passes its time limit and is dead-lettered.
+            let strict = try CLI.startWorker(queue: queue, arguments: ["--time-limit", "sleep=100ms"])
+            let flaky = try producer.enqueue(JobRequest(type: "sleep", input: ["seconds": 0.5], queue: queue))
+            #expect(try tap.waitForResult(flaky.id).error?.code == "timeLimit")
+            strict.terminate()
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            // The worker reads the results stream from here on: it saw the failure.
+            let early = try producer.enqueue(JobRequest(type: "echo", queue: queue, dependencies: [flaky.id]))
+            #expect(try tap.waitForResult(early.id).status == .succeeded)
+
+            let requeue = try CLI.run(["dead", "requeue", flaky.id, "--url", url])
+            #expect(requeue.status == 0, "\(requeue.stderr)")
+            try tap.read(timeout: .seconds(60)) { _ in tap.results(for: flaky.id).count == 2 }
+            let rerun = try #require(tap.results(for: flaky.id).last)
+            #expect(rerun.status == .succeeded && rerun.requeuedAt != nil)
+            let after = try producer.enqueue(
+                JobRequest(type: "echo", queue: queue, dependencies: [flaky.id], requireSuccess: true))
+            let result = try tap.waitForResult(after.id)
+            #expect(result.status == .succeeded, "\(result.cancellation?.message ?? "")")
+
+            let listed = try CLI.run(["results", "--job", flaky.id, "--url", url])
+            let lines = listed.stdout.split(separator: "\n")
+            #expect(lines.count == 2 && lines[0].hasPrefix("failed \(flaky.id)"), "\(listed.stdout)")
+            #expect(lines.last?.hasPrefix("succeeded \(flaky.id)") == true, "\(listed.stdout)")
+            #expect(lines.last?.contains(" requeued=20") == true, "\(listed.stdout)")
+        }
+
         @Test("waiting jobs never starve a worker of the jobs they wait for (width 1, prefetch 1)")
         func noStarvation() throws {
             let queue = TestEnvironment.uniqueName("deps-starve")

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import Warren
@@ -58,31 +59,51 @@ import Testing
 }
 
 @Suite struct FinishedJobsTests {
+    static func result(_ jobID: String, _ status: JobStatus, requeuedAt: Date? = nil) -> JobResult {
+        JobResult(
+            jobID: jobID, type: "echo", sequence: 1, key: nil, status: status, requeuedAt: requeuedAt, workerID: "w",
+            timings: JobTimings())
+    }
     @Test func remembersStatusesAndForgetsTheOldestPastCapacity() {
         var finished = FinishedJobs(capacity: 2)
-        finished.record("a", .succeeded, offset: nil)
-        finished.record("b", .failed, offset: 4)
-        finished.record("a", .cancelled, offset: nil)
+        finished.record(Self.result("a", .succeeded), offset: nil)
+        finished.record(Self.result("b", .failed), offset: 4)
+        finished.record(Self.result("a", .cancelled), offset: nil)
         #expect(finished["a"]?.status == .succeeded, "the first record of a job wins")
-        finished.record("c", .succeeded, offset: nil)
+        finished.record(Self.result("c", .succeeded), offset: nil)
         #expect(finished["a"] == nil)
         #expect(finished["b"]?.status == .failed)
         #expect(finished["c"]?.status == .succeeded)
-        for index in 0..<10 { finished.record("x\(index)", .succeeded, offset: nil) }
+        for index in 0..<10 { finished.record(Self.result("x\(index)", .succeeded), offset: nil) }
         #expect(finished["x9"] != nil && finished["x8"] != nil && finished["x7"] == nil)
     }
 
     @Test func aLaterSightingAddsOnlyTheOffsetTheFirstLacked() {
         var finished = FinishedJobs(capacity: 2)
-        finished.record("own", .succeeded, offset: nil)
+        finished.record(Self.result("own", .succeeded), offset: nil)
         #expect(finished["own"]?.offset == nil)
-        finished.record("own", .failed, offset: 12)
+        finished.record(Self.result("own", .failed), offset: 12)
         #expect(finished["own"]?.status == .succeeded && finished["own"]?.offset == 12)
-        finished.record("own", .succeeded, offset: 30)
+        finished.record(Self.result("own", .succeeded), offset: 30)
         #expect(finished["own"]?.offset == 12, "the first result of a job is the one that counts")
-        finished.record("next", .succeeded, offset: 31)
-        finished.record("own", .succeeded, offset: 32)
-        finished.record("last", .succeeded, offset: nil)
+        finished.record(Self.result("next", .succeeded), offset: 31)
+        finished.record(Self.result("own", .succeeded), offset: 32)
+        finished.record(Self.result("last", .succeeded), offset: nil)
         #expect(finished["own"] == nil, "an update does not make a job the newest")
+    }
+
+    @Test func aRunAfterADeadRequeueReplacesTheEarlierEndAndAnEarlierRunReadLateDoesNot() {
+        var finished = FinishedJobs()
+        func record(_ result: JobResult, offset: UInt64?) -> Bool { finished.record(result, offset: offset) }
+        let first = Date(timeIntervalSince1970: 1_000), second = Date(timeIntervalSince1970: 2_000)
+        #expect(record(Self.result("j", .failed), offset: 5) == true)
+        #expect(record(Self.result("j", .succeeded, requeuedAt: first), offset: nil) == true)
+        #expect(finished["j"]?.status == .succeeded && finished["j"]?.offset == nil)
+        #expect(record(Self.result("j", .succeeded, requeuedAt: first), offset: 9) == true, "the same run, seen again")
+        #expect(finished["j"]?.offset == 9)
+        #expect(record(Self.result("j", .failed), offset: 5) == false, "the first run's result, read late")
+        #expect(record(Self.result("j", .cancelled, requeuedAt: second), offset: 12) == true)
+        #expect(record(Self.result("j", .succeeded, requeuedAt: first), offset: 9) == false)
+        #expect(finished["j"]?.status == .cancelled && finished["j"]?.offset == 12)
     }
 }

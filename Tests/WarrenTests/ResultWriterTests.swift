@@ -35,10 +35,11 @@ struct ResultWriterTests {
     @Test(arguments: JobStatus.allCases)
     func writesWhatJSONEncoderWritesForEveryStatus(_ status: JobStatus) throws {
         let now = Date(timeIntervalSince1970: 1_795_314_103.708)
-        try expectSameBytes(
-            Self.result(
-                status: status, output: ["sum": 3, "formattedSum": "3", "nested": [[], [:], [1.5, nil, true]]],
-                timings: JobTimings(enqueuedAt: now, receivedAt: now, startedAt: now, finishedAt: now)))
+        var everything = Self.result(
+            status: status, output: ["sum": 3, "formattedSum": "3", "nested": [[], [:], [1.5, nil, true]]],
+            timings: JobTimings(enqueuedAt: now, receivedAt: now, startedAt: now, finishedAt: now))
+        everything.requeuedAt = now
+        try expectSameBytes(everything)
         // Every optional left out.
         try expectSameBytes(
             JobResult(
@@ -61,6 +62,7 @@ struct ResultWriterTests {
             result.sequence = .random(in: 0 ... .max, using: &generator)
             result.attempt = .random(in: .min ... .max, using: &generator)
             result.redelivered = .random(using: &generator)
+            result.requeuedAt = maybeDate()
             try expectSameBytes(result)
         }
     }

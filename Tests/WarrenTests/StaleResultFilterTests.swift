@@ -64,4 +64,22 @@ struct StaleResultFilterTests {
         #expect(filter.judge(result("old", key: "list", sequence: 1)) == .stale(newer: 2))
         #expect(filter.judge(result("old", key: "list", sequence: 1)) == .duplicate)
     }
+
+    @Test func theResultOfARunAfterADeadRequeueIsCurrentAndTheRunBeforeReadLateADuplicate() {
+        var filter = StaleResultFilter()
+        var rerun = result("a", key: "list", sequence: 1)
+        rerun.requeuedAt = Date(timeIntervalSince1970: 1_000)
+        #expect(filter.judge(result("a", key: "list", sequence: 1)) == .current)
+        #expect(filter.judge(rerun) == .current)
+        #expect(filter.judge(rerun) == .duplicate)
+        #expect(filter.judge(result("a", key: "list", sequence: 1)) == .duplicate)
+        #expect(rerun.isRerun(of: result("a", key: "list", sequence: 1)))
+        #expect(!result("a", key: "list", sequence: 1).isRerun(of: rerun))
+        #expect(!rerun.isRerun(of: rerun))
+        // A job with a newer sequence of its key still makes the rerun of an older one stale.
+        #expect(filter.judge(result("b", key: "list", sequence: 5)) == .current)
+        var late = rerun
+        late.requeuedAt = Date(timeIntervalSince1970: 2_000)
+        #expect(filter.judge(late) == .stale(newer: 5))
+    }
 }

@@ -1,8 +1,11 @@
+import Foundation
+
 /// Keeps only the newest result per key, as ListAdder keeps only the newest sum: a result whose sequence is lower
 /// than one already seen for its key is stale.
 ///
 /// Results without a key are never stale. Duplicates of a job already seen (the same job id, delivered again after
-/// a redelivery) are reported as such.
+/// a redelivery) are reported as such; the result of a run after `warren dead requeue` sent the job round again
+/// (``JobResult/requeuedAt``) is not a duplicate, but the job's current result.
 ///
 /// Thread safety: a value type; confine each instance to one thread.
 public struct StaleResultFilter: Sendable {
@@ -17,13 +20,15 @@ public struct StaleResultFilter: Sendable {
     }
 
     private var newestByKey: [String: UInt64] = [:]
-    private var seenJobs: Set<String> = []
+    /// The jobs seen, with when their latest run seen was sent round again (`nil`: the first run).
+    private var seenJobs: [String: Date?] = [:]
 
     public init() {}
 
     /// Judges `result` and remembers it.
     public mutating func judge(_ result: JobResult) -> Verdict {
-        guard seenJobs.insert(result.jobID).inserted else { return .duplicate }
+        if let seen = seenJobs[result.jobID], !JobResult.isLater(result.requeuedAt, than: seen) { return .duplicate }
+        seenJobs[result.jobID] = .some(result.requeuedAt)
         guard let key = result.key else { return .current }
         if let newest = newestByKey[key], newest > result.sequence {
             return .stale(newer: newest)

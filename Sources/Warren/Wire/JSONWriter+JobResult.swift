@@ -44,6 +44,7 @@ extension JSONWriter {
         }
         key("redelivered")
         bool(result.redelivered)
+        try date("requeuedAt", result.requeuedAt)
         key("sequence")
         integer(result.sequence)
         key("status")

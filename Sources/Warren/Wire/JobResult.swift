@@ -118,18 +118,21 @@ public struct JobResult: Sendable, Hashable, Codable {
     public var attempt: Int
     /// Whether the broker had delivered this job before (a worker died or lost its connection meanwhile).
     public var redelivered: Bool
+    /// When `warren dead requeue` sent the job round again (its `x-warren-requeued-at` header), for a run after
+    /// one: its result supersedes those of the runs before, which ended before that instant (``isRerun(of:)``).
+    public var requeuedAt: Date?
     public var workerID: String
     public var timings: JobTimings
 
     enum CodingKeys: String, CodingKey {
         case version, jobID = "jobId", type, sequence, key, status, output, error, cancellation, attempt,
-            redelivered, workerID = "workerId", timings
+            redelivered, requeuedAt, workerID = "workerId", timings
     }
 
     public init(
         jobID: String, type: String?, sequence: UInt64, key: String?, status: JobStatus, output: JSONValue? = nil,
         error: JobError? = nil, cancellation: Cancellation? = nil, attempt: Int = 1, redelivered: Bool = false,
-        workerID: String, timings: JobTimings
+        requeuedAt: Date? = nil, workerID: String, timings: JobTimings
     ) {
         self.version = WireCoding.version
         self.jobID = jobID
@@ -142,8 +145,22 @@ public struct JobResult: Sendable, Hashable, Codable {
         self.cancellation = cancellation
         self.attempt = attempt
         self.redelivered = redelivered
+        self.requeuedAt = requeuedAt
         self.workerID = workerID
         self.timings = timings
+    }
+
+    /// Whether this is the result of a later run of the same job than `earlier`'s, sent round again by
+    /// `warren dead requeue` since: it then supersedes `earlier`. Results of the same run (a redelivery's, read
+    /// twice) are not reruns of each other.
+    public func isRerun(of earlier: JobResult) -> Bool {
+        jobID == earlier.jobID && Self.isLater(requeuedAt, than: earlier.requeuedAt)
+    }
+
+    /// Whether a run sent round at `requeuedAt` came after one sent round at `earlier` (`nil`: the first run).
+    static func isLater(_ requeuedAt: Date?, than earlier: Date?) -> Bool {
+        guard let requeuedAt else { return false }
+        return earlier.map { requeuedAt > $0 } ?? true
     }
 
     /// The JSON body of the message: what `JSONEncoder` writes, written without it where that is sure to give the

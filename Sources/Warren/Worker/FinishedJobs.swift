@@ -1,3 +1,5 @@
+import Foundation
+
 /// The jobs a worker knows have ended, with their status and, once the `warren.results` stream showed their result,
 /// the offset of the stream message that holds it; kept once dependencies are in play: its own, and everyone's from
 /// the stream. Bounded: past ``capacity`` the oldest are forgotten.
@@ -8,6 +10,8 @@ struct FinishedJobs {
         let status: JobStatus
         /// Where the stream holds the job's result, once the worker read it there.
         var offset: UInt64?
+        /// When `warren dead requeue` sent round the run that ended so (``JobResult/requeuedAt``).
+        var requeuedAt: Date?
     }
 
     private var ended: BoundedDictionary<Ended>
@@ -22,10 +26,21 @@ struct FinishedJobs {
         ended[jobID]
     }
 
-    /// Records the first end of `jobID`; a later sighting only adds the stream offset the first lacked.
-    mutating func record(_ jobID: String, _ status: JobStatus, offset: UInt64?) {
-        guard let known = ended[jobID] else { return ended.set(Ended(status: status, offset: offset), for: jobID) }
-        guard known.offset == nil, let offset else { return }
-        ended.set(Ended(status: known.status, offset: offset), for: jobID)
+    /// Records how `result`'s job ended: its first end, or the end of a later run (`warren dead requeue` sent it
+    /// round again since), which replaces the earlier; another sighting of the same run only adds the stream
+    /// offset the first lacked.
+    /// - Returns: Whether `result` is of the job's latest run known; `false` for an earlier run's, read late.
+    @discardableResult
+    mutating func record(_ result: JobResult, offset: UInt64?) -> Bool {
+        let end = Ended(status: result.status, offset: offset, requeuedAt: result.requeuedAt)
+        guard let known = ended[result.jobID], !JobResult.isLater(result.requeuedAt, than: known.requeuedAt) else {
+            ended.set(end, for: result.jobID)
+            return true
+        }
+        guard !JobResult.isLater(known.requeuedAt, than: result.requeuedAt) else { return false }
+        if known.offset == nil, let offset {
+            ended.set(Ended(status: known.status, offset: offset, requeuedAt: known.requeuedAt), for: result.jobID)
+        }
+        return true
     }
 }

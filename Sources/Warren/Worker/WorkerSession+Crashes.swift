@@ -122,10 +122,7 @@ extension WorkerSession {
     /// back, if it did.
     func deaths(of descriptor: OperationDescriptor, _ delivery: Delivery) -> [CrashTally.Death] {
         let deaths = crashTally[descriptor.id]
-        guard !deaths.isEmpty, let requeued = delivery.properties.headers?[Topology.requeuedAtHeader]?.intValue else {
-            return deaths
-        }
-        let requeuedAt = Date(timeIntervalSince1970: Double(requeued) / 1000)
+        guard !deaths.isEmpty, let requeuedAt = Self.requeuedAt(of: delivery) else { return deaths }
         return deaths.filter { ($0.reportedAt ?? .distantPast) > requeuedAt }
     }
 

@@ -64,8 +64,7 @@ extension WorkerSession {
     /// until then no job waits, and a job that arrives later with dependencies learns of earlier ends from the
     /// stream.
     func dependencyEnded(_ result: JobResult, offset: UInt64?) throws {
-        guard readsResultsStream else { return }
-        finishedJobs.record(result.jobID, result.status, offset: offset)
+        guard readsResultsStream, finishedJobs.record(result, offset: offset) else { return }
         try resolved(result.jobID, result: result)
     }
 

@@ -202,12 +202,21 @@ extension WorkerSession {
     /// When the job may start: its `notBefore`, or the time a retry's not-before header names (a handler's
     /// ``JobError/retryAfter``), whichever is later; `nil` when neither says.
     static func notBefore(of descriptor: OperationDescriptor, _ delivery: Delivery) -> Date? {
-        // A time the wire format's dates cannot hold is no time: ignored, as a header of another type is.
-        let header = delivery.properties.headers?[Topology.notBeforeHeader]?.intValue
+        guard let header = headerDate(Topology.notBeforeHeader, of: delivery) else { return descriptor.notBefore }
+        return max(header, descriptor.notBefore ?? header)
+    }
+
+    /// When `warren dead requeue` last sent this job round (its `x-warren-requeued-at` header), if it did.
+    static func requeuedAt(of delivery: Delivery) -> Date? {
+        headerDate(Topology.requeuedAtHeader, of: delivery)
+    }
+
+    /// The instant a header holds as an integer of milliseconds since 1970. A time the wire format's dates cannot
+    /// hold is no time: ignored, as a header of another type is.
+    private static func headerDate(_ name: String, of delivery: Delivery) -> Date? {
+        delivery.properties.headers?[name]?.intValue
             .map { Date(timeIntervalSince1970: Double($0) / 1000) }
             .flatMap { WireCoding.dateRange.contains($0.timeIntervalSince1970) ? $0 : nil }
-        guard let header else { return descriptor.notBefore }
-        return max(header, descriptor.notBefore ?? header)
     }
 
     /// The attempt number the message itself carries (its `x-warren-attempt` header, else 1), not counting a
@@ -226,8 +235,8 @@ extension WorkerSession {
         JobResult(
             jobID: descriptor.id, type: descriptor.type, sequence: descriptor.sequence, key: descriptor.key,
             status: status, output: output, error: error, cancellation: cancellation,
-            attempt: Self.attempt(of: delivery), redelivered: delivery.redelivered, workerID: configuration.workerID,
-            timings: timings)
+            attempt: Self.attempt(of: delivery), redelivered: delivery.redelivered,
+            requeuedAt: Self.requeuedAt(of: delivery), workerID: configuration.workerID, timings: timings)
     }
 
     /// Publishes a progress report to the progress exchange, and to the job's reply queue if it names one:
