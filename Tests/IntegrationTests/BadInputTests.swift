@@ -52,7 +52,8 @@ extension Integration {
             try connection.publish(
                 body, exchange: "", routingKey: queue,
                 properties: MessageProperties(
-                    contentType: badCase.contentType, headers: headers, persistent: true, messageID: id),
+                    contentType: badCase.contentType, headers: headers, persistent: true, expiration: "600000",
+                    messageID: id),
                 channel: 1)
 
             let result = try results.waitForResult(id)
@@ -65,6 +66,7 @@ extension Integration {
             #expect(letter.properties.headers?[Topology.deadReasonHeader]?.stringValue == badCase.code)
             #expect(letter.properties.headers?[Topology.deadQueueHeader]?.stringValue == queue)
             #expect(letter.body == body, "the dead letter keeps the original body")
+            #expect(letter.properties.expiration == nil, "the job's time-to-live would drop its letter from warren.dead")
             for (name, value) in headers {
                 #expect(letter.properties.headers?[name] == value, "\(name)")
             }
@@ -81,7 +83,7 @@ extension Integration {
             defer { BrokerProbe.delete(queue) }
             let results = try MessageTap.results()
             let dead = try MessageTap.deadLetters()
-            let worker = try CLI.startWorker(queue: queue)
+            let worker = try CLI.startWorker(queue: queue, arguments: ["--max-message-bytes", "4096"])
             defer { worker.terminate() }
             let tag = UUID().uuidString.lowercased()
             let (twice, huge, forged) = ("\(tag)-first", "\(tag)-huge", "\(tag)-forged")
@@ -106,13 +108,26 @@ extension Integration {
             #expect(number.type == "echo" && number.key == "k" && number.sequence == 42, "read from the body")
             #expect(try results.waitForResult(forged).error?.code == "unknownType")
             #expect(results.results(for: "\(tag)-second").isEmpty)
+            // An oversized body is never read: its id is its message_id, its type the AMQP type. Another body's type
+            // is the body's, as in its failed result.
+            let (oversized, versionless) = ("\(tag)-big", "\(tag)-versionless")
+            let big = #"{"version":1,"id":"\#(tag)-inside","type":"echo","input":"\#(String(repeating: "x", count: 5000))"}"#
+            for (body, messageID) in [(big, oversized), (#"{"id":"\#(versionless)","type":"echo"}"#, nil)] {
+                try connection.publish(
+                    Array(body.utf8), exchange: "", routingKey: queue,
+                    properties: MessageProperties(
+                        contentType: "application/json", persistent: true, messageID: messageID, type: "amqp-type"),
+                    channel: 1)
+            }
+            #expect(try results.waitForResult(oversized).type == "amqp-type")
+            #expect(try results.waitForResult(versionless).type == "echo")
             // A letter that names no queue: the broker's own, from a queue long gone.
             let orphan = "\(tag)-orphan"
             try connection.publish(
                 Array(#"{"version":1,"id":"\#(orphan)","type":"echo"}"#.utf8), exchange: Topology.deadExchange,
                 routingKey: queue, properties: MessageProperties(contentType: "application/json", persistent: true),
                 channel: 1)
-            try dead.read(timeout: .seconds(30)) { _ in dead.messages.count >= 4 }
+            try dead.read(timeout: .seconds(30)) { _ in dead.messages.count >= 6 }
 
             let list = try CLI.run(["dead", "list", "--url", url])
             #expect(list.status == 0, "\(list.stderr)")
@@ -123,6 +138,10 @@ extension Integration {
             #expect(!lines.contains { $0.hasPrefix("FORGED-LINE") }, "\(list.stdout)")
             #expect(list.stdout.contains(#"type=no\nFORGED-LINE \u{1B}[31m"#), "\(list.stdout)")
             #expect(lines.contains { $0.hasPrefix("\(orphan) reason=- ") }, "\(list.stdout)")
+            let oversizedLine = lines.first { $0.hasPrefix("\(oversized) reason=oversized") }
+            #expect(oversizedLine?.contains("type=amqp-type") == true, "\(list.stdout)")
+            let versionlessLine = lines.first { $0.hasPrefix("\(versionless) reason=invalidDescriptor") }
+            #expect(versionlessLine?.contains("type=echo") == true, "\(list.stdout)")
 
             let requeue = try CLI.run(["dead", "requeue", twice, orphan, "--url", url])
             #expect(requeue.status == 1)

@@ -1,13 +1,13 @@
 import AMQP
-import Foundation
 
 /// A message in the dead-letter queue, as `warren dead list` shows it.
 public struct DeadLetter: Sendable {
-    /// The job id, as the worker that dead-lettered it found it for the failed result: the body's `id` when it is a
-    /// readable descriptor, else the first `id` member of the body (unless it was too big to read), else the
-    /// message's `message_id`; the first of these that is a valid job id.
+    /// The job id, as the worker that dead-lettered it found it for the failed result: the first `id` member of the
+    /// body's top-level object (unless the body was too big to read: reason `oversized`), else the message's
+    /// `message_id`; the first of these that is a valid job id.
     public var jobID: String?
-    /// The operation type, when the body is a readable descriptor.
+    /// The operation type, as the failed result gives it: the first `type` member of the body's top-level object
+    /// (unless it was too big to read), else the message's AMQP `type` property.
     public var type: String?
     /// Why it was dead-lettered (`x-warren-dead-reason`): a `JobError` code, or the broker's reason
     /// (`rejected`, `expired`, `maxlen`) for messages the broker dead-lettered itself; `-` when neither says.
@@ -28,12 +28,12 @@ public struct DeadLetter: Sendable {
             if case .array(let deaths) = value, case .table(let first)? = deaths.first { return first }
             return nil
         }
-        let descriptor = try? WireCoding.decoder.decode(OperationDescriptor.self, from: Data(delivery.body))
         reason = headers[Topology.deadReasonHeader]?.stringValue ?? death?["reason"]?.stringValue ?? "-"
-        let salvaged = reason == "oversized" ? nil : JobDecoder.salvageID(from: delivery.body)
-        jobID = [descriptor?.id, salvaged, delivery.properties.messageID].lazy.compactMap { $0 }
+        // Read as the worker read it for the failed result: a valid descriptor's id and type are its first ones.
+        let salvaged = reason == "oversized" ? SalvagedDescriptor() : JobDecoder.salvage(from: delivery.body)
+        jobID = [salvaged.id, delivery.properties.messageID].lazy.compactMap { $0 }
             .first { OperationDescriptor.problem(withID: $0) == nil }
-        type = descriptor?.type ?? delivery.properties.type
+        type = salvaged.type ?? delivery.properties.type
         message = headers[Topology.deadMessageHeader]?.stringValue
         queue = headers[Topology.deadQueueHeader]?.stringValue ?? death?["queue"]?.stringValue
         size = delivery.body.count

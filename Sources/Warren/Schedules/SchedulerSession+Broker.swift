@@ -16,13 +16,8 @@ extension SchedulerSession {
     /// Republishes a message of `warren.schedules` that is no state to the dead-letter exchange, with `problem` in
     /// its headers (reason `malformedMessage`), and waits for the broker's confirm.
     func deadLetter(_ delivery: Delivery, problem: String) throws {
-        var properties = delivery.properties
-        var headers = properties.headers ?? [:]
-        headers[Topology.deadReasonHeader] = "malformedMessage"
-        headers[Topology.deadMessageHeader] = .string(problem)
-        headers[Topology.deadQueueHeader] = .string(Topology.scheduleQueue)
-        properties.headers = headers
-        properties.persistent = true
+        let properties = Topology.deadLetterProperties(
+            of: delivery.properties, reason: "malformedMessage", message: problem, queue: Topology.scheduleQueue)
         try publishConfirmed(
             delivery.body, exchange: Topology.deadExchange, routingKey: delivery.routingKey, properties: properties)
     }

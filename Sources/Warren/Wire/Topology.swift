@@ -257,6 +257,23 @@ public enum Topology {
         return result
     }
 
+    /// The properties of the dead letter of a message that had `properties`: the same, persistent, with the reason,
+    /// its explanation and the queue the message came from in the headers, and without an `expiration`, which
+    /// would make the broker drop the letter from ``deadQueue`` when it passes.
+    static func deadLetterProperties(
+        of properties: MessageProperties, reason: String, message: String, queue: String
+    ) -> MessageProperties {
+        var letter = properties
+        var headers = letter.headers ?? [:]
+        headers[deadReasonHeader] = .string(reason)
+        headers[deadMessageHeader] = .string(message)
+        headers[deadQueueHeader] = .string(queue)
+        letter.headers = headers
+        letter.persistent = true
+        letter.expiration = nil
+        return letter
+    }
+
     /// Declares the dead-letter exchange and, unless it exists, the dead-letter queue bound to it: an existing
     /// queue is used as it was declared, as with job queues.
     /// - Parameter quorum: Whether a queue this declares is a quorum queue, which outlives the loss of a cluster

@@ -181,13 +181,8 @@ extension WorkerSession {
     /// Republishes the message, untouched, to the dead-letter exchange with the reason in its headers; only within
     /// ``whenDeadLettersReachable(_:)``.
     func deadLetter(_ delivery: Delivery, error: JobError) throws -> UInt64 {
-        var properties = delivery.properties
-        var headers = properties.headers ?? [:]
-        headers[Topology.deadReasonHeader] = .string(error.code)
-        headers[Topology.deadMessageHeader] = .string(error.message)
-        headers[Topology.deadQueueHeader] = .string(queue(of: delivery))
-        properties.headers = headers
-        properties.persistent = true
+        let properties = Topology.deadLetterProperties(
+            of: delivery.properties, reason: error.code, message: error.message, queue: queue(of: delivery))
         let confirm = try publish(delivery.body, exchange: Topology.deadExchange, routingKey: delivery.routingKey, properties: properties)
         metrics.deadLettered(reason: error.code)
         return confirm
