@@ -42,6 +42,30 @@ import Testing
         #expect(try JobDecoder().decode(Self.encoded(flat, .utf16LittleEndian), contentType: nil).id == "flat")
     }
 
+    @Test(
+        "a trailing comma, which Foundation's parser takes, is a malformed message, in any encoding",
+        arguments: [
+            (#"{"version":1,"id":"t","type":"echo","input":1,}"#, 45),
+            (#"{"version":1,"id":"t","type":"echo","input":[1,2 , ]}"#, 49),
+            (#"{"version":1,"id":"t","type":"echo","input":{"a":[],"b":{},}}"#, 58),
+        ])
+    func trailingComma(_ text: String, offset: Int) {
+        for encoding: String.Encoding in [.utf8, .utf16LittleEndian] {
+            let error = #expect(throws: JobError.self) {
+                try JobDecoder().decode(Self.encoded(text, encoding), contentType: nil)
+            }
+            #expect(error?.code == "malformedMessage", "\(text)")
+            #expect(error?.message.hasSuffix("a comma before a closing bracket at byte \(offset)") == true)
+        }
+    }
+
+    @Test("commas in strings, and ordinary ones, are no trailing commas")
+    func noTrailingComma() throws {
+        #expect(JSONText.trailingCommaOffset(in: Array(#"{"a":",]","b":"\",}","c":[1,2]}"#.utf8)) == nil)
+        let text = #"{"version":1,"id":"t","type":"echo","input":{"s":",}","e":"\",]"}}"#
+        #expect(try JobDecoder().decode(Array(text.utf8), contentType: nil).input == ["s": ",}", "e": "\",]"])
+    }
+
     @Test("a body that is not valid in the encoding its first bytes announce is a malformed message")
     func invalidUTF16() {
         let odd: [UInt8] = [0xFF, 0xFE, 0x7B]

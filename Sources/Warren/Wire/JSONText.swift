@@ -61,6 +61,39 @@ enum JSONText {
         }
     }
 
+    /// The byte offset of the first comma in `text` (UTF-8) that only whitespace separates from a closing `]` or
+    /// `}`, outside strings; `nil` if there is none. JSON has no trailing commas, but Foundation's parsers accept
+    /// them (swift-corelibs-foundation on Linux), and a client that speaks strict JSON would refuse the message.
+    static func trailingCommaOffset(in text: [UInt8]) -> Int? {
+        var inString = false
+        var escaped = false
+        var comma: Int?
+        for (offset, byte) in text.enumerated() {
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"):
+                continue
+            case UInt8(ascii: "]"), UInt8(ascii: "}"):
+                if let comma { return comma }
+            case UInt8(ascii: "\""):
+                inString = true
+            default:
+                break
+            }
+            comma = byte == UInt8(ascii: ",") ? offset : nil
+        }
+        return nil
+    }
+
     /// The encoding `body` is in, and the length of its byte order mark (0 without one).
     private static func detect(_ body: [UInt8]) -> (Encoding, Int) {
         let head = Array(body.prefix(4)) + Array(repeating: 0xAA, count: max(0, 4 - body.count))

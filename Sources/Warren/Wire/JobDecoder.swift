@@ -126,6 +126,12 @@ public struct JobDecoder: Sendable {
                 message: "message nests arrays and objects deeper than the limit of \(maxNestingDepth) levels "
                     + "(level \(maxNestingDepth + 1) opens at byte \(offset))")
         }
+        if let offset = JSONText.trailingCommaOffset(in: text) {
+            throw JobError(
+                code: "malformedMessage",
+                message: "message body is not valid JSON (\(body.count) bytes): a comma before a closing bracket "
+                    + "at byte \(offset)")
+        }
         let data = Data(text)
         do {
             return try WireCoding.decoder.decode(OperationDescriptor.self, from: data)
