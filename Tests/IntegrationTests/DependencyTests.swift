@@ -43,7 +43,9 @@ extension Integration {
             let strict = try CLI.startWorker(queue: queue, arguments: ["--time-limit", "sleep=100ms"])
             let flaky = try producer.enqueue(JobRequest(type: "sleep", input: ["seconds": 0.5], queue: queue))
             #expect(try tap.waitForResult(flaky.id).error?.code == "timeLimit")
-            strict.terminate()
+            // Stopped gracefully, so that the failed job's ack reaches the broker: killed, it would run again.
+            strict.signal(SIGTERM)
+            #expect(strict.waitForExit() == 0)
             let worker = try CLI.startWorker(queue: queue)
             defer { worker.terminate() }
             // The worker reads the results stream from here on: it saw the failure.

@@ -88,6 +88,25 @@ extension Integration {
             let order = tap.arrivedResults.filter { r in jobs.contains { $0.id == r.jobID } }.map { $0.output?.stringValue }
             #expect(order == ["veryHigh", "high", "normal", "low", "veryLow"])
         }
+
+        @Test("a job its dependency releases starts before a lower-priority job that waited, as in an OperationQueue")
+        func releasedDependentFirst() throws {
+            let queue = TestEnvironment.uniqueName("priority-released")
+            defer { BrokerProbe.delete(queue) }
+            let producer = try Producer.forTests()
+            let tap = try MessageTap.results()
+            let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "1", "--prefetch", "6"])
+            defer { worker.terminate() }
+            let blocker = try producer.enqueue(JobRequest(type: "sleep", input: ["seconds": 0.5], queue: queue))
+            try worker.waitForStart(of: blocker.id)
+            let low = try producer.enqueue(JobRequest(type: "echo", input: "low", priority: .veryLow, queue: queue))
+            let high = try producer.enqueue(
+                JobRequest(type: "echo", input: "high", priority: .veryHigh, queue: queue, dependencies: [blocker.id]))
+            let results = try tap.waitForResults([blocker.id, low.id, high.id])
+            #expect(results.allSatisfy { $0.status == .succeeded })
+            let order = tap.arrivedResults.filter { [low.id, high.id].contains($0.jobID) }.map(\.jobID)
+            #expect(order == [high.id, low.id], "the veryLow job took the slot the veryHigh one was released for")
+        }
     }
 }
 

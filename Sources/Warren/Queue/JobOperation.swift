@@ -22,6 +22,10 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
         var task: Task<Void, Never>?
         /// The job's slot in the crash journal while its code runs.
         var journalSlot: Int?
+        /// Whether the operation, once its code is done, stays executing until ``releaseFinish()``.
+        var holdsFinish = false
+        /// Whether its code is done, and the operation waits for ``releaseFinish()`` to finish.
+        var finishHeld = false
     }
 
     let job: JobContext
@@ -196,7 +200,28 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
         if reports {
             report(FinishedJob(jobID: job.jobID, outcome: outcome, startedAt: startedAt, finishedAt: Date()))
         }
-        finish()
+        let holds = state.withLock { state in
+            state.finishHeld = state.holdsFinish
+            return state.holdsFinish
+        }
+        if !holds { finish() }
+    }
+
+    /// Keeps the operation executing, once its code is done, until ``releaseFinish()``: the local queue starts
+    /// nothing in its place meanwhile. The broker thread holds the finish of a job that jobs parked on this worker
+    /// wait for, so that they are in the local queue, each with its priority, when the next job starts there, as
+    /// an `OperationQueue` starts the dependents of an operation that finished. No effect once the code is done.
+    func holdFinish() {
+        state.withLock { $0.holdsFinish = true }
+    }
+
+    /// Ends what ``holdFinish()`` began: finishes the operation if its code is done, and holds its finish no more.
+    func releaseFinish() {
+        let finishes = state.withLock { state in
+            defer { (state.holdsFinish, state.finishHeld) = (false, false) }
+            return state.finishHeld
+        }
+        if finishes { finish() }
     }
 
     private func finish() {

@@ -40,6 +40,7 @@ extension WorkerSession {
         }
         try readResultsStream()
         try updatePrefetch()
+        holdFinishes(of: dependencies)
         let ended = Set(dependencies).filter { finishedJobs[$0] != nil }
         job.operation.job.debug(
             "parked until its dependencies end and their results are read",
@@ -57,6 +58,24 @@ extension WorkerSession {
             try fetchResult(of: dependency, at: offset)
         }
         return true
+    }
+
+    /// Holds the finish of the operations of `dependencies` in flight here (``JobOperation/holdFinish()``), until
+    /// their end is handled and the jobs parked on them are in their local queues: a local queue then starts them in
+    /// priority order beside the jobs that waited there, where it would otherwise start the next of those as the
+    /// dependency finished, before the broker thread released its dependents (the priority inversion an
+    /// `OperationQueue` never has).
+    private func holdFinishes(of dependencies: [String]) {
+        for dependency in dependencies where heldFinishes[dependency] == nil {
+            guard let operation = inFlight[dependency]?.operation, !operation.isFinished else { continue }
+            operation.holdFinish()
+            heldFinishes[dependency] = operation
+        }
+    }
+
+    /// Lets the operation of job `jobID` finish, if its finish was held, now that its end was handled.
+    func releaseFinish(of jobID: String) {
+        heldFinishes.removeValue(forKey: jobID)?.releaseFinish()
     }
 
     /// A job ended (here, or anywhere as the stream tells, which then tells where it holds the result): hand its

@@ -121,6 +121,7 @@ extension WorkerSession {
                         parked[finished.jobID] = nil  // the next connection's prefetch counts what is left
                         finishOrphan(job, finished)
                     }
+                    releaseFinish(of: finished.jobID)
                 case .progress: break
                 case .started(let jobID): if let job = inFlight[jobID] { timeLimitedJobStarted(job) }
                 case .stop: beginStop()

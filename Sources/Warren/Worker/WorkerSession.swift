@@ -102,6 +102,11 @@ final class WorkerSession {
     var pausedQueues: Set<String> = []
     /// Jobs waiting for dependencies, with the ids whose results they still wait for.
     var parked: [String: Set<String>] = [:]
+    /// The operations of jobs that jobs parked here wait for, by job id, whose finish is held until their end is
+    /// handled (``JobOperation/holdFinish()``).
+    var heldFinishes: [String: JobOperation] = [:]
+    /// The jobs whose end this turn handled, while finishes were held: released once the turn queued what it took.
+    var endedThisTurn: [String] = []
     /// Jobs known to have ended, for dependencies.
     var finishedJobs = FinishedJobs()
     /// Results of dependencies being read from the results stream.
@@ -200,6 +205,7 @@ final class WorkerSession {
         defer {
             journal?.close()
             discardReportedJournals(all: true)
+            for operation in heldFinishes.values { operation.releaseFinish() }
         }
         do {
             try declareAndConsume()
@@ -501,6 +507,7 @@ final class WorkerSession {
         switch message {
         case .finished(let finished):
             jobsEndedSinceMemoryCheck = true
+            if !heldFinishes.isEmpty { endedThisTurn.append(finished.jobID) }
             guard let job = inFlight[finished.jobID] else { return }
             try containingMessageErrors(job.delivery.deliveryTag) { try finish(job, finished) }
         case .progress(let jobID, let fraction, let message):
@@ -686,6 +693,9 @@ final class WorkerSession {
         defer {
             releaseThrottledJobs()  // last, so that each turn taken is a hand-over now
             queueOperations()
+            // Now that the jobs they released are in their local queues.
+            for jobID in endedThisTurn { releaseFinish(of: jobID) }
+            endedThisTurn.removeAll(keepingCapacity: true)
         }
         try worker.mailbox.handleEach { try handle($0) }
         if readingEvents { try readEvents() }
