@@ -73,7 +73,7 @@ struct CancelCommand: ParsableCommand {
         try JobIDArgument.validate(jobIDs)
         let producer = try Producer(url: broker.brokerURL)
         defer { producer.close() }
-        if !jobIDs.isEmpty || idsFrom != nil {
+        if !jobIDs.isEmpty {
             try producer.cancel(jobIDs: jobIDs)
             // A job that already ended, or never was, is not affected: only a result tells.
             let jobs = "\(jobIDs.count) job\(jobIDs.count == 1 ? "" : "s")"
@@ -90,12 +90,17 @@ struct CancelCommand: ParsableCommand {
     }
 
     /// The ids in `path` (`-`: standard input), one per line; blank lines, lines starting with `#` and surrounding
-    /// spaces are ignored.
+    /// spaces are ignored. A file with none is refused, as `cancel` without ids is: the list that should have been
+    /// there was not made (a `grep` that found nothing, say).
     static func readIDs(_ path: String) throws -> [String] {
         guard let data = InputFile.contents(of: path == "-" ? "/dev/stdin" : path) else {
             throw ValidationError("--ids-from \(path): cannot read it")
         }
-        return String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
+        let ids = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
+        guard !ids.isEmpty else {
+            throw ValidationError("--ids-from \(path): no job ids in it (one per line; # starts a comment)")
+        }
+        return ids
     }
 }

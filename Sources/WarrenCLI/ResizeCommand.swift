@@ -52,7 +52,7 @@ struct ResizeCommand: ParsableCommand {
         defer { producer.close() }
         let widths = try widths()
         for (name, width) in widths { try producer.resize(localQueue: name, width: width, worker: worker) }
-        let statuses = try producer.workerStatuses(timeout: .milliseconds(Int(timeout * 1000)))
+        let statuses = try producer.workerStatuses(timeout: .milliseconds(Int(timeout * 1000)), awaiting: worker)
             .filter { worker == nil || $0.workerID == worker }
         var problems: [String] = []
         for (name, asked) in widths {

@@ -28,7 +28,8 @@ struct ScopeOptions: ParsableArguments {
     /// - Parameter what: What was sent: `pause`, `resume`.
     func checkWorkerLives(_ producer: Producer, after what: String) throws {
         guard let worker else { return }
-        let live = try producer.workerStatuses(timeout: .milliseconds(Int(timeout * 1000))).map(\.workerID)
+        let live = try producer.workerStatuses(timeout: .milliseconds(Int(timeout * 1000)), awaiting: worker)
+            .map(\.workerID)
         guard !live.contains(worker) else { return }
         let others =
             live.isEmpty ? "none did" : "live: \(live.sorted().map(ResultPrinter.printable).joined(separator: ", "))"

@@ -79,6 +79,7 @@ extension Integration {
                 ["cancel", "--all", "--key", "k", "--before", "5"],
                 ["cancel", "--key", "", "--before", "5"],
                 ["cancel", "--ids-from", "/no/such/ids.txt"],
+                ["cancel", "--ids-from", "/dev/null"],
                 ["enqueue", "echo", "--deadline", "0"],
                 ["enqueue", "echo", "--deadline", "1e12"],
                 ["enqueue", "echo", "--at", "10000-01-01T00:00:00Z"],

@@ -44,7 +44,7 @@ struct CancellationRegistryTests {
         registry.record(.supersede(key: "list", before: 10))
         let cancellation = registry.cancellation(of: job("old", key: "list", sequence: 9), queue: "jobs")
         #expect(cancellation?.reason == "superseded")
-        #expect(cancellation?.message == "superseded: jobs of key 'list' below sequence 10 were cancelled")
+        #expect(cancellation?.message == "jobs of key 'list' below sequence 10 were cancelled")
         #expect(registry.cancellation(of: job("zero", key: "list", sequence: 0), queue: "jobs") != nil)
         #expect(registry.cancellation(of: job("same", key: "list", sequence: 10), queue: "jobs") == nil)
         #expect(registry.cancellation(of: job("newer", key: "list", sequence: 11), queue: "jobs") == nil)

@@ -309,6 +309,6 @@ struct WireFormatTests {
     @Test func supersedeCancellationNamesTheKeyAndSequence() {
         let cancellation = ControlMessage.supersede(key: "list", before: 12).cancellation
         #expect(cancellation.reason == "superseded")
-        #expect(cancellation.message == "superseded: jobs of key 'list' below sequence 12 were cancelled")
+        #expect(cancellation.message == "jobs of key 'list' below sequence 12 were cancelled")
     }
 }

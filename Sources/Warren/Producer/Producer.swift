@@ -323,7 +323,11 @@ public final class Producer {
     /// Asks every live worker for its status and returns the answers that arrive within `timeout`, by worker id.
     /// - Parameter jobs: With a number, each worker also lists up to that many of the jobs it holds
     ///   (``WorkerStatus/jobs``); workers of versions that predate the listing leave it out.
-    public func workerStatuses(timeout: Duration = .seconds(2), jobs: Int? = nil) throws -> [WorkerStatus] {
+    /// - Parameter awaitedWorker: With a worker id, returns as soon as that worker answered, with the answers that
+    ///   came so far.
+    public func workerStatuses(
+        timeout: Duration = .seconds(2), jobs: Int? = nil, awaiting awaitedWorker: String? = nil
+    ) throws -> [WorkerStatus] {
         try brokerCall {
             let channel: UInt16 = 3
             try connection.openChannel(channel)
@@ -335,7 +339,8 @@ public final class Producer {
             try publishControl(.status(replyTo: replyQueue, jobs: jobs))
             try waitForConfirms()
             var statuses: [String: WorkerStatus] = [:]
-            try readEvents(until: ContinuousClock.now + timeout, done: { false }) { delivery in
+            let done = { awaitedWorker.map { statuses[$0] != nil } ?? false }
+            try readEvents(until: ContinuousClock.now + timeout, done: done) { delivery in
                 guard delivery.channel == channel, let status = try? WorkerStatus.decode(delivery.body) else { return }
                 statuses[status.workerID] = status
             }

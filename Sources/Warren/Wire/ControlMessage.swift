@@ -156,7 +156,7 @@ public struct ControlMessage: Sendable, Hashable, Codable {
     var cancellation: Cancellation {
         if reason == "superseded", let key, let beforeSequence {
             return Cancellation(
-                reason: reason, message: "superseded: jobs of key '\(key)' below sequence \(beforeSequence) were cancelled")
+                reason: reason, message: "jobs of key '\(key)' below sequence \(beforeSequence) were cancelled")
         }
         if kind == "cancelAll" {
             return Cancellation(reason: "requested", message: "cancelled by cancel --all")
