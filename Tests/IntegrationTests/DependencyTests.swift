@@ -267,7 +267,7 @@ extension Integration {
                  "jobs[1]: unknown member 'depends_on'"),
                 (#"{"jobs":[{"name":"a","type":"echo"}],"job":[]}"#, "unknown member 'job'"),
                 (#"{"jobs":[{"name":"a","type":"echo"},{"name":"a","type":"echo"}]}"#, "names job 'a' twice"),
-                (#"{"jobs":[{"name":"a","type":7}]}"#, "jobs[0].type: expected String"),
+                (#"{"jobs":[{"name":"a","type":7}]}"#, "jobs[0].type: expected a string"),
                 (#"{"jobs":[]}"#, "lists no jobs"),
                 (#"{"jobs":[{"name":"","type":"echo"}]}"#, "a job's name is empty"),
                 (#"{"jobs":[{"name":"a b","type":"echo"}]}"#, "a name has no spaces"),

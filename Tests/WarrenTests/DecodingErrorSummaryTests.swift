@@ -25,7 +25,7 @@ struct DecodingErrorSummaryTests {
     @Test func typeMismatchNamesTheNestedPath() throws {
         let summary = try summary(
             decoding: #"{"lines": [{"sku": "a", "quantity": 1}, {"sku": "b", "quantity": "two"}], "note": ""}"#)
-        #expect(summary == "input.lines[1].quantity: expected Int")
+        #expect(summary == "input.lines[1].quantity: expected an integer")
     }
 
     @Test func missingKeyNamesTheObjectAndTheKey() throws {
@@ -38,7 +38,7 @@ struct DecodingErrorSummaryTests {
     }
 
     @Test func nullWhereAValueIsNeededSaysFoundNull() throws {
-        #expect(try summary(decoding: #"{"lines": [], "note": null}"#) == "input.note: expected String, found null")
+        #expect(try summary(decoding: #"{"lines": [], "note": null}"#) == "input.note: expected a string, found null")
     }
 
     @Test func aWrongTopLevelTypeIsOnInput() throws {

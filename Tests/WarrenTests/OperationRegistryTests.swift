@@ -75,7 +75,7 @@ struct OperationRegistryTests {
         #expect(error?.code == "invalidInput")
         #expect(error?.retryable == false)
         #expect(error?.message.hasPrefix("input does not match ") == true)
-        #expect(error?.message.contains("SumInput: input.numbers[1]: expected Int") == true)
+        #expect(error?.message.contains("'sum': input.numbers[1]: expected an integer") == true)
     }
 
     @Test func aFractionalNumberForAnIntegerNamesThePath() async throws {
@@ -86,7 +86,7 @@ struct OperationRegistryTests {
         // Foundation on Linux reports this as "not valid JSON" with no coding path; NumberMisfit finds the number.
         #expect(
             error?.message.hasSuffix(
-                "SumInput: input.numbers[1]: 2.5 is not a whole number, and the field takes integers")
+                "'sum': input.numbers[1]: 2.5 is not a whole number, and the field takes integers")
                 == true, "\(String(describing: error))")
     }
 
@@ -99,7 +99,7 @@ struct OperationRegistryTests {
                 input: .parse(#"{"alpha": 0.5, "channels": [{"value": 200}, {"value": 300}], "weight": -4000}"#))
         }
         #expect(
-            error?.message.hasSuffix("Colour: input.channels[1].value: 300 is out of range for the field's number type")
+            error?.message.hasSuffix("'colour': input.channels[1].value: 300 is out of range for the field's number type")
                 == true, "\(String(describing: error))")
     }
 
@@ -120,7 +120,7 @@ struct OperationRegistryTests {
         }
         #expect(
             error?.message.hasSuffix(
-                "SumInput: input: a number does not fit its field's type (a fraction for an integer, or out of range)")
+                "'sum': input: a number does not fit its field's type (a fraction for an integer, or out of range)")
                 == true, "\(String(describing: error))")
     }
 
@@ -128,7 +128,15 @@ struct OperationRegistryTests {
         var registry = OperationRegistry()
         registry.register("even", blocking: { (number: Even, _: JobContext) in number.value })
         let error = await #expect(throws: JobError.self) { try await run("even", in: registry, input: .number(1000)) }
-        #expect(error?.message.hasSuffix("Even: input: 1000 is not odd") == true, "\(String(describing: error))")
+        #expect(error?.message.hasSuffix("'even': input: 1000 is not odd") == true, "\(String(describing: error))")
+    }
+
+    @Test(arguments: [-5, 3_600_001]) func aSumDelayOutsideAnHourIsInvalidInput(_ delay: Int) async throws {
+        let error = await #expect(throws: JobError.self) {
+            try await run("sum", in: .builtIn, input: ["numbers": [1], "delayMs": .integer(Int64(delay))])
+        }
+        #expect(error?.code == "invalidInput")
+        #expect(error?.message == "input.delayMs: \(delay) is outside 0...3600000")
     }
 
     @Test func aMissingKeyIsInvalidInputNamingTheKey() async throws {
@@ -137,14 +145,14 @@ struct OperationRegistryTests {
         }
         #expect(error?.code == "invalidInput")
         #expect(error?.message.hasPrefix("input does not match ") == true)
-        #expect(error?.message.hasSuffix("SumInput: input: missing key 'numbers'") == true)
+        #expect(error?.message.hasSuffix("'sum': input: missing key 'numbers'") == true)
     }
 
     @Test func aNullFieldIsInvalidInputSayingSo() async throws {
         let error = await #expect(throws: JobError.self) {
             try await run("sum", in: .builtIn, input: .parse(#"{"numbers": null}"#))
         }
-        #expect(error?.message.contains("input.numbers") == true)
+        #expect(error?.message.hasSuffix("input.numbers: expected an array, found null") == true, "\(String(describing: error))")
     }
 
     @Test func aWrongTopLevelTypeIsInvalidInput() async throws {
@@ -152,7 +160,7 @@ struct OperationRegistryTests {
             try await run("sum", in: .builtIn, input: .string("1,2,3"))
         }
         #expect(error?.code == "invalidInput")
-        #expect(error?.message.contains("SumInput: input: expected ") == true)
+        #expect(error?.message.hasSuffix("operation type 'sum': input: expected an object") == true, "\(String(describing: error))")
     }
 
     @Test func nullInputDecodesToAnAllOptionalStruct() async throws {

@@ -4,8 +4,11 @@ import Foundation
 public struct SumInput: Codable, Sendable {
     /// The numbers to add; may be left out with ``addDependencySums``.
     public var numbers: [Int]
-    /// Milliseconds to sleep before adding each number, so cancellation can be watched. Default: 0.
+    /// Milliseconds to sleep before adding each number, so cancellation can be watched: 0 to an hour. Default: 0.
     public var delayMs: Int?
+
+    /// The delays `sum` takes, in milliseconds: up to an hour.
+    static let delays = 0...3_600_000
     /// Also add the `sum` of each of the job's dependencies (the reduce step after partial sums). Each must have
     /// succeeded with a `sum` output, else the job fails (`dependencyOutput`). Default: `false`.
     public var addDependencySums: Bool?
@@ -102,6 +105,11 @@ extension OperationRegistry {
     }
 
     @Sendable private static func sum(_ input: SumInput, job: JobContext) throws -> SumOutput {
+        if let delay = input.delayMs, !SumInput.delays.contains(delay) {
+            throw JobError(
+                code: "invalidInput",
+                message: "input.delayMs: \(delay) is outside \(SumInput.delays.lowerBound)...\(SumInput.delays.upperBound)")
+        }
         let terms =
             input.numbers.enumerated().map { ($0.element, "input.numbers[\($0.offset)]") }
             + (input.addDependencySums == true ? try dependencySums(of: job) : [])

@@ -37,7 +37,7 @@ public struct OperationRegistry: Sendable {
         operations[type] = RegisteredOperation(
             localQueue: localQueue,
             body: .blocking { input, job in
-                try Self.encode(body(try Self.decode(Input.self, from: input), job))
+                try Self.encode(body(try Self.decode(Input.self, from: input, for: type), job))
             })
     }
 
@@ -53,7 +53,7 @@ public struct OperationRegistry: Sendable {
         operations[type] = RegisteredOperation(
             localQueue: localQueue,
             body: .asynchronous { input, job in
-                try Self.encode(await body(try Self.decode(Input.self, from: input), job))
+                try Self.encode(await body(try Self.decode(Input.self, from: input, for: type), job))
             })
     }
 
@@ -67,7 +67,12 @@ public struct OperationRegistry: Sendable {
         operations[type]
     }
 
-    private static func decode<Input: Decodable>(_ type: Input.Type, from input: JSONValue) throws -> Input {
+    /// `input` as operation type `operationType` takes it.
+    /// - Throws: ``JobError`` (`invalidInput`) naming the operation type and where the input does not fit, in JSON's
+    ///   words: its producer knows the operation type, not the handler's Swift type.
+    private static func decode<Input: Decodable>(
+        _ type: Input.Type, from input: JSONValue, for operationType: String
+    ) throws -> Input {
         if let input = input as? Input { return input }
         do {
             return try input.decode(as: Input.self)
@@ -81,7 +86,7 @@ public struct OperationRegistry: Sendable {
                 detail = misfit
             }
             throw JobError(
-                code: "invalidInput", message: "input does not match \(String(reflecting: Input.self)): \(detail)")
+                code: "invalidInput", message: "input does not match operation type '\(operationType)': \(detail)")
         }
     }
 
@@ -112,15 +117,31 @@ extension DecodingError {
         func path(_ context: Context) -> String { Self.inputPath(context.codingPath, root: root) }
         switch self {
         case .typeMismatch(let type, let context):
-            return "\(path(context)): expected \(type)"
+            return "\(path(context)): expected \(Self.jsonName(of: type))"
         case .valueNotFound(let type, let context):
-            return "\(path(context)): expected \(type), found null"
+            return "\(path(context)): expected \(Self.jsonName(of: type)), found null"
         case .keyNotFound(let key, let context):
             return "\(path(context)): missing key '\(key.stringValue)'"
         case .dataCorrupted(let context):
             return "\(path(context)): \(context.debugDescription)"
         @unknown default:
             return "\(self)"
+        }
+    }
+
+    /// What JSON value a Swift type decodes from, as a JSON writer knows it: `an object` for `[String: Any]` (what
+    /// a keyed container reports), `an integer` for `Int`; the Swift type's name for anything else.
+    static func jsonName(of type: Any.Type) -> String {
+        switch type {
+        case is String.Type, is Substring.Type, is Character.Type: "a string"
+        case is Bool.Type: "true or false"
+        case is Int.Type, is Int8.Type, is Int16.Type, is Int32.Type, is Int64.Type, is UInt.Type, is UInt8.Type,
+            is UInt16.Type, is UInt32.Type, is UInt64.Type:
+            "an integer"
+        case is Double.Type, is Float.Type, is Decimal.Type: "a number"
+        case is [String: Any].Type, is [String: any Sendable].Type: "an object"
+        case is [Any].Type, is [any Sendable].Type: "an array"
+        default: "\(type)"
         }
     }
 
