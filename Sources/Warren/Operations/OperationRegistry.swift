@@ -112,7 +112,7 @@ extension DecodingError {
     var summary: String { summary(root: "input") }
 
     /// One line that says where in the document the problem is and what was expected, the document being called
-    /// `root` (`jobs[1].name: expected String`).
+    /// `root` (`jobs[1].name: expected a string`).
     public func summary(root: String) -> String {
         func path(_ context: Context) -> String { Self.inputPath(context.codingPath, root: root) }
         switch self {
