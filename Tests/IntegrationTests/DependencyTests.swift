@@ -61,6 +61,16 @@ extension Integration {
                 JobRequest(type: "echo", queue: queue, dependencies: [flaky.id], requireSuccess: true))
             let result = try tap.waitForResult(after.id)
             #expect(result.status == .succeeded, "\(result.cancellation?.message ?? "")")
+            // A worker that starts reading the stream now reads the failure first, and holds it until it has read
+            // what was stored up to then: the rerun.
+            let other = TestEnvironment.uniqueName("deps-requeue-fresh")
+            defer { BrokerProbe.delete(other) }
+            let fresh = try CLI.startWorker(queue: other)
+            defer { fresh.terminate() }
+            let late = try producer.enqueue(
+                JobRequest(type: "echo", queue: other, dependencies: [flaky.id], requireSuccess: true))
+            let lateResult = try tap.waitForResult(late.id)
+            #expect(lateResult.status == .succeeded, "\(lateResult.cancellation?.message ?? "")")
 
             let listed = try CLI.run(["results", "--job", flaky.id, "--url", url])
             let lines = listed.stdout.split(separator: "\n")

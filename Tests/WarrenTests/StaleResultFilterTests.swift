@@ -76,6 +76,12 @@ struct StaleResultFilterTests {
         #expect(rerun.isRerun(of: result("a", key: "list", sequence: 1)))
         #expect(!result("a", key: "list", sequence: 1).isRerun(of: rerun))
         #expect(!rerun.isRerun(of: rerun))
+        // The same instant, as a header's milliseconds and as read back from the result's text.
+        var header = rerun
+        header.requeuedAt = Date(timeIntervalSince1970: Double(1_795_582_204_759) / 1000)
+        var readBack = rerun
+        readBack.requeuedAt = try? JobResult.decode(Array(try! header.encoded())).requeuedAt
+        #expect(readBack.requeuedAt != nil && !readBack.isRerun(of: header) && !header.isRerun(of: readBack))
         // A job with a newer sequence of its key still makes the rerun of an older one stale.
         #expect(filter.judge(result("b", key: "list", sequence: 5)) == .current)
         var late = rerun

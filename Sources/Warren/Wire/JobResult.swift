@@ -157,10 +157,13 @@ public struct JobResult: Sendable, Hashable, Codable {
         jobID == earlier.jobID && Self.isLater(requeuedAt, than: earlier.requeuedAt)
     }
 
-    /// Whether a run sent round at `requeuedAt` came after one sent round at `earlier` (`nil`: the first run).
+    /// Whether a run sent round at `requeuedAt` came after one sent round at `earlier` (`nil`: the first run), to
+    /// the millisecond: the header's milliseconds and the same instant read back from a result's date differ in
+    /// their last bits.
     static func isLater(_ requeuedAt: Date?, than earlier: Date?) -> Bool {
         guard let requeuedAt else { return false }
-        return earlier.map { requeuedAt > $0 } ?? true
+        func milliseconds(_ date: Date) -> Double { (date.timeIntervalSince1970 * 1000).rounded() }
+        return earlier.map { milliseconds(requeuedAt) > milliseconds($0) } ?? true
     }
 
     /// The JSON body of the message: what `JSONEncoder` writes, written without it where that is sure to give the

@@ -50,7 +50,7 @@ extension WorkerSession {
             ])
         // A dependency that ended here without its offset has its result on the way to the stream, and gathered
         // from there.
-        for dependency in ended.sorted() {
+        for dependency in ended.sorted() where !resultsCatchUp.isHolding(dependency) {
             guard let offset = finishedJobs[dependency]?.offset else { continue }
             job.operation.job.debug(
                 "reading a dependency's result from the results stream",
@@ -84,7 +84,14 @@ extension WorkerSession {
     /// stream.
     func dependencyEnded(_ result: JobResult, offset: UInt64?) throws {
         guard readsResultsStream, finishedJobs.record(result, offset: offset) else { return }
+        if offset != nil, resultsCatchUp.holds(result) { return }
         try resolved(result.jobID, result: result)
+    }
+
+    /// The stream was read up to where it ended when the reading started: the failures read meanwhile that no rerun
+    /// superseded go to the jobs that wait for them.
+    func caughtUpWithResults() throws {
+        for result in resultsCatchUp.finish() { try resolved(result.jobID, result: result) }
     }
 
     /// Hands the parked jobs waiting for `jobID` its `result` (none when it cannot be read), and queues those that
@@ -169,7 +176,9 @@ extension WorkerSession {
     /// has been silent for the whole horizon) resolves to the next chunk to be written, and RabbitMQ skips a chunk
     /// written while such a consumer attaches: a dependency's result missed, its dependents parked for good. A
     /// numeric offset has no such race. So an empty stream is read from offset 0; any other is first probed at its
-    /// last chunk (``probedResultsStream(_:)``).
+    /// last chunk (``probedResultsStream(_:)``). The probe also tells where the first reading catches up
+    /// (``ResultsCatchUp``): it runs for an empty stream too, whose count of messages may lag behind what it holds,
+    /// and answers once the stream holds something.
     func readResultsStream() throws {
         guard !readsResultsStream else { return }
         try connection.openChannel(Self.fetchChannel)
@@ -178,17 +187,21 @@ extension WorkerSession {
         try connection.openChannel(Self.resultsChannel)
         try connection.qos(prefetchCount: 1000, channel: Self.resultsChannel)
         readsResultsStream = true
+        resultsCatchUp.start()
         let stored = try connection.declareQueue(Topology.resultsStream, passive: true, channel: Self.resultsChannel)
-        guard stored.messageCount > 0 else { return try consumeResultsStream(from: .int(0)) }
+        if stored.messageCount == 0 { try consumeResultsStream(from: .int(0)) }
         resultsStreamProbe = try connection.consume(
             Topology.resultsStream, arguments: ["x-stream-offset": "last"], channel: Self.fetchChannel)
     }
 
-    /// The first message of the probe of the stream's last chunk: reading starts at the horizon's timestamp if that
-    /// chunk is more recent (the timestamp then resolves to a chunk that exists), else at the chunk's own offset.
+    /// The first message of the probe of the stream's last chunk: unless it started already, reading starts at the
+    /// horizon's timestamp if that chunk is more recent (the timestamp then resolves to a chunk that exists), else
+    /// at the chunk's own offset.
     private func probedResultsStream(_ delivery: Delivery) throws {
         resultsStreamProbe = nil
         try connection.cancelConsumer(delivery.consumerTag, channel: Self.fetchChannel)
+        resultsCatchUp.probed(lastChunk: delivery.streamOffset)
+        guard !readsStoredResults else { return }
         let horizon = UInt64(max(0, Date().timeIntervalSince1970 - Self.dependencyHorizon))
         if let last = delivery.streamOffset, let written = delivery.properties.timestamp, written < horizon {
             try consumeResultsStream(from: .int(Int64(clamping: last)))
@@ -198,6 +211,7 @@ extension WorkerSession {
     }
 
     private func consumeResultsStream(from offset: AMQPFieldValue) throws {
+        readsStoredResults = true
         logger.debug("reading the results stream for dependencies", metadata: ["from": "\(offset)"])
         try connection.consume(
             Topology.resultsStream, arguments: ["x-stream-offset": offset], channel: Self.resultsChannel)
@@ -210,6 +224,8 @@ extension WorkerSession {
         for case .success(let result) in ResultBatch.results(in: delivery.body, type: delivery.properties.type) {
             try dependencyEnded(result, offset: offset)
         }
+        // The rest of the last chunk comes in the same read, as a rule: the catching up ends with the turn.
+        resultsCatchUp.read(offset)
     }
 
     /// Prefetch: the configured one, plus one for each parked job and each held one (``hold(_:_:_:_:)``).

@@ -115,6 +115,10 @@ final class WorkerSession {
     var readsResultsStream = false
     /// The consumer that reads the stream's last chunk before the reading starts, until it did.
     var resultsStreamProbe: String?
+    /// Whether the reading of the stream started (else the probe starts it).
+    var readsStoredResults = false
+    /// The first reading of the stream, up to where it ended when it started.
+    var resultsCatchUp = ResultsCatchUp()
     /// Whether the prefetch limits the job consumer alone (`basic.qos` with global=false) rather than the jobs
     /// channel. Per consumer, the broker's queue counts the consumer's deliveries itself; channel-wide, it asks the
     /// channel's limiter process before each delivery, a round trip between two broker processes per job. A
@@ -363,6 +367,8 @@ final class WorkerSession {
         isConsuming = false
         readsResultsStream = false
         resultsStreamProbe = nil
+        readsStoredResults = false
+        resultsCatchUp.reset()
         acks.reset()
         lockChannelOpen = false
         publishCount = 0  // confirm numbers start at 1 on every new channel
@@ -699,6 +705,7 @@ final class WorkerSession {
         }
         try worker.mailbox.handleEach { try handle($0) }
         if readingEvents { try readEvents() }
+        if resultsCatchUp.reachedEnd { try caughtUpWithResults() }
     }
 
     /// Hands the operations this loop iteration released to their local queues, unless a job that runs alone
