@@ -159,9 +159,19 @@ extension WorkerSession {
         let heldBack = Set(operationsToQueue.values.joined().map(ObjectIdentifier.init))
         if !inFlight.values.contains(where: { $0.isQueued && !heldBack.contains(ObjectIdentifier($0.operation)) }) {
             let job = aloneJobs.removeFirst()
-            job.operation.job.logger.warning(
-                "running the job alone: it was executing when a worker died",
-                metadata: ["deadWorkers": .array(deaths(of: job.descriptor, job.delivery).map { "\($0.worker)" })])
+            let dead = deaths(of: job.descriptor, job.delivery)
+            if dead.isEmpty {
+                // A journal on this host names it: a process that lost its connection, or died unreported so far.
+                job.operation.job.logger.warning(
+                    """
+                    running the job alone: a worker process on this host that lost its connection, or died, was \
+                    executing it
+                    """)
+            } else {
+                job.operation.job.logger.warning(
+                    "running the job alone: it was executing when a worker died",
+                    metadata: ["deadWorkers": .array(dead.map { "\($0.worker)" })])
+            }
             job.isQueued = true
             aloneJobRuns = true
             metrics.jobRanAlone()

@@ -213,9 +213,13 @@ final class WorkerSession {
         }
         do {
             try declareAndConsume()
-        } catch let error as AMQPError where error.isStreamStarting || worker.inherited != nil {
+        } catch let error as AMQPError
+            where error.isStreamStarting || worker.inherited != nil || error.code == .connectionLost
+            || error.replyCode == 320
+        {
             // A stream queue just declared, here or by a worker starting beside this one, is not ready for a moment;
-            // a fresh copy of a recycled worker was set up a moment ago, and waits for its broker.
+            // a fresh copy of a recycled worker was set up a moment ago, and waits for its broker; a broker that
+            // blocks this connection (an alarm), stops answering or shuts down (320) is lost as it could be later.
             connectionLost(error)
             guard reconnect() else { return connection.close() }
         } catch let error as AMQPError {
