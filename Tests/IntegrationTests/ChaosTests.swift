@@ -252,6 +252,27 @@ extension Integration.Chaos {
         #expect(worker.process.isRunning && scheduler.process.isRunning)
     }
 
+    @Test("a stopping worker that loses its connection takes back its job's redelivery: the job ends once, not run again")
+    func stopThroughAReconnect() throws {
+        let queue = TestEnvironment.uniqueName("stop-reconnect")
+        defer { BrokerProbe.delete(queue) }
+        let tap = try MessageTap.results()
+        let id = TestEnvironment.uniqueName("stopping")
+        let worker = try CLI.startWorker(queue: queue, id: id, arguments: ["--width", "1"])
+        defer { worker.terminate() }
+        let job = try Producer.forTests().enqueue(JobRequest(type: "sleep", input: ["seconds": 1.5], queue: queue))
+        try worker.waitForStart(of: job.id)
+        worker.signal(SIGTERM)
+        try worker.waitForStderr(containing: "stopping: no new jobs")
+        try Self.closeConnections(named: "warren worker \(id)", reason: "test: a blip while the worker stops")
+        #expect(worker.waitForExit(timeout: .seconds(60)) == 0, "\(worker.stderr)")
+        #expect(try tap.waitForResult(job.id).status == .succeeded)
+        try tap.settle()
+        #expect(tap.results(for: job.id).count == 1)
+        #expect(try BrokerProbe.depth(of: queue) == 0, "the job went back to the broker to run again:\n\(worker.stderr)")
+        #expect(worker.stderr.contains("reconnected") && !worker.stderr.contains("dropping the results"))
+    }
+
     @Test("jobs a worker had not started when it lost its connection never start there; their redelivery runs them")
     func unstartedJobsAfterALostConnection() throws {
         let queue = TestEnvironment.uniqueName("lost-waiting")

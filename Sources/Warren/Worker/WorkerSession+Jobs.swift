@@ -5,7 +5,8 @@ import Foundation
 extension WorkerSession {
     func handleJob(_ delivery: Delivery) throws {
         let receivedAt = Date()
-        if stopDeadline != nil {
+        // A stopping worker takes back only the redeliveries of its own jobs, after a reconnect.
+        if stopDeadline != nil, redeliveriesAwaitedUntil == nil {
             return try nackJob(delivery.deliveryTag, requeue: true)
         }
         let descriptor: OperationDescriptor
@@ -27,7 +28,7 @@ extension WorkerSession {
         if let result = orphanResults.take(descriptor.id) {
             return try end(delivery, with: result, lock: HeldLock(descriptor))
         }
-        if recycling != nil { return try sendBackWhileRetiring(delivery) }
+        if recycling != nil || stopDeadline != nil { return try sendBackWhileRetiring(delivery) }
         let attempt = Self.attempt(of: delivery)
         let queue = queue(of: delivery)
         delivered(from: queue)

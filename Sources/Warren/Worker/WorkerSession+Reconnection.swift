@@ -129,7 +129,9 @@ extension WorkerSession {
             }
             enforceTimeLimits()
             if let stopDeadline, ContinuousClock.now >= stopDeadline { cancelAll(reason: "shutdown") }
-            if stopDeadline != nil && (inFlight.isEmpty || abandonsJobs) {
+            // Results kept for their jobs' redeliveries are worth a reconnect, until the stop gives up on everything.
+            let keepsResults = !orphanResults.isEmpty && abandonDeadline.map { ContinuousClock.now < $0 } ?? true
+            if stopDeadline != nil && (inFlight.isEmpty || abandonsJobs) && !keepsResults {
                 logJobsLeft()
                 return false
             }
@@ -190,6 +192,9 @@ struct OrphanResults {
     }
 
     var isEmpty: Bool { results.isEmpty }
+
+    /// The ids of the jobs whose results are kept, oldest first.
+    var jobIDs: [String] { order }
 
     mutating func take(_ jobID: String) -> JobResult? {
         guard !results.isEmpty, let result = results.removeValue(forKey: jobID) else { return nil }

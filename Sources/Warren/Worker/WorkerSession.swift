@@ -299,6 +299,8 @@ final class WorkerSession {
         // Past its abandon deadline a stopping worker waits for no confirm either: a broker that blocks this
         // connection (a memory or disk alarm) sends none, and what it has not confirmed is redelivered.
         if let abandonDeadline, ContinuousClock.now >= abandonDeadline, awaitsSettlements { return true }
+        // A reconnect while stopping: the broker's redeliveries of the jobs it holds come back here first.
+        if redeliveriesAwaitedUntil != nil, abandonDeadline.map({ ContinuousClock.now < $0 }) ?? true { return false }
         return !awaitsSettlements && (inFlight.isEmpty || abandonsJobs)
     }
 
@@ -322,6 +324,11 @@ final class WorkerSession {
                 leaving results and acks the broker has not confirmed (does it block this connection?): it \
                 redelivers their jobs unless it stored them
                 """)
+        }
+        if !orphanResults.isEmpty {
+            logger.warning(
+                "dropping the results of jobs that ended after their delivery was lost: their redeliveries run them again",
+                metadata: ["jobs": .array(orphanResults.jobIDs.map { "\($0)" })])
         }
         guard !inFlight.isEmpty else { return }
         logger.warning(
@@ -391,7 +398,7 @@ final class WorkerSession {
         try consumeControl()
         if !parked.isEmpty { try readResultsStream() }
         try connection.openChannel(Self.jobsChannel)
-        guard stopDeadline == nil else { return }
+        guard stopDeadline == nil || awaitsRedeliveries else { return }
         var channelWide = true
         unreachableQueues = [:]
         for queue in configuration.queues {
@@ -421,14 +428,16 @@ final class WorkerSession {
             try connection.qos(prefetchCount: currentPrefetch, global: !prefetchPerConsumer, channel: Self.jobsChannel)
         }
         isConsuming = true
-        if recycling != nil, awaitsRedeliveries { redeliveriesAwaitedUntil = .now + Self.redeliveryWait }
+        if recycling != nil || stopDeadline != nil, awaitsRedeliveries {
+            redeliveriesAwaitedUntil = .now + Self.redeliveryWait
+        }
         for queue in configuration.queues where !pausedQueues.contains(queue) && unreachableQueues[queue] == nil {
             try consumeJobs(from: queue)
         }
     }
 
     func consumeJobs(from queue: String) throws {
-        guard stopDeadline == nil, recycling == nil || redeliveriesAwaitedUntil != nil else { return }
+        guard stopDeadline == nil && recycling == nil || redeliveriesAwaitedUntil != nil else { return }
         jobConsumers[try connection.consume(queue, channel: Self.jobsChannel)] = queue
     }
 
