@@ -26,10 +26,14 @@ public struct WarrenError: Error, Sendable, CustomStringConvertible {
 
     public var code: Code
     public var message: String
+    /// For an `enqueue` that failed after handing jobs to the broker (`broker`, `timeout`): the ids of the jobs it
+    /// handed over whose confirm did not come. They may be enqueued all the same; `cancel(jobIDs:)` takes them back.
+    public var unconfirmedJobIDs: [String] = []
 
-    public init(_ code: Code, _ message: String) {
+    public init(_ code: Code, _ message: String, unconfirmedJobIDs: [String] = []) {
         self.code = code
         self.message = message
+        self.unconfirmedJobIDs = unconfirmedJobIDs
     }
 
     public var description: String { message }

@@ -195,6 +195,14 @@ struct EnqueueCommand: ParsableCommand {
         } catch let error as WarrenError where error.code == .duplicate {
             FileHandle.standardError.write(Data("warren: \(error.message)\n".utf8))
             throw ExitCode.duplicate
+        } catch let error as WarrenError where !error.unconfirmedJobIDs.isEmpty {
+            // Jobs that may be enqueued are named as enqueued ones are, so that whoever keeps the output can take
+            // them back (warren cancel --ids-from) or look for their results.
+            for id in error.unconfirmedJobIDs { print(names[id].map { "\($0) \(id)" } ?? id) }
+            fflush(nil)
+            FileHandle.standardError.write(
+                Data("warren: \(error.message) (the ids of the unconfirmed jobs are on standard output)\n".utf8))
+            throw ExitCode.failure
         }
         for descriptor in descriptors {
             let shown = json ? try ResultPrinter.json(descriptor) : descriptor.id

@@ -37,6 +37,32 @@ extension Integration {
             try producer.cancel(jobIDs: [long.id])
         }
 
+        @Test("enqueue that loses its connection before its jobs are confirmed names them, as they may be enqueued")
+        func enqueueLosesItsConnection() throws {
+            let queue = TestEnvironment.uniqueName("blocked-enqueue")
+            defer { BrokerProbe.delete(queue) }
+            let graph = try TestEnvironment.temporaryDirectory().appendingPathComponent("graph.json")
+            try Data(#"{"jobs":[{"name":"first","type":"echo"},{"name":"then","type":"echo","dependsOn":["first"]}]}"#.utf8)
+                .write(to: graph)
+            let output = try Self.withMemoryAlarm {
+                let enqueue = try ChildProcess(
+                    TestEnvironment.warrenBinary,
+                    ["enqueue", "--graph", graph.path, "--queue", queue, "--url", try TestEnvironment.brokerURL],
+                    name: "enqueue")
+                defer { enqueue.terminate() }
+                // Its publishes wait for confirms the blocked broker does not send; then the connection goes.
+                Thread.sleep(forTimeInterval: 2)
+                try Chaos.closeConnections(
+                    named: "warren producer \(enqueue.process.processIdentifier)", reason: "test: lost while enqueueing")
+                return (enqueue.waitForExit(timeout: .seconds(40)), enqueue.stdout, enqueue.stderr)
+            }
+            #expect(output.0 == 1, "\(output.2)")
+            let lines = output.1.split(separator: "\n")
+            #expect(lines.count == 2 && lines[0].hasPrefix("first ") && lines[1].hasPrefix("then "), "\(output.1)")
+            #expect(output.2.contains("may be enqueued all the same"), "\(output.2)")
+            #expect(output.2.contains("the ids of the unconfirmed jobs are on standard output"), "\(output.2)")
+        }
+
         @Test("a scheduler that starts while the broker blocks publishers stops on SIGTERM")
         func schedulerStops() throws {
             let directory = try TestEnvironment.temporaryDirectory()

@@ -209,37 +209,45 @@ public final class Producer {
         connection.holdOutput()
         defer { connection.flushOutput() }
         var numbers: [UInt64: JobRequest] = [:]
-        for (request, descriptor, body) in jobs {
-            if request.supersede, let key = request.key {
-                try publishControl(.supersede(key: key, before: descriptor.sequence))
-            }
-            try declareJobQueue(request.queue)
-            published = true
-            // Mandatory: a queue deleted since this producer declared it, or on a cluster node that is down,
-            // would take nothing and the broker would confirm the publish all the same.
-            try publish(
-                body, exchange: "", routingKey: request.queue,
-                properties: MessageProperties(
-                    contentType: WireCoding.contentType, persistent: true,
-                    priority: descriptor.priority.amqpPriority, replyTo: replyTo ?? request.replyTo,
-                    messageID: descriptor.id,
-                    timestamp: UInt64(Date().timeIntervalSince1970), type: descriptor.type, appID: "warren"),
-                mandatory: true)
-            numbers[publishCount] = request
-        }
-        connection.flushOutput()
+        var handed = 0
         let refused: Set<UInt64>
         do {
+            for (request, descriptor, body) in jobs {
+                if request.supersede, let key = request.key {
+                    try publishControl(.supersede(key: key, before: descriptor.sequence))
+                }
+                try declareJobQueue(request.queue)
+                published = true
+                handed += 1
+                // Mandatory: a queue deleted since this producer declared it, or on a cluster node that is down,
+                // would take nothing and the broker would confirm the publish all the same.
+                try publish(
+                    body, exchange: "", routingKey: request.queue,
+                    properties: MessageProperties(
+                        contentType: WireCoding.contentType, persistent: true,
+                        priority: descriptor.priority.amqpPriority, replyTo: replyTo ?? request.replyTo,
+                        messageID: descriptor.id,
+                        timestamp: UInt64(Date().timeIntervalSince1970), type: descriptor.type, appID: "warren"),
+                    mandatory: true)
+                numbers[publishCount] = request
+            }
+            connection.flushOutput()
             refused = try waitForAnswers()
         } catch let error as WarrenError where error.code == .timeout {
             let ids = ordered.map(\.id)
             throw WarrenError(
                 .timeout,
-                "the broker did not confirm job\(ids.count == 1 ? "" : "s") \(ids.prefix(3).joined(separator: ", "))"
-                    + "\(ids.count > 3 ? " and \(ids.count - 3) more" : "") within 30 s "
-                    + "(\(WarrenError.unconfirmedCauses)): "
-                    + "\(ids.count == 1 ? "it" : "they") may be enqueued all the same; "
-                    + "warren cancel takes \(ids.count == 1 ? "it" : "them") back")
+                "the broker did not confirm \(Self.jobs(ids)) within 30 s (\(WarrenError.unconfirmedCauses)): "
+                    + Self.mayBeEnqueued(ids.count), unconfirmedJobIDs: ids)
+        } catch let error as AMQPError where published {
+            // The jobs handed to the connection may have reached the broker; the others of the call did not.
+            let ids = ordered.prefix(handed).map(\.id)
+            throw WarrenError(
+                error.isQueueNodeDown ? .queueUnreachable : .broker,
+                "\(error.description); the broker did not confirm \(Self.jobs(ids)) before: "
+                    + Self.mayBeEnqueued(ids.count)
+                    + (handed < ordered.count ? "; the \(ordered.count - handed) after them were not enqueued" : ""),
+                unconfirmedJobIDs: ids)
         }
         let refusedJobs = refused.compactMap { numbers[$0] }
         let returned = Set(returnedQueues)
@@ -257,6 +265,17 @@ public final class Producer {
         guard refused.isEmpty else { throw WarrenError(.broker, "the broker refused a published message (basic.nack)") }
         try checkNothingReturned()
         return jobs.map(\.descriptor)
+    }
+
+    /// `job ID`, `jobs ID, ID, ID`, or `jobs ID, ID, ID and N more`.
+    private static func jobs(_ ids: [String]) -> String {
+        "job\(ids.count == 1 ? "" : "s") \(ids.prefix(3).joined(separator: ", "))"
+            + (ids.count > 3 ? " and \(ids.count - 3) more" : "")
+    }
+
+    /// That `count` unconfirmed jobs may be enqueued, and how to take them back.
+    private static func mayBeEnqueued(_ count: Int) -> String {
+        "\(count == 1 ? "it" : "they") may be enqueued all the same; warren cancel takes \(count == 1 ? "it" : "them") back"
     }
 
     /// Cancels jobs wherever they are: executing (their code sees `isCancelled`), waiting in a worker (they never
