@@ -47,8 +47,18 @@ struct StatusCommand: ParsableCommand {
     func run() throws {
         let producer = try Producer(url: broker.brokerURL)
         defer { producer.close() }
-        let statuses = try producer.workerStatuses(
-            timeout: .milliseconds(Int(timeout * 1000)), jobs: jobs || jobsLimit != nil ? jobsLimit ?? 100 : nil)
+        // The workers are asked on a connection of their own: a broker under a memory or disk alarm blocks a
+        // connection that publishes, and the queues are still worth showing then.
+        var statuses: [WorkerStatus] = []
+        var workersUnknown: WarrenError?
+        do {
+            let asking = try Producer(url: broker.brokerURL)
+            defer { asking.close() }
+            statuses = try asking.workerStatuses(
+                timeout: .milliseconds(Int(timeout * 1000)), jobs: jobs || jobsLimit != nil ? jobsLimit ?? 100 : nil)
+        } catch let error as WarrenError where error.code == .timeout {
+            workersUnknown = error
+        }
         let asked = Set(queue + statuses.flatMap(\.queues))
         // warren.default too, consumed or not (a backlog nobody takes is what to see), unless it does not exist and
         // other queues are shown.
@@ -61,7 +71,14 @@ struct StatusCommand: ParsableCommand {
             return true
         }
         let deadLetters = try Self.reachable { try producer.deadLetterCount() }
+        defer {
+            if let workersUnknown {
+                fflush(nil)
+                FileHandle.standardError.write(Data("warren: workers unknown: \(workersUnknown.message)\n".utf8))
+            }
+        }
         if json {
+            if let workersUnknown { print(try ResultPrinter.json(["workersUnknown": workersUnknown.message])) }
             for status in statuses { print(try ResultPrinter.json(status)) }
             for (name, status) in queues {
                 switch status {
@@ -74,9 +91,14 @@ struct StatusCommand: ParsableCommand {
             case .success(let count): print(try ResultPrinter.json(["deadLetters": count]))
             case .failure(let error): print(try ResultPrinter.json(["deadLettersUnreachable": error.message]))
             }
+            if workersUnknown != nil { throw ExitCode.failure }
             return
         }
-        if statuses.isEmpty { print("no live workers answered within \(timeout) s") }
+        if workersUnknown != nil {
+            print("workers unknown: the broker did not take the status request (see below)")
+        } else if statuses.isEmpty {
+            print("no live workers answered within \(timeout) s")
+        }
         for status in statuses { Self.printWorker(status) }
         for (name, status) in queues {
             switch status {
@@ -91,6 +113,7 @@ struct StatusCommand: ParsableCommand {
         case .success(let count): print("dead letters=\(count)\(count > 0 ? " (warren dead list)" : "")")
         case .failure(let error): print("dead letters: unreachable: \(error.message)")
         }
+        if workersUnknown != nil { throw ExitCode.failure }
     }
 
     /// What `body` finds, or why the queue it looks at is out of reach (on a cluster node that is down); any other

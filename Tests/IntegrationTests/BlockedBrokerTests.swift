@@ -63,6 +63,20 @@ extension Integration {
             #expect(output.2.contains("the ids of the unconfirmed jobs are on standard output"), "\(output.2)")
         }
 
+        @Test("warren status while the broker blocks publishers shows the queues, and says the workers are unknown")
+        func statusUnderAnAlarm() throws {
+            let queue = TestEnvironment.uniqueName("blocked-status")
+            defer { BrokerProbe.delete(queue) }
+            try Producer.forTests().enqueue(JobRequest(type: "echo", queue: queue))
+            let output = try Self.withMemoryAlarm {
+                try CLI.run(["status", "--timeout", "1", "--queue", queue, "--url", try TestEnvironment.brokerURL])
+            }
+            #expect(output.status == 1, "\(output.stderr)")
+            #expect(output.stdout.contains("queue \(queue) waiting=1"), "\(output.stdout)")
+            #expect(output.stdout.contains("dead letters="), "\(output.stdout)")
+            #expect(output.stderr.contains("workers unknown: the broker did not take the status request"), "\(output.stderr)")
+        }
+
         @Test("a scheduler that starts while the broker blocks publishers stops on SIGTERM")
         func schedulerStops() throws {
             let directory = try TestEnvironment.temporaryDirectory()

@@ -344,25 +344,35 @@ public final class Producer {
     ///   (``WorkerStatus/jobs``); workers of versions that predate the listing leave it out.
     /// - Parameter awaitedWorker: With a worker id, returns as soon as that worker answered, with the answers that
     ///   came so far.
+    /// - Throws: ``WarrenError``: `timeout` when the broker did not even take the request within `timeout` (it
+    ///   blocks publishers under a memory or disk alarm: the connection is then of no more use); `broker` when it
+    ///   refused it or the connection fails.
     public func workerStatuses(
         timeout: Duration = .seconds(2), jobs: Int? = nil, awaiting awaitedWorker: String? = nil
     ) throws -> [WorkerStatus] {
         try brokerCall {
             let channel: UInt16 = 3
             try connection.openChannel(channel)
-            defer { try? connection.closeChannel(channel) }
             let replyQueue = try connection.declareQueue(
                 "", durable: false, exclusive: true, autoDelete: true, channel: channel
             ).name
             try connection.consume(replyQueue, noAck: true, channel: channel)
             try publishControl(.status(replyTo: replyQueue, jobs: jobs))
-            try waitForConfirms()
             var statuses: [String: WorkerStatus] = [:]
             let done = { awaitedWorker.map { statuses[$0] != nil } ?? false }
             try readEvents(until: ContinuousClock.now + timeout, done: done) { delivery in
                 guard delivery.channel == channel, let status = try? WorkerStatus.decode(delivery.body) else { return }
                 statuses[status.workerID] = status
             }
+            // No answer can come before the broker took the request; a broker that blocks this connection answers
+            // no call either, closing the channel included.
+            guard !statuses.isEmpty || confirmedCount >= publishCount else {
+                throw WarrenError(
+                    .timeout,
+                    "the broker did not take the status request within \(timeout) (\(WarrenError.unconfirmedCauses))")
+            }
+            try waitForConfirms()
+            try connection.closeChannel(channel)
             return statuses.values.sorted { $0.workerID < $1.workerID }
         }
     }
