@@ -220,11 +220,28 @@ struct EnqueueCommand: ParsableCommand {
         var pending = Set(descriptors.map(\.id))
         let display = ProgressDisplay()
         defer { display.finish() }
+        // Results stored from a little before the jobs went out: where they are read after a lost connection.
+        let enqueuedAt = Date(timeIntervalSinceNow: -1)
+        var stream: StoredResults?
+        defer { stream?.close() }
         while !pending.isEmpty {
             let result: JobResult
             do {
-                result = try producer.waitForFirstResult(
-                    of: pending, timeout: max(deadline - ContinuousClock.now, .milliseconds(1)), progress: display.show)
+                let left = max(deadline - ContinuousClock.now, .milliseconds(1))
+                if let reading = stream {
+                    result = try reading.first(of: pending, until: deadline)
+                } else {
+                    result = try producer.waitForFirstResult(of: pending, timeout: left, progress: display.show)
+                }
+            } catch let error as WarrenError where error.code == .broker && stream == nil {
+                // The producer's reply queue went with its connection; every result is also stored in the stream.
+                display.finish()
+                FileHandle.standardError.write(
+                    Data(
+                        "warren: lost the broker while waiting (\(error.message)); the jobs are enqueued: reading their results from the results stream\n"
+                            .utf8))
+                stream = StoredResults(url: broker.brokerURL, since: enqueuedAt)
+                continue
             } catch let error as WarrenError where error.code == .timeout {
                 display.finish()
                 let missing = descriptors.map(\.id).filter(pending.contains).map { names[$0] ?? $0 }
@@ -297,3 +314,45 @@ struct EnqueueCommand: ParsableCommand {
 }
 
 extension JobPriority: ExpressibleByArgument {}
+
+/// The results stream, read for `enqueue --wait` once its connection is lost: reconnecting, 100 ms doubling to 5 s
+/// between attempts, and reading on after the last message it read.
+///
+/// Thread safety: confined to the thread that created it.
+final class StoredResults {
+    private let url: String
+    private var start: ResultReader.Start
+    private var reader: ResultReader?
+
+    init(url: String, since: Date) {
+        self.url = url
+        start = .since(since)
+    }
+
+    /// The first result stored for one of `jobIDs`.
+    /// - Throws: ``WarrenError`` (`timeout`) when none came by `deadline`.
+    func first(of jobIDs: Set<String>, until deadline: ContinuousClock.Instant) throws -> JobResult {
+        var delay = Duration.milliseconds(100)
+        while ContinuousClock.now < deadline {
+            do {
+                let reading = try reader ?? ResultReader(url: url, from: start)
+                reader = reading
+                guard let event = try reading.next(waitingUpTo: min(deadline - ContinuousClock.now, .seconds(1)))
+                else { continue }
+                guard case .result(let stored, let offset) = event else { continue }
+                if let offset { start = .offset(offset) }
+                if case .success(let result) = stored, jobIDs.contains(result.jobID) { return result }
+            } catch let error as WarrenError where error.code == .broker {
+                reader?.close()
+                reader = nil
+                Thread.sleep(forTimeInterval: min(delay, max(deadline - ContinuousClock.now, .zero)) / .seconds(1))
+                delay = min(delay * 2, .seconds(5))
+            }
+        }
+        throw WarrenError(.timeout, "no result by the deadline")
+    }
+
+    func close() {
+        reader?.close()
+    }
+}

@@ -273,6 +273,31 @@ extension Integration.Chaos {
         #expect(worker.stderr.contains("reconnected") && !worker.stderr.contains("dropping the results"))
     }
 
+    @Test("enqueue --wait that loses its connection reads the job's result from the results stream")
+    func waitThroughALostConnection() throws {
+        let queue = TestEnvironment.uniqueName("wait-lost")
+        defer { BrokerProbe.delete(queue) }
+        let worker = try CLI.startWorker(queue: queue)
+        defer { worker.terminate() }
+        let enqueue = try ChildProcess(
+            TestEnvironment.warrenBinary,
+            [
+                "enqueue", "sleep", "--input", #"{"seconds":2}"#, "--queue", queue, "--wait", "--timeout", "60",
+                "--url", try TestEnvironment.brokerURL,
+            ],
+            name: "enqueue --wait")
+        defer { enqueue.terminate() }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while enqueue.stdout.isEmpty && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        let id = enqueue.stdout.split(separator: "\n").first.map(String.init) ?? ""
+        try worker.waitForStart(of: id)
+        try Self.closeConnections(
+            named: "warren producer \(enqueue.process.processIdentifier)", reason: "test: lost while waiting")
+        #expect(enqueue.waitForExit() == 0, "\(enqueue.stderr)")
+        #expect(enqueue.stdout.contains("succeeded \(id)"), "\(enqueue.stdout)")
+        #expect(enqueue.stderr.contains("reading their results from the results stream"), "\(enqueue.stderr)")
+    }
+
     @Test("jobs a worker had not started when it lost its connection never start there; their redelivery runs them")
     func unstartedJobsAfterALostConnection() throws {
         let queue = TestEnvironment.uniqueName("lost-waiting")
