@@ -589,12 +589,12 @@ final class WorkerSession {
         }
     }
 
-    /// Cancels the executing jobs once the grace period of a stop has passed; each is logged once, and goes back to
-    /// the broker.
+    /// Cancels the executing jobs once the grace period of a stop has passed, or a second stop request cut it
+    /// short; each is logged once, and goes back to the broker.
     func cancelAll(reason: String) {
         for job in inFlight.values where !job.operation.isFinished && !job.operation.job.isCancelled {
             job.operation.job.logger.warning(
-                "the stop's grace period is over: cancelling the job, which goes back to the broker to run again")
+                "the worker stops: cancelling the job, which goes back to the broker to run again")
             job.operation.cancel(Cancellation(reason: reason, message: "the worker is stopping"))
         }
     }
