@@ -76,6 +76,39 @@ extension Integration {
             #expect(try BrokerProbe.depth(of: queue) == 0)
         }
 
+        @Test("a stream given as a job queue is not consumed, with an error; a job that only says it came from one runs")
+        func streamAsJobQueue() throws {
+            let url = try TestEnvironment.brokerURL
+            let stream = TestEnvironment.uniqueName("stream-jobs")
+            let classic = TestEnvironment.uniqueName("forged-offset")
+            defer { BrokerProbe.delete(stream); BrokerProbe.delete(classic) }
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: url))
+            defer { connection.close() }
+            try connection.openChannel(1)
+            try connection.declareQueue(stream, arguments: ["x-queue-type": "stream"], channel: 1)
+            let results = try MessageTap.results()
+            let worker = try CLI.startWorker(queue: stream, arguments: ["--queue", classic])
+            defer { worker.terminate() }
+            let inStream = UUID().uuidString.lowercased()
+            try connection.publish(
+                Array(#"{"version":1,"id":"\#(inStream)","type":"echo"}"#.utf8), exchange: "", routingKey: stream,
+                properties: MessageProperties(contentType: "application/json", persistent: true), channel: 1)
+            try worker.waitForStderr(containing: "not consuming this queue: it is a stream")
+            #expect(try BrokerProbe.consumers(of: stream) == 0)
+            // A job on a classic queue whose producer set the header runs, with a warning.
+            let forged = UUID().uuidString.lowercased()
+            try connection.publish(
+                Array(#"{"version":1,"id":"\#(forged)","type":"echo"}"#.utf8), exchange: "", routingKey: classic,
+                properties: MessageProperties(
+                    contentType: "application/json", headers: [Topology.streamOffsetHeader: .int(7)], persistent: true),
+                channel: 1)
+            #expect(try results.waitForResult(forged).status == .succeeded)
+            #expect(worker.stderr.contains("carry an x-stream-offset header"), "\(worker.stderr)")
+            try results.settle()
+            #expect(results.results(for: inStream).isEmpty, "a job of the stream ran")
+            #expect(worker.process.isRunning)
+        }
+
         @Test("dead letters of unreadable descriptors go by the id of their failed result; what they name prints escaped")
         func unreadableDeadLetters() throws {
             let url = try TestEnvironment.brokerURL

@@ -133,6 +133,6 @@ public final class ResultReader {
 extension Delivery {
     /// The offset of a message delivered from a stream (its `x-stream-offset` header).
     var streamOffset: UInt64? {
-        properties.headers?["x-stream-offset"]?.intValue.flatMap { UInt64(exactly: $0) }
+        properties.headers?[Topology.streamOffsetHeader]?.intValue.flatMap { UInt64(exactly: $0) }
     }
 }

@@ -200,6 +200,18 @@ public enum Topology {
         return try declare(name, arguments: jobQueueArguments(priorities: true), on: connection)
     }
 
+    /// The header a stream adds to each message it delivers: the message's offset in the stream.
+    public static let streamOffsetHeader = "x-stream-offset"
+
+    /// Whether queue `name` is a stream declared with no other argument (a declaration as one is accepted); `false`
+    /// also when there is no such queue, or it was declared otherwise: a stream with arguments of its own
+    /// (`x-max-age`, say) cannot be told from another queue so.
+    /// - Throws: `AMQPError` when the broker refuses otherwise, or the connection fails.
+    public static func isStream(_ name: String, on connection: AMQPConnection) throws -> Bool {
+        guard try lookUp(name, on: connection) != nil else { return false }
+        return try declare(name, arguments: ["x-queue-type": "stream"], on: connection)
+    }
+
     /// Whether job queue `name`, which exists, is known to take a channel-wide prefetch limit (`basic.qos` with
     /// global=true): whether it is a classic queue as Warren creates them, first in, first out or with priorities
     /// (found as ``isPriorityQueue(_:on:)`` finds them). A quorum queue refuses a consumer on a channel with such a

@@ -9,6 +9,7 @@ extension WorkerSession {
         if stopDeadline != nil, redeliveriesAwaitedUntil == nil {
             return try nackJob(delivery.deliveryTag, requeue: true)
         }
+        if delivery.properties.headers?[Topology.streamOffsetHeader] != nil, try refusesStream(delivery) { return }
         let descriptor: OperationDescriptor
         do {
             descriptor = try jobDecoder.decode(

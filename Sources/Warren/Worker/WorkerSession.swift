@@ -115,6 +115,10 @@ final class WorkerSession {
     var readsResultsStream = false
     /// The consumer that reads the stream's last chunk before the reading starts, until it did.
     var resultsStreamProbe: String?
+    /// Job queues found to be streams, which the worker does not consume (``refusesStream(_:)``).
+    var streamQueues: Set<String> = []
+    /// Job queues whose deliveries carried a stream offset but that could not be told to be streams: warned of once.
+    var streamSuspects: Set<String> = []
     /// Whether the reading of the stream started (else the probe starts it).
     var readsStoredResults = false
     /// The first reading of the stream, up to where it ended when it started.
@@ -437,7 +441,8 @@ final class WorkerSession {
     }
 
     func consumeJobs(from queue: String) throws {
-        guard stopDeadline == nil && recycling == nil || redeliveriesAwaitedUntil != nil else { return }
+        guard stopDeadline == nil && recycling == nil || redeliveriesAwaitedUntil != nil, !streamQueues.contains(queue)
+        else { return }
         jobConsumers[try connection.consume(queue, channel: Self.jobsChannel)] = queue
     }
 
