@@ -189,20 +189,18 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
     }
 
     private func complete(startedAt: Date?, outcome: JobOutcome) {
-        let (reports, journalSlot) = state.withLock { state -> (Bool, Int?) in
+        // The finish is held (or not) before the report: the broker thread releases it only after the report.
+        let (reports, journalSlot, holds) = state.withLock { state -> (Bool, Int?, Bool) in
             defer {
                 state.reported = true
                 state.journalSlot = nil
+                state.finishHeld = state.holdsFinish
             }
-            return (!state.reported, state.journalSlot)
+            return (!state.reported, state.journalSlot, state.holdsFinish)
         }
         if let journalSlot { journal?.ended(journalSlot) }
         if reports {
             report(FinishedJob(jobID: job.jobID, outcome: outcome, startedAt: startedAt, finishedAt: Date()))
-        }
-        let holds = state.withLock { state in
-            state.finishHeld = state.holdsFinish
-            return state.holdsFinish
         }
         if !holds { finish() }
     }
