@@ -115,6 +115,8 @@ final class WorkerSession {
     var readsResultsStream = false
     /// The consumer that reads the stream's last chunk before the reading starts, until it did.
     var resultsStreamProbe: String?
+    /// Why the broker blocks this connection, while it does (`connection.blocked`).
+    var blockedReason: String?
     /// Job queues found to be streams, which the worker does not consume (``refusesStream(_:)``).
     var streamQueues: Set<String> = []
     /// Job queues whose deliveries carried a stream offset but that could not be told to be streams: warned of once.
@@ -384,6 +386,7 @@ final class WorkerSession {
         resultsStreamProbe = nil
         readsStoredResults = false
         resultsCatchUp.reset()
+        blockedReason = nil
         acks.reset()
         lockChannelOpen = false
         publishCount = 0  // confirm numbers start at 1 on every new channel
@@ -512,10 +515,15 @@ final class WorkerSession {
                 }
                 consumerCancelled(tag, queue: queue)
             case .blocked(let reason):
-                logger.warning("the broker blocked this connection", metadata: ["reason": "\(reason)"])
+                // RabbitMQ says it again for each alarm that holds, with the same reason.
+                if blockedReason != reason {
+                    logger.warning("the broker blocked this connection", metadata: ["reason": "\(reason)"])
+                }
+                blockedReason = reason
                 worker.health.blocked(reason)
                 metrics.brokerConnection(connected: true, blocked: true)
             case .unblocked:
+                blockedReason = nil
                 logger.info("the broker unblocked this connection")
                 worker.health.blocked(nil)
                 metrics.brokerConnection(connected: true, blocked: false)
