@@ -8,6 +8,23 @@ enum JSONNesting {
     /// all the same (the parser rejects it afterwards), and unbalanced closing brackets are ignored.
     static func offsetBeyond(limit: Int, in bytes: UnsafeRawBufferPointer) -> Int? {
         var depth = 0
+        return firstOutsideStrings(in: bytes) { _, byte in
+            switch byte {
+            case UInt8(ascii: "["), UInt8(ascii: "{"):
+                depth += 1
+                return depth > limit
+            case UInt8(ascii: "]"), UInt8(ascii: "}"):
+                depth = max(depth - 1, 0)
+            default:
+                break
+            }
+            return false
+        }
+    }
+
+    /// The offset of the first byte of `bytes`, outside strings, for which `isIt` is true; `nil` if none is. The
+    /// bytes inside a string (between its quotes, escapes included) are skipped; its opening quote is not.
+    static func firstOutsideStrings(in bytes: UnsafeRawBufferPointer, where isIt: (Int, UInt8) -> Bool) -> Int? {
         var inString = false
         var escaped = false
         for (offset, byte) in bytes.enumerated() {
@@ -21,17 +38,8 @@ enum JSONNesting {
                 }
                 continue
             }
-            switch byte {
-            case UInt8(ascii: "\""):
-                inString = true
-            case UInt8(ascii: "["), UInt8(ascii: "{"):
-                depth += 1
-                if depth > limit { return offset }
-            case UInt8(ascii: "]"), UInt8(ascii: "}"):
-                depth = max(depth - 1, 0)
-            default:
-                break
-            }
+            if byte == UInt8(ascii: "\"") { inString = true }
+            if isIt(offset, byte) { return offset }
         }
         return nil
     }

@@ -65,33 +65,21 @@ enum JSONText {
     /// `}`, outside strings; `nil` if there is none. JSON has no trailing commas, but Foundation's parsers accept
     /// them (swift-corelibs-foundation on Linux), and a client that speaks strict JSON would refuse the message.
     static func trailingCommaOffset(in text: [UInt8]) -> Int? {
-        var inString = false
-        var escaped = false
         var comma: Int?
-        for (offset, byte) in text.enumerated() {
-            if inString {
-                if escaped {
-                    escaped = false
-                } else if byte == UInt8(ascii: "\\") {
-                    escaped = true
-                } else if byte == UInt8(ascii: "\"") {
-                    inString = false
+        let closing = text.withUnsafeBytes { bytes in
+            JSONNesting.firstOutsideStrings(in: bytes) { offset, byte in
+                switch byte {
+                case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"):
+                    return false
+                case UInt8(ascii: "]"), UInt8(ascii: "}"):
+                    return comma != nil
+                default:
+                    comma = byte == UInt8(ascii: ",") ? offset : nil
+                    return false
                 }
-                continue
             }
-            switch byte {
-            case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"):
-                continue
-            case UInt8(ascii: "]"), UInt8(ascii: "}"):
-                if let comma { return comma }
-            case UInt8(ascii: "\""):
-                inString = true
-            default:
-                break
-            }
-            comma = byte == UInt8(ascii: ",") ? offset : nil
         }
-        return nil
+        return closing == nil ? nil : comma
     }
 
     /// The encoding `body` is in, and the length of its byte order mark (0 without one).
