@@ -71,11 +71,9 @@ package struct BrokerAddresses: Sendable {
             case .success(let connection): return connection
             case .failure(let failure): refusal = failure
             }
-            if let giveUpAt {
-                guard refusal.mayPass, ContinuousClock.now < giveUpAt else {
-                    guard refusal.mayPass, let patience, patience > .zero else { throw refusal.error }
-                    throw WarrenError(.broker, "\(refusal.error.message) (still, after trying for \(patience))")
-                }
+            if let patience, let giveUpAt, !refusal.mayPass || ContinuousClock.now >= giveUpAt {
+                guard refusal.mayPass, patience > .zero else { throw refusal.error }
+                throw WarrenError(.broker, "\(refusal.error.message) (still, after trying for \(patience))")
             }
             retrying(refusal.error)
             var wait = delay * Double.random(in: 0.75...1.25)
