@@ -77,6 +77,23 @@ extension Integration {
             #expect(output.stderr.contains("workers unknown: the broker did not take the status request"), "\(output.stderr)")
         }
 
+        @Test("a worker that starts while the broker blocks publishers stops on SIGTERM, not after its setup's waits")
+        func workerStartingStops() throws {
+            let queue = TestEnvironment.uniqueName("blocked-start")
+            defer { BrokerProbe.delete(queue) }
+            try Self.withMemoryAlarm {
+                let worker = try ChildProcess(
+                    TestEnvironment.warrenBinary,
+                    ["worker", "--queue", queue, "--url", try TestEnvironment.brokerURL], name: "worker")
+                defer { worker.terminate() }
+                // Its marker in the control stream waits for a confirm the blocked broker does not send.
+                Thread.sleep(forTimeInterval: 2)
+                worker.signal(SIGTERM)
+                #expect(worker.waitForExit(timeout: .seconds(25)) == 0, "\(worker.stderr)")
+                #expect(!worker.stderr.contains("did not read the control stream"), "\(worker.stderr)")
+            }
+        }
+
         @Test("a scheduler that starts while the broker blocks publishers stops on SIGTERM")
         func schedulerStops() throws {
             let directory = try TestEnvironment.temporaryDirectory()

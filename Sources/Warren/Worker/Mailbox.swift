@@ -41,6 +41,11 @@ package final class Mailbox<Message: Sendable>: Sendable {
         state.withLock { $0.isSleeping = false }
     }
 
+    /// Whether a message waiting matches `isIt`; takes none out.
+    package func contains(where isIt: (Message) -> Bool) -> Bool {
+        state.withLock { $0.messages.contains(where: isIt) }
+    }
+
     package func drain() -> [Message] {
         state.withLock { state in
             defer { state.messages.removeAll(keepingCapacity: true) }

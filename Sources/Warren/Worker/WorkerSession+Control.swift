@@ -8,8 +8,15 @@ extension WorkerSession {
     /// then looks for dead workers' journals, which the reports read meanwhile may have dealt with already.
     func consumeControl() throws {
         try readControlToItsEnd()
+        // A stop that came meanwhile is not held up by what follows, which a blocked connection makes wait.
+        guard !stopIsPending else { return }
         try findDeadWorkers()
         try reportCrashes()
+    }
+
+    /// Whether ``Worker/stop()`` was called and the broker thread has not handled it yet.
+    var stopIsPending: Bool {
+        worker.mailbox.contains { if case .stop = $0 { true } else { false } }
     }
 
     private func readControlToItsEnd() throws {
@@ -32,7 +39,7 @@ extension WorkerSession {
             try ControlMessage.sync(token: token).encoded(), exchange: Topology.controlExchange, routingKey: "",
             properties: MessageProperties(contentType: WireCoding.contentType, persistent: true))
         let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
+        while ContinuousClock.now < deadline, !stopIsPending {
             while let event = try connection.nextEvent() {
                 switch event {
                 case .delivery(let delivery) where delivery.channel == Self.controlChannel:
@@ -48,6 +55,7 @@ extension WorkerSession {
             }
             connection.waitForActivity(wakeUp: nil, timeout: .milliseconds(100))
         }
+        guard !stopIsPending else { return }
         logger.warning("did not read the control stream to its end within 30 s; starting anyway")
     }
 

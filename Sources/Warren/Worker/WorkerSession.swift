@@ -403,6 +403,7 @@ final class WorkerSession {
         try connection.enableConfirms(channel: Self.storeChannel)
         try openRateChannel()
         try consumeControl()
+        guard !stopIsPending || awaitsRedeliveries else { return }
         if !parked.isEmpty { try readResultsStream() }
         try connection.openChannel(Self.jobsChannel)
         guard stopDeadline == nil || awaitsRedeliveries else { return }
