@@ -108,14 +108,17 @@ public final class AMQPConnection {
                 .authenticationFailed, "broker at \(where_) refused user '\(configuration.user)': \(problem)",
                 replyCode: close.reply_code, replyText: Self.shortReplyText(CDecode.string(close.reply_text)))
         }
+        // RabbitMQ refuses credentials with a connection.close (403), since this client asks for it
+        // (authentication_failure_close): a connection closed without one never got that far (a proxy in front of
+        // a broker not up yet accepts and closes, as does a broker still starting), and trying again may do.
         if reply.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION,
-            reply.library_error == AMQP_STATUS_CONNECTION_CLOSED.rawValue
-                || reply.library_error == AMQP_STATUS_SOCKET_CLOSED.rawValue
+            [AMQP_STATUS_CONNECTION_CLOSED, AMQP_STATUS_SOCKET_CLOSED, AMQP_STATUS_SOCKET_ERROR]
+                .contains(where: { $0.rawValue == reply.library_error })
         {
             throw AMQPError(
-                .authenticationFailed,
-                "broker at \(where_) closed the connection during login: wrong user name or password for '\(configuration.user)'?"
-            )
+                .connectionFailed,
+                "cannot connect to \(where_): the connection closed before the broker let this client log in "
+                    + "(is a broker starting there, or behind a proxy?)")
         }
         try check(reply, "log in to \(where_)")
         let limit = configuration.rpcTimeout.components
