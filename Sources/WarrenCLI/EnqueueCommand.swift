@@ -198,7 +198,10 @@ struct EnqueueCommand: ParsableCommand {
         } catch let error as WarrenError where !error.unconfirmedJobIDs.isEmpty {
             // Jobs that may be enqueued are named as enqueued ones are, so that whoever keeps the output can take
             // them back (warren cancel --ids-from) or look for their results.
-            for id in error.unconfirmedJobIDs { print(names[id].map { "\($0) \(id)" } ?? id) }
+            for id in error.unconfirmedJobIDs {
+                let shown = json ? try ResultPrinter.json(["id": id, "confirmed": false]) : id
+                print(names[id].map { "\($0) \(shown)" } ?? shown)
+            }
             fflush(nil)
             FileHandle.standardError.write(
                 Data("warren: \(error.message) (the ids of the unconfirmed jobs are on standard output)\n".utf8))
@@ -306,6 +309,8 @@ struct EnqueueCommand: ParsableCommand {
             text = String(decoding: contents, as: UTF8.self)
         }
         do {
+            // Strict, as a worker reads a job's body: no trailing comma, which Foundation's parser takes.
+            guard JSONText.trailingCommaOffset(in: Array(text.utf8)) == nil else { throw ValidationError("") }
             return try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
         } catch {
             throw ValidationError("--input is not valid JSON: \(text.prefix(80))")

@@ -68,6 +68,9 @@ struct GraphFile: Decodable {
             throw GraphFileError("cannot read the graph file '\(path)'")
         }
         let shape = "{\"jobs\": [{\"name\", \"type\", …}]}"
+        if let offset = JSONText.trailingCommaOffset(in: Array(data)) {
+            throw GraphFileError("the graph file '\(path)' is not JSON: a comma before a closing bracket at byte \(offset)")
+        }
         let graph: GraphFile
         do {
             try checkMembers(of: try JSONDecoder().decode(JSONValue.self, from: data))

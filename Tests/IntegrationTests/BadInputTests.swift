@@ -107,6 +107,10 @@ extension Integration {
             try results.settle()
             #expect(results.results(for: inStream).isEmpty, "a job of the stream ran")
             #expect(worker.process.isRunning)
+            // Warren's producer does not send jobs there.
+            let enqueue = try CLI.run(["enqueue", "echo", "--queue", stream, "--url", url])
+            #expect(enqueue.status == 64, "\(enqueue.stderr)")
+            #expect(enqueue.stderr.contains("queue '\(stream)' is a stream"), "\(enqueue.stderr)")
         }
 
         @Test("dead letters of unreadable descriptors go by the id of their failed result; what they name prints escaped")

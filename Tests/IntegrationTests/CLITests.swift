@@ -68,6 +68,7 @@ extension Integration {
             let url = try TestEnvironment.brokerURL
             for arguments in [
                 ["enqueue", "sum", "--input", "{not json"],
+                ["enqueue", "sum", "--input", "[1,2,]"],
                 ["enqueue", "sum", "--supersede"],
                 ["enqueue", "sum", "--priority", "urgent"],
                 ["enqueue", "sum", "--input", "@/no/such/file.json"],

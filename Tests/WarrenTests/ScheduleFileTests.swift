@@ -24,6 +24,11 @@ import Testing
         try Date.ISO8601FormatStyle().parse(text)
     }
 
+    @Test func aTrailingCommaIsNotJSON() {
+        let problem = Self.problem(#"{"schedules": [{"name": "n", "every": 60, "type": "echo", "input": 1,}]}"#)
+        #expect(problem?.hasPrefix("not JSON: a comma before a closing bracket at byte") == true, "\(problem ?? "")")
+    }
+
     @Test func readsEveryMember() throws {
         let schedules = try Self.parse(
             """

@@ -170,6 +170,7 @@ public final class Producer {
                     "job \(request.id): its deadline is not after its notBefore: it could never start")
             }
             try checkReplyQueuesExist(ordered)
+            try checkNoStreams(ordered)
             let replyTo = watch ? try declareReplyQueue() : nil
             let locked = try takeUniqueLocks(of: ordered)
             var published = false
@@ -473,6 +474,18 @@ public final class Producer {
                         + "that name it (the broker would drop their results)")
             }
             knownReplyQueues.insert(queue)
+        }
+    }
+
+    /// Refuses jobs for a queue that is a stream (one declared with no other argument: ``Topology/isStream(_:on:)``):
+    /// a stream hands every job to every worker, and a worker does not consume one, so the job would never run.
+    private func checkNoStreams(_ requests: [JobRequest]) throws {
+        for queue in Set(requests.map(\.queue)).subtracting(declaredQueues).sorted() {
+            guard try Topology.isStream(queue, on: connection) else { continue }
+            throw WarrenError(
+                .invalidConfiguration,
+                "queue '\(queue)' is a stream, which hands every job to every worker: workers do not consume one; "
+                    + "send jobs to a classic or quorum queue")
         }
     }
 

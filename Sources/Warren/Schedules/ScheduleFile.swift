@@ -51,6 +51,9 @@ public enum ScheduleFile {
     /// Reads and checks the schedules in `data`.
     /// - Throws: ``WarrenError`` (`invalidSchedule`) naming the schedule and what is wrong with it.
     public static func parse(_ data: Data) throws -> [Schedule] {
+        if let offset = JSONText.trailingCommaOffset(in: Array(data)) {
+            throw WarrenError(.invalidSchedule, "not JSON: a comma before a closing bracket at byte \(offset)")
+        }
         guard let document = try? JSONDecoder().decode(JSONValue.self, from: data) else {
             throw WarrenError(.invalidSchedule, "not JSON")
         }

@@ -1,7 +1,7 @@
 /// JSON text as a worker receives it: UTF-8, or UTF-16 or UTF-32 (either byte order, with or without a byte order
 /// mark), told apart as Foundation's `JSONSerialization` does. The checks that read bytes (the nesting depth, the
 /// id of an unreadable descriptor) read its UTF-8 form, so that they see the same text the parser does.
-enum JSONText {
+package enum JSONText {
     fileprivate enum Encoding {
         case utf8, utf16(bigEndian: Bool), utf32(bigEndian: Bool)
     }
@@ -64,7 +64,7 @@ enum JSONText {
     /// The byte offset of the first comma in `text` (UTF-8) that only whitespace separates from a closing `]` or
     /// `}`, outside strings; `nil` if there is none. JSON has no trailing commas, but Foundation's parsers accept
     /// them (swift-corelibs-foundation on Linux), and a client that speaks strict JSON would refuse the message.
-    static func trailingCommaOffset(in text: [UInt8]) -> Int? {
+    package static func trailingCommaOffset(in text: [UInt8]) -> Int? {
         var comma: Int?
         let closing = text.withUnsafeBytes { bytes in
             JSONNesting.firstOutsideStrings(in: bytes) { offset, byte in
