@@ -199,7 +199,7 @@ struct EnqueueCommand: ParsableCommand {
             // Jobs that may be enqueued are named as enqueued ones are, so that whoever keeps the output can take
             // them back (warren cancel --ids-from) or look for their results.
             for id in error.unconfirmedJobIDs {
-                let shown = json ? try ResultPrinter.json(["id": id, "confirmed": false]) : id
+                let shown = json ? try ResultPrinter.json(["id": JSONValue.string(id), "confirmed": false]) : id
                 print(names[id].map { "\($0) \(shown)" } ?? shown)
             }
             fflush(nil)
