@@ -131,7 +131,7 @@ extension Integration {
                 Hostile(
                     name: "numbers whose sum leaves 64 bits",
                     body: job(#""version":1,"id":"\#(id(30))","type":"sum","input":{"numbers":[9223372036854775807,1]}"#),
-                    code: "invalidInput", detail: "input.numbers[1]: the sum leaves the 64-bit integer range"),
+                    code: "invalidInput", detail: "operation type 'sum': input.numbers[1]: the sum leaves the 64-bit integer range"),
                 Hostile(
                     name: "a sleep of 1e19 seconds",
                     body: job(#""version":1,"id":"\#(id(31))","type":"sleep","input":{"seconds":1e19}"#),
@@ -143,7 +143,7 @@ extension Integration {
                 Hostile(
                     name: "a negative sleep",
                     body: job(#""version":1,"id":"\#(id(33))","type":"sleep","input":{"seconds":-1}"#),
-                    code: "invalidInput", detail: "input.seconds: -1.0 is outside"),
+                    code: "invalidInput", detail: "operation type 'sleep': input.seconds: -1 is outside"),
                 Hostile(
                     name: "a type that holds a log line of its own",
                     body: job(#""version":1,"id":"\#(id(36))","type":"evil\nFORGED-LINE info warren.worker: x","input":1"#),

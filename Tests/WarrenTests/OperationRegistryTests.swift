@@ -136,7 +136,31 @@ struct OperationRegistryTests {
             try await run("sum", in: .builtIn, input: ["numbers": [1], "delayMs": .integer(Int64(delay))])
         }
         #expect(error?.code == "invalidInput")
-        #expect(error?.message == "input.delayMs: \(delay) is outside 0...3600000")
+        #expect(error?.message == "input does not match operation type 'sum': input.delayMs: \(delay) is outside 0...3600000")
+    }
+
+    @Test(arguments: [
+        ("sleep", #"{"seconds": -1}"#, "input.seconds: -1 is outside 0...1000000000"),
+        ("sleep", #"{"seconds": 2e9}"#, "input.seconds: 2000000000 is outside 0...1000000000"),
+        ("fail", #"{"retryable": true, "retryAfter": -0.5}"#, "input.retryAfter: -0.5 is outside 0...31536000"),
+    ])
+    func aBuiltInsRangeErrorNamesItsOperationTypeAndTheNumberAsJSONWritesIt(
+        type: String, input: String, detail: String
+    ) async throws {
+        let error = await #expect(throws: JobError.self) { try await run(type, in: .builtIn, input: .parse(input)) }
+        #expect(error?.code == "invalidInput")
+        #expect(error?.message == "input does not match operation type '\(type)': \(detail)")
+    }
+
+    @Test func aHandlersOwnInvalidInputReadsAsTheRegistrysOwn() async throws {
+        var registry = OperationRegistry()
+        registry.register("thumbnail", blocking: { (size: Int, job: JobContext) -> Int in
+            guard (1...4096).contains(size) else { throw job.invalidInput("input: \(size) is outside 1...4096") }
+            return size
+        })
+        let error = await #expect(throws: JobError.self) { try await run("thumbnail", in: registry, input: 0) }
+        #expect(error?.code == "invalidInput")
+        #expect(error?.message == "input does not match operation type 'thumbnail': input: 0 is outside 1...4096")
     }
 
     @Test func aMissingKeyIsInvalidInputNamingTheKey() async throws {

@@ -80,11 +80,10 @@ extension OperationRegistry {
     public static var builtIn: OperationRegistry {
         var registry = OperationRegistry()
         registry.register("sum", blocking: sum)
-        registry.register("sleep", asynchronous: { (input: SleepInput, _: JobContext) in
+        registry.register("sleep", asynchronous: { (input: SleepInput, job: JobContext) in
             guard (0...SleepInput.maxSeconds).contains(input.seconds) else {
-                throw JobError(
-                    code: "invalidInput",
-                    message: "input.seconds: \(input.seconds) is outside 0...\(Int(SleepInput.maxSeconds))")
+                throw job.invalidInput(
+                    "input.seconds: \(JSONWriter.text(of: input.seconds)) is outside 0...\(Int(SleepInput.maxSeconds))")
             }
             try await Task.sleep(for: .seconds(input.seconds))
             return ["slept": input.seconds]
@@ -93,9 +92,8 @@ extension OperationRegistry {
         registry.register("fail", blocking: { (input: FailInput, job: JobContext) -> JSONValue in
             if let from = input.succeedFromAttempt, job.attempt >= from { return ["attempt": .number(Double(job.attempt))] }
             if let after = input.retryAfter, !(0...JobError.maxRetryAfter.seconds).contains(after) {
-                throw JobError(
-                    code: "invalidInput",
-                    message: "input.retryAfter: \(after) is outside 0...\(Int(JobError.maxRetryAfter.seconds))")
+                throw job.invalidInput(
+                    "input.retryAfter: \(JSONWriter.text(of: after)) is outside 0...\(Int(JobError.maxRetryAfter.seconds))")
             }
             throw JobError(
                 code: input.code ?? "requestedFailure", message: input.message ?? "failed on request",
@@ -106,9 +104,8 @@ extension OperationRegistry {
 
     @Sendable private static func sum(_ input: SumInput, job: JobContext) throws -> SumOutput {
         if let delay = input.delayMs, !SumInput.delays.contains(delay) {
-            throw JobError(
-                code: "invalidInput",
-                message: "input.delayMs: \(delay) is outside \(SumInput.delays.lowerBound)...\(SumInput.delays.upperBound)")
+            throw job.invalidInput(
+                "input.delayMs: \(delay) is outside \(SumInput.delays.lowerBound)...\(SumInput.delays.upperBound)")
         }
         let terms =
             input.numbers.enumerated().map { ($0.element, "input.numbers[\($0.offset)]") }
@@ -120,7 +117,10 @@ extension OperationRegistry {
             try job.checkCancellation()
             let (sum, overflows) = total.addingReportingOverflow(number)
             guard !overflows else {
-                throw JobError(code: "invalidInput", message: "\(origin): the sum leaves the 64-bit integer range")
+                let detail = "\(origin): the sum leaves the 64-bit integer range"
+                // A dependency's sum is not this job's input: its message does not blame the input.
+                throw index < input.numbers.count
+                    ? job.invalidInput(detail) : JobError(code: "invalidInput", message: detail)
             }
             total = sum
         }

@@ -113,6 +113,14 @@ public final class JobContext: Sendable {
         if isCancelled { throw CancellationError() }
     }
 
+    /// The error to throw for input that decoded but that the handler cannot take: code `invalidInput`, with a
+    /// message that names the operation type as the registry's own decoding errors do, so producers read one
+    /// wording for both (`input does not match operation type 'thumbnail': input.size: 0 is outside 1...4096`).
+    /// - Parameter detail: Where the input is wrong and why, in JSON's terms (`input.size: 0 is outside 1...4096`).
+    public func invalidInput(_ detail: String) -> JobError {
+        JobError.invalidInput(detail, operationType: type)
+    }
+
     /// Why the job was cancelled, or `nil`.
     public var cancellation: Cancellation? {
         cancellationState.withLock { $0 }

@@ -85,8 +85,7 @@ public struct OperationRegistry: Sendable {
             {
                 detail = misfit
             }
-            throw JobError(
-                code: "invalidInput", message: "input does not match operation type '\(operationType)': \(detail)")
+            throw JobError.invalidInput(detail, operationType: operationType)
         }
     }
 

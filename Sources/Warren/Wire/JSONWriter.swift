@@ -91,10 +91,16 @@ struct JSONWriter {
             return
         }
         guard number.isFinite else { throw Decline() }
-        // JSONEncoder prints a Double as its description without a trailing ".0" (1e+20, 0.1, 5e-324).
+        bytes.append(contentsOf: Self.text(of: number).utf8)
+    }
+
+    /// A finite `number` as JSON text, the way JSONEncoder prints a Double: its description without a trailing
+    /// ".0" (-1, 1e+20, 0.1, 5e-324).
+    static func text(of number: Double) -> String {
+        if number.rounded() == number, let integer = Int64(exactly: number) { return String(integer) }
         var text = number.description
         if text.hasSuffix(".0") { text.removeLast(2) }
-        bytes.append(contentsOf: text.utf8)
+        return text
     }
 
     /// A member's name and colon, after a comma unless it is the object's first: a name written in the code, which

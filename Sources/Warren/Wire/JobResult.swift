@@ -58,6 +58,11 @@ public struct JobError: Sendable, Hashable, Codable, Error, CustomStringConverti
     }
 
     public var description: String { "\(code): \(message)" }
+
+    /// An `invalidInput` error for input of `operationType` that does not fit, `detail` saying where and why.
+    static func invalidInput(_ detail: String, operationType: String) -> JobError {
+        JobError(code: "invalidInput", message: "input does not match operation type '\(operationType)': \(detail)")
+    }
 }
 
 /// Why a job was cancelled.
