@@ -63,15 +63,24 @@ struct ResizeCommand: ParsableCommand {
                 print("\(ResultPrinter.printable(workerID)) local \(name) width=\(width)")
                 if width != asked { problems.append("worker \(workerID) reports width \(width) for \(name), not \(asked)") }
             }
-            if holders.isEmpty {
-                let whom = worker.map { "worker \($0) did not report" } ?? "no live worker reported"
-                problems.append("\(whom) local queue \(name) within \(timeout) s")
-            }
+            if holders.isEmpty { problems.append(absence(of: name, among: statuses)) }
         }
         guard problems.isEmpty else {
             fflush(nil)
             for problem in problems { FileHandle.standardError.write(Data("warren: \(problem)\n".utf8)) }
             throw ExitCode.failure
+        }
+    }
+
+    /// Why no worker printed local queue `name`: none answered, or those that did have no such local queue.
+    private func absence(of name: String, among statuses: [WorkerStatus]) -> String {
+        let seconds = timeout.rounded() == timeout ? String(Int(timeout)) : String(timeout)
+        let theirs = Set(statuses.flatMap { $0.localQueues.map(\.name) }).sorted().joined(separator: ", ")
+        switch (worker.map(ResultPrinter.printable), statuses.isEmpty) {
+        case (let worker?, true): return "worker \(worker) did not answer within \(seconds) s"
+        case (nil, true): return "no live worker answered within \(seconds) s"
+        case (let worker?, false): return "worker \(worker) has no local queue \(name) (its local queues: \(theirs))"
+        case (nil, false): return "no live worker has local queue \(name) (their local queues: \(theirs))"
         }
     }
 }

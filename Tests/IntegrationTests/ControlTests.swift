@@ -216,7 +216,17 @@ extension Integration {
             #expect(lateStatus?.localQueues.first?.width == 1)
             let unknown = try CLI.run(["resize", "gpu=2", "--url", url, "--timeout", "0.5"])
             #expect(unknown.status == 1)
-            #expect(unknown.stderr.contains("warren: no live worker reported local queue gpu within 0.5 s"))
+            #expect(
+                unknown.stderr.contains("warren: no live worker has local queue gpu (their local queues: "),
+                "\(unknown.stderr)")
+            let notThere = try CLI.run(["resize", "gpu=2", "--url", url, "--worker", id, "--timeout", "0.5"])
+            #expect(notThere.status == 1)
+            #expect(
+                notThere.stderr.contains("warren: worker \(id) has no local queue gpu (its local queues: default, io)\n"),
+                "\(notThere.stderr)")
+            let absent = try CLI.run(["resize", "default=2", "--url", url, "--worker", "nobody", "--timeout", "0.5"])
+            #expect(absent.status == 1)
+            #expect(absent.stderr.contains("warren: worker nobody did not answer within 0.5 s\n"), "\(absent.stderr)")
             try producer.cancel(jobIDs: jobs.map(\.id))
             _ = try tap.waitForResults(jobs.map(\.id))
         }
