@@ -1,6 +1,7 @@
 import ArgumentParser
 import Logging
 import Synchronization
+import Warren
 
 /// How log lines look on standard error.
 enum LogFormat: String, CaseIterable, Sendable, ExpressibleByArgument {
@@ -8,6 +9,17 @@ enum LogFormat: String, CaseIterable, Sendable, ExpressibleByArgument {
     case text
     /// One JSON object per line (``JSONLogHandler``).
     case json
+
+    /// Runs `body`; in ``json``, a ``WarrenError`` it throws goes through `logger`, so that the log stays JSON to
+    /// its last line, rather than ending with a plain "Error:" line.
+    func reportingFailures<T>(to logger: Logger, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as WarrenError where self == .json {
+            logger.critical("\(error.message)", metadata: ["error": "\(error.code)"])
+            throw ExitCode.failure
+        }
+    }
 }
 
 /// Sets up swift-log once per process: lines on standard error, as text or JSON, at the requested level.

@@ -72,13 +72,17 @@ struct ScheduleCommand: ParsableCommand {
         configuration.quorumQueues = quorumQueues
         configuration.brokerWaitAtStart = brokerWait.duration
         configuration.logger.logLevel = logLevel
+        let logger = configuration.logger
         // A bad broker URL is an error (exit 1), as for every command, not a usage error.
-        _ = try BrokerAddresses(configuration.url, connectionName: "warren scheduler")
-        let scheduler: Scheduler
-        do {
-            scheduler = try Scheduler(configuration: configuration)
-        } catch let error as WarrenError where error.code != .broker {
-            throw ValidationError(error.message)
+        try logFormat.reportingFailures(to: logger) {
+            _ = try BrokerAddresses(configuration.url, connectionName: "warren scheduler")
+        }
+        let scheduler = try logFormat.reportingFailures(to: logger) {
+            do {
+                return try Scheduler(configuration: configuration)
+            } catch let error as WarrenError where error.code != .broker {
+                throw ValidationError(error.message)
+            }
         }
         let signals = Worker.stopSignals.map { number in
             signal(number, SIG_IGN)
@@ -91,7 +95,7 @@ struct ScheduleCommand: ParsableCommand {
         let metricsServer = try metrics.startServer(
             logger: configuration.logger, health: ["scheduler": scheduler.health])
         defer { metricsServer?.stop() }
-        try scheduler.runOnCurrentThread()
+        try logFormat.reportingFailures(to: logger) { try scheduler.runOnCurrentThread() }
     }
 
     /// Each schedule's next `count` ticks after `now`: a line naming it, then one per tick.

@@ -215,7 +215,7 @@ public struct WorkerOptions: ParsableArguments {
     ///   the process cannot run itself again.
     public func run(registry: OperationRegistry) throws {
         guard let (worker, logger) = try runUntilStopped(registry: registry) else { return }
-        try reportingFailures(to: logger) { try worker.recycleProcess() }
+        try logFormat.reportingFailures(to: logger) { try worker.recycleProcess() }
     }
 
     /// Runs the worker until it stops, the scheduler of `--schedule` and the metrics server beside it, and stops
@@ -237,7 +237,7 @@ public struct WorkerOptions: ParsableArguments {
             registry.assign(type, to: queue)
         }
         // A bad broker URL is an error (exit 1), as for every command, not a usage error.
-        try reportingFailures(to: Logger(label: "warren.worker")) {
+        try logFormat.reportingFailures(to: Logger(label: "warren.worker")) {
             _ = try BrokerAddresses(broker.brokerURL, connectionName: "warren worker")
         }
         let worker: Worker
@@ -268,22 +268,11 @@ public struct WorkerOptions: ParsableArguments {
             scheduler?.stop()
             schedulerEnded?.wait()
         }
-        try reportingFailures(to: logger) { try worker.runOnCurrentThread() }
+        try logFormat.reportingFailures(to: logger) { try worker.runOnCurrentThread() }
         guard worker.stoppedToRecycle else { return nil }
         // A stop request from here on stops the fresh copy as it starts (Worker.recycleProcess).
         logger.info("starting afresh")
         return (worker, logger)
-    }
-
-    /// Runs `body`; with `--log-format json`, a ``WarrenError`` it throws goes through the logger, so that the log
-    /// stays JSON to its last line, rather than as a plain "Error:" line.
-    private func reportingFailures(to logger: Logger, _ body: () throws -> Void) throws {
-        do {
-            try body()
-        } catch let error as WarrenError where logFormat == .json {
-            logger.critical("\(error.message)", metadata: ["error": "\(error.code)"])
-            throw ExitCode.failure
-        }
     }
 
     /// The scheduler of `--schedule`, beside the worker: same broker, same kinds of queue.

@@ -218,21 +218,29 @@ extension Integration {
             #expect(output.stderr.split(separator: "\n").count == 1, "\(output.stderr)")
         }
 
-        @Test("a worker logging JSON that cannot connect says so in JSON, every line of it, retries included")
+        @Test("a worker or scheduler logging JSON that cannot connect says so in JSON, every line of it, retries included")
         func brokerDownInJSON() throws {
-            let output = try CLI.run([
-                "worker", "--url", "amqp://guest:guest@127.0.0.1:1/%2F", "--log-format", "json", "--wait-for-broker", "1s",
-            ])
-            #expect(output.status == 1)
-            let lines = output.stderr.split(separator: "\n")
-            #expect(!lines.isEmpty)
-            for line in lines {
-                let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
-                #expect(object != nil, "not JSON: \(line)")
+            let directory = try TestEnvironment.temporaryDirectory()
+            let file = directory.appendingPathComponent("schedule.json")
+            try #"{"schedules": [{"name": "n", "every": "1m", "type": "echo"}]}"#.write(
+                to: file, atomically: true, encoding: .utf8)
+            for arguments in [["worker"], ["schedule", file.path]] {
+                let output = try CLI.run(
+                    arguments + [
+                        "--url", "amqp://guest:guest@127.0.0.1:1/%2F", "--log-format", "json", "--wait-for-broker", "1s",
+                    ])
+                #expect(output.status == 1, "\(arguments)")
+                let lines = output.stderr.split(separator: "\n")
+                #expect(!lines.isEmpty, "\(arguments)")
+                for line in lines {
+                    let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+                    #expect(object != nil, "\(arguments): not JSON: \(line)")
+                }
+                #expect(output.stderr.contains("cannot connect; trying again"), "\(arguments): \(output.stderr)")
+                #expect(output.stderr.contains("cannot connect to 127.0.0.1:1"), "\(arguments): \(output.stderr)")
+                #expect(
+                    output.stderr.contains("(still, after trying for 1.0 seconds)"), "\(arguments): \(output.stderr)")
             }
-            #expect(output.stderr.contains("cannot connect; trying again"), "\(output.stderr)")
-            #expect(output.stderr.contains("cannot connect to 127.0.0.1:1"), "\(output.stderr)")
-            #expect(output.stderr.contains("(still, after trying for 1.0 seconds)"), "\(output.stderr)")
         }
 
         @Test("--wait-for-broker 0: a worker and a scheduler with no broker fail at once, with one line")
