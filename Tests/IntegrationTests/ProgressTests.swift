@@ -54,3 +54,39 @@ extension Integration.Progress {
         #expect(try producer.waitForResult(of: noisy.id, timeout: .seconds(60)).status == .succeeded)
     }
 }
+
+extension Integration.Progress {
+    @Test("a handler's progress of 0/0 or 1/0 neither stops its worker nor reaches the wire as anything but 0 to 1")
+    func progressThatIsNotANumber() throws {
+        let queue = TestEnvironment.uniqueName("progress-nan")
+        defer { BrokerProbe.delete(queue) }
+        var registry = OperationRegistry.builtIn
+        registry.register("divide", blocking: { (total: Double, job: JobContext) -> Double in
+            job.reportProgress(0 / total)
+            Thread.sleep(forTimeInterval: 0.15)
+            job.reportProgress(1 / total)
+            return total
+        })
+        var configuration = Worker.Configuration(url: try TestEnvironment.brokerURL)
+        configuration.queues = [queue]
+        let worker = try Worker(configuration: configuration, registry: registry)
+        let ended = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            do { try worker.runOnCurrentThread() } catch { Issue.record("the worker failed: \(error)") }
+            ended.signal()
+        }
+        thread.start()
+        defer {
+            worker.stop()
+            _ = ended.wait(timeout: .now() + 60)
+        }
+        let producer = try Producer.forTests()
+        for _ in 0..<2 {
+            let job = try producer.enqueue(JobRequest(type: "divide", input: 0, queue: queue), watch: true)
+            var fractions: [Double] = []
+            let result = try producer.waitForResult(of: job.id, timeout: .seconds(60)) { fractions.append($0.fraction) }
+            #expect(result.status == .succeeded, "\(result)")
+            #expect(fractions == [1], "0/0 is dropped, 1/0 is 1")
+        }
+    }
+}

@@ -25,8 +25,8 @@ public final class JobContext: Sendable {
     private let jobLogger = Mutex<Logger?>(nil)
     private let cancellationState = Mutex<Cancellation?>(nil)
     private let progressSink: @Sendable (Double, String?) -> Void
-    /// When the last progress report went out, to send at most ten a second.
-    private let lastProgress = Mutex<ContinuousClock.Instant?>(nil)
+    /// When the last progress report went out, to send at most ten a second, and whether one at 1 went out.
+    private let lastProgress = Mutex<(at: ContinuousClock.Instant, complete: Bool)?>(nil)
     /// The results of ``dependencies``, by job id, as the worker gathered them before it queued the job.
     private let gatheredResults = Mutex<[String: JobResult]>([:])
 
@@ -90,13 +90,19 @@ public final class JobContext: Sendable {
     }
 
     /// Reports how far the job has come: `fraction` from 0 to 1, and a short message. `warren enqueue --wait` draws
-    /// it as a progress bar and `warren results --follow` prints it. Reports closer than 100 ms apart are dropped,
-    /// except the one at 1.
+    /// it as a progress bar and `warren results --follow` prints it. A fraction outside 0…1 counts as the nearest
+    /// bound (`done / total` with `total` 0 is infinite), and one that is not a number (`0 / 0`) is dropped. Reports
+    /// closer than 100 ms apart are dropped, except the first at 1; a message is cut to
+    /// ``ProgressMessage/maxMessageLength`` Unicode scalars.
     public func reportProgress(_ fraction: Double, message: String? = nil) {
+        guard !fraction.isNaN else { return }
+        let fraction = min(max(fraction, 0), 1)
         let now = ContinuousClock.now
         let sends = lastProgress.withLock { last -> Bool in
-            if fraction < 1, let last, now - last < .milliseconds(100) { return false }
-            last = now
+            if let previous = last, now - previous.at < .milliseconds(100), fraction < 1 || previous.complete {
+                return false
+            }
+            last = (now, fraction == 1)
             return true
         }
         if sends { progressSink(fraction, message) }

@@ -15,6 +15,8 @@ public struct ProgressMessage: Sendable, Hashable, Codable {
     public var jobID: String
     /// 0 … 1.
     public var fraction: Double
+    /// The longest ``message`` the initialiser keeps, in Unicode scalars: 1,000.
+    public static let maxMessageLength = 1000
     public var message: String?
     public var workerID: String
     public var at: Date
@@ -23,12 +25,14 @@ public struct ProgressMessage: Sendable, Hashable, Codable {
         case version, kind, jobID = "jobId", fraction, message, workerID = "workerId", at
     }
 
+    /// A report of `fraction` (outside 0…1, the nearest bound; not a number, 0) and `message`, cut to
+    /// ``maxMessageLength`` Unicode scalars.
     public init(jobID: String, fraction: Double, message: String?, workerID: String, at: Date = Date()) {
         self.version = WireCoding.version
         self.kind = "progress"
         self.jobID = jobID
-        self.fraction = min(max(fraction, 0), 1)
-        self.message = message
+        self.fraction = fraction.isNaN ? 0 : min(max(fraction, 0), 1)
+        self.message = message.map { JobError.bounded($0, to: Self.maxMessageLength) }
         self.workerID = workerID
         self.at = at
     }
