@@ -69,5 +69,36 @@ extension Integration {
             #expect(try Self.stopWithStubbornJob(grace: .seconds(3600), stops: 2, queue: queue), "the worker stopped")
             try Self.expectRequeued(queue)
         }
+
+        @Test("cancelling the task that awaits Worker.run() or Scheduler.run() stops it, as stop() does")
+        func taskCancellation() async throws {
+            let queue = TestEnvironment.uniqueName("task-cancel")
+            defer { BrokerProbe.delete(queue) }
+            var configuration = Worker.Configuration(url: try TestEnvironment.brokerURL)
+            configuration.queues = [queue]
+            let worker = try Worker(configuration: configuration, registry: .builtIn)
+            let schedule = Schedule(
+                name: TestEnvironment.uniqueName("task-cancel"), recurrence: .every(.seconds(3600)), type: "echo",
+                queue: queue)
+            let scheduler = try Scheduler(
+                configuration: .init(url: try TestEnvironment.brokerURL, schedules: [schedule]))
+            let ended = DispatchSemaphore(value: 0)
+            let running = [
+                Task {
+                    defer { ended.signal() }
+                    try await worker.run()
+                },
+                Task {
+                    defer { ended.signal() }
+                    try await scheduler.run()
+                },
+            ]
+            let producer = try Producer.forTests()
+            let job = try producer.enqueue(JobRequest(type: "echo", input: 1, queue: queue), watch: true)
+            #expect(try producer.waitForResult(of: job.id, timeout: .seconds(60)).status == .succeeded)
+            for task in running { task.cancel() }
+            for _ in running { #expect(ended.wait(timeout: .now() + 60) == .success, "a run ended") }
+            for task in running { try await task.value }
+        }
     }
 }

@@ -99,16 +99,21 @@ public final class Scheduler: Sendable {
         session.run()
     }
 
-    /// Connects and schedules until ``stop()``, on a thread of its own.
+    /// Connects and schedules until ``stop()``, on a thread of its own. Cancelling the task that awaits it stops the
+    /// scheduler as ``stop()`` does; it returns once the scheduler stopped.
     /// - Throws: ``WarrenError`` (`broker`) when no broker address accepts the first connection (see
     ///   ``runOnCurrentThread()``).
     public func run() async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let thread = Thread { [self] in
-                continuation.resume(with: Result { try runOnCurrentThread() })
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let thread = Thread { [self] in
+                    continuation.resume(with: Result { try runOnCurrentThread() })
+                }
+                thread.name = "warren.scheduler"
+                thread.start()
             }
-            thread.name = "warren.scheduler"
-            thread.start()
+        } onCancel: {
+            stop()
         }
     }
 

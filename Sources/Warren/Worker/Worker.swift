@@ -250,16 +250,22 @@ public final class Worker: Sendable {
         try session.run()
     }
 
-    /// Connects and works until ``stop()``, on a broker thread of its own.
+    /// Connects and works until ``stop()``, on a broker thread of its own. Cancelling the task that awaits it stops
+    /// the worker as ``stop()`` does, gracefully (a task group or a service lifecycle ending); it returns once the
+    /// worker stopped.
     /// - Throws: ``WarrenError`` (`broker`) when no broker address accepts the first connection (see
     ///   ``runOnCurrentThread()``).
     public func run() async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let thread = Thread { [self] in
-                continuation.resume(with: Result { try runOnCurrentThread() })
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let thread = Thread { [self] in
+                    continuation.resume(with: Result { try runOnCurrentThread() })
+                }
+                thread.name = "warren.broker"
+                thread.start()
             }
-            thread.name = "warren.broker"
-            thread.start()
+        } onCancel: {
+            stop()
         }
     }
 
