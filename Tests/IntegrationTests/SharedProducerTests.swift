@@ -71,10 +71,57 @@ extension Integration {
             }
             #expect(outputs == Set((0..<20).map { JSONValue.number(Double($0)) }))
 
-            let error = await #expect(throws: WarrenError.self) {
-                try await producer.result(of: "no-such-job", timeout: .milliseconds(200))
+            // A job it does not watch, or whose result it handed out, has no result coming: said at once.
+            for jobID in ["no-such-job", quick.id] {
+                let error = await #expect(throws: WarrenError.self) {
+                    try await producer.result(of: jobID, timeout: .seconds(60))
+                }
+                #expect(error?.code == .invalidConfiguration, "\(String(describing: error))")
+                #expect(error?.message.hasPrefix("job \(jobID) is not watched by this producer") == true)
             }
-            #expect(error?.code == .timeout)
+        }
+
+        @Test("a shared producer that never connected says a job is not watched, not that a connection was lost")
+        func unwatchedOnAFreshProducer() async throws {
+            let producer = try Self.make()
+            defer { producer.close() }
+            let error = await #expect(throws: WarrenError.self) {
+                try await producer.result(of: "enqueued-elsewhere", timeout: .seconds(60))
+            }
+            #expect(error?.code == .invalidConfiguration, "\(String(describing: error))")
+            let plain = try Producer.forTests()
+            let waited = #expect(throws: WarrenError.self) {
+                try plain.waitForResult(of: "enqueued-elsewhere", timeout: .seconds(60))
+            }
+            #expect(waited?.code == .invalidConfiguration, "\(String(describing: waited))")
+        }
+
+        @Test("cancelling a task ends its wait for a result at once, and a call not yet run does not run")
+        func taskCancellation() async throws {
+            let queue = TestEnvironment.uniqueName("shared-cancel")
+            defer { BrokerProbe.delete(queue) }
+            let producer = try Self.make()
+            defer { producer.close() }
+            // No worker runs: the result never comes.
+            let watched = try await producer.enqueue(JobRequest(type: "echo", queue: queue), watch: true)
+            let waiting = Task { try await producer.result(of: watched.id, timeout: .seconds(60)) }
+            waiting.cancel()
+            await #expect(throws: CancellationError.self) { try await waiting.value }
+
+            // A call that holds the thread for a second, and one queued behind it whose task is cancelled.
+            let running = DispatchSemaphore(value: 0)
+            let holding = Task {
+                try await producer.withProducer { _ in
+                    running.signal()
+                    Thread.sleep(forTimeInterval: 1)
+                }
+            }
+            running.wait()
+            let queued = Task { try await producer.enqueue(JobRequest(type: "echo", queue: queue)) }
+            queued.cancel()
+            await #expect(throws: CancellationError.self) { try await queued.value }
+            try await holding.value
+            #expect(try BrokerProbe.depth(of: queue) == 1, "only the watched job was enqueued")
         }
 
         @Test("after the broker closed its connection, the shared producer connects again for the next call")

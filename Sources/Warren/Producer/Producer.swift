@@ -45,7 +45,7 @@ public final class Producer {
     private var refusedPublishes: Set<UInt64> = []
     private var controlDeclared = false
     private var replyQueue: String?
-    private var arrivedResults: [String: JobResult] = [:]
+    private var watched = WatchedResults()
     /// Progress reports that arrived for watched jobs, oldest first.
     private var arrivedProgress: [ProgressMessage] = []
 
@@ -231,6 +231,7 @@ public final class Producer {
                         timestamp: UInt64(Date().timeIntervalSince1970), type: descriptor.type, appID: "warren"),
                     mandatory: true)
                 numbers[publishCount] = request
+                if replyTo != nil { watched.watch([request.id]) }
             }
             connection.flushOutput()
             refused = try waitForAnswers()
@@ -412,7 +413,8 @@ public final class Producer {
 
     /// Waits for the result of a job enqueued with `watch: true`.
     /// - Parameter progress: Called with each progress report of the job while it runs.
-    /// - Throws: ``WarrenError`` (`timeout`) when no result arrived in time.
+    /// - Throws: ``WarrenError`` (`timeout`) when no result arrived in time; (`invalidConfiguration`) at once when
+    ///   this producer did not enqueue the job with `watch: true`, or handed out its result already.
     public func waitForResult(
         of jobID: String, timeout: Duration, progress: (ProgressMessage) -> Void = { _ in }
     ) throws -> JobResult {
@@ -422,17 +424,20 @@ public final class Producer {
     /// Waits for the first result to arrive of jobs enqueued with `watch: true`, whichever it is: call it again with
     /// the others to take their results as they come.
     /// - Parameter progress: Called with each progress report of those jobs while they run.
-    /// - Throws: ``WarrenError`` (`timeout`, naming the jobs) when none arrived in time.
+    /// - Throws: ``WarrenError`` (`timeout`, naming the jobs) when none arrived in time; (`invalidConfiguration`) at
+    ///   once when none of them is a job this producer enqueued with `watch: true` and whose result it has not
+    ///   handed out.
     public func waitForFirstResult(
         of jobIDs: Set<String>, timeout: Duration, progress: (ProgressMessage) -> Void = { _ in }
     ) throws -> JobResult {
+        guard jobIDs.contains(where: watched.isWatching) else { throw Self.notWatched(jobIDs) }
         let deadline = ContinuousClock.now + timeout
         return try brokerCall {
             while true {
                 for report in arrivedProgress where jobIDs.contains(report.jobID) { progress(report) }
                 arrivedProgress.removeAll { jobIDs.contains($0.jobID) }
-                if let jobID = jobIDs.first(where: { arrivedResults[$0] != nil }) {
-                    return arrivedResults.removeValue(forKey: jobID)!
+                if let jobID = jobIDs.first(where: watched.hasArrived), let result = watched.take(jobID) {
+                    return result
                 }
                 let left = deadline - ContinuousClock.now
                 guard left > .zero else {
@@ -445,7 +450,7 @@ public final class Producer {
                             + "within \(String(format: "%g", seconds)) s")
                 }
                 try readEvents(until: deadline) {
-                    jobIDs.contains { arrivedResults[$0] != nil }
+                    jobIDs.contains(where: watched.hasArrived)
                         || arrivedProgress.contains { jobIDs.contains($0.jobID) }
                 }
             }
@@ -530,7 +535,27 @@ public final class Producer {
 
     /// The result of watched job `jobID`, if it arrived; it is then forgotten.
     func takeResult(of jobID: String) -> JobResult? {
-        arrivedResults.removeValue(forKey: jobID)
+        watched.take(jobID)
+    }
+
+    /// Whether this producer expects the result of `jobID` or holds it: it enqueued the job with `watch: true`,
+    /// and nobody took the result yet.
+    func isWatching(_ jobID: String) -> Bool {
+        watched.isWatching(jobID)
+    }
+
+    /// The jobs this producer enqueued with `watch: true` whose results it has not handed out.
+    var watchedJobIDs: Set<String> { watched.jobIDs }
+
+    /// The error of a wait for the results of `jobIDs`, none of which this producer watches.
+    static func notWatched(_ jobIDs: Set<String>) -> WarrenError {
+        let ids = jobIDs.sorted()
+        guard !ids.isEmpty else { return WarrenError(.invalidConfiguration, "no jobs to wait for") }
+        return WarrenError(
+            .invalidConfiguration,
+            "job\(ids.count == 1 ? " \(ids[0]) is" : "s \(ids.prefix(3).joined(separator: ", ")) are") not watched by "
+                + "this producer: results come to a producer only for the jobs it enqueued with watch: true, and "
+                + "each once; read others from the warren.results stream (ResultReader, warren results --job)")
     }
 
     /// The producer's reply queue, declared on first use: server-named, exclusive, consumed on ``replyChannel``.
@@ -631,7 +656,7 @@ public final class Producer {
                         if arrivedProgress.count > 1000 { arrivedProgress.removeFirst(arrivedProgress.count - 1000) }
                     }
                 } else if let result = try? JobResult.decode(delivery.body) {
-                    arrivedResults[result.jobID] = result
+                    watched.keep(result)
                 }
             case .delivery(let delivery):
                 other(delivery)

@@ -65,15 +65,22 @@ public final class SharedProducer: Sendable {
     }
 
     /// The result of a job this producer enqueued with `watch: true`, once it arrives. Waiting holds no thread:
-    /// the producer's thread reads results between calls.
+    /// the producer's thread reads results between calls. Cancelling the waiting task ends the wait at once.
     /// - Throws: ``WarrenError`` (`timeout`) when no result came within `timeout`; (`broker`) when the connection
-    ///   was lost meanwhile, since the result then goes to a reply queue that is gone (read it from the
-    ///   `warren.results` stream with ``ResultReader``); (`invalidConfiguration`) once ``close()`` was called.
+    ///   was lost since the job was enqueued, since the result then goes to a reply queue that is gone (read it from
+    ///   the `warren.results` stream with ``ResultReader``); (`invalidConfiguration`) at once for a job this producer
+    ///   did not enqueue with `watch: true` or whose result it handed out already, and once ``close()`` was called;
+    ///   `CancellationError` when the task was cancelled.
     public func result(of jobID: String, timeout: Duration) async throws -> JobResult {
-        try await withCheckedThrowingContinuation { continuation in
-            line.add(.wait(Waiter(jobID: jobID, timeout: timeout, continuation: continuation))) {
-                continuation.resume(throwing: CallLine.closedError)
+        let ticket = CancellationTicket()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let waiter = Waiter(jobID: jobID, timeout: timeout, ticket: ticket, continuation: continuation)
+                line.add(.wait(waiter)) { continuation.resume(throwing: CallLine.closedError) }
             }
+        } onCancel: {
+            ticket.cancel()
+            line.wake()
         }
     }
 
@@ -89,14 +96,28 @@ public final class SharedProducer: Sendable {
 
     /// Runs `body` with the producer, on its thread, after the calls queued before it. Anything a ``Producer`` does
     /// is available this way; a call that blocks (``Producer/waitForResult(of:timeout:progress:)``) holds the
-    /// thread, and every call queued behind it waits too: prefer ``result(of:timeout:)``.
+    /// thread, and every call queued behind it waits too: prefer ``result(of:timeout:)``. A call whose task is
+    /// cancelled before its turn does not run; once it runs, it runs to its end.
     /// - Throws: What `body` throws; ``WarrenError`` (`broker`) when the producer cannot connect,
-    ///   (`invalidConfiguration`) once ``close()`` was called.
+    ///   (`invalidConfiguration`) once ``close()`` was called; `CancellationError` when the task was cancelled
+    ///   before its turn.
     public func withProducer<T: Sendable>(_ body: @escaping @Sendable (Producer) throws -> T) async throws -> T {
+        let ticket = CancellationTicket()
+        return try await withTaskCancellationHandler {
+            try await call(body, ticket: ticket)
+        } onCancel: {
+            ticket.cancel()
+        }
+    }
+
+    private func call<T: Sendable>(
+        _ body: @escaping @Sendable (Producer) throws -> T, ticket: CancellationTicket
+    ) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             line.add(
                 .call { connection in
                     do {
+                        guard !ticket.isCancelled else { throw CancellationError() }
                         continuation.resume(returning: try body(try connection.get()))
                         return true
                     } catch let error as WarrenError where error.code == .broker || error.code == .timeout {
@@ -118,6 +139,20 @@ public final class SharedProducer: Sendable {
     }
 }
 
+/// Whether the task behind a call or a wait was cancelled: set from the task's cancellation handler, read on the
+/// producer's thread.
+///
+/// Thread safety: locked (a `Mutex`).
+private final class CancellationTicket: Sendable {
+    private let cancelled = Mutex(false)
+
+    var isCancelled: Bool { cancelled.withLock { $0 } }
+
+    func cancel() {
+        cancelled.withLock { $0 = true }
+    }
+}
+
 /// A task waiting for the result of a watched job.
 ///
 /// Thread safety: immutable; its continuation is resumed once, on the producer's thread.
@@ -125,12 +160,17 @@ private struct Waiter: Sendable {
     let jobID: String
     let deadline: ContinuousClock.Instant
     let timeout: Duration
+    let ticket: CancellationTicket
     let continuation: CheckedContinuation<JobResult, any Error>
 
-    init(jobID: String, timeout: Duration, continuation: CheckedContinuation<JobResult, any Error>) {
+    init(
+        jobID: String, timeout: Duration, ticket: CancellationTicket,
+        continuation: CheckedContinuation<JobResult, any Error>
+    ) {
         self.jobID = jobID
         self.deadline = .now + timeout
         self.timeout = timeout
+        self.ticket = ticket
         self.continuation = continuation
     }
 }
@@ -147,6 +187,8 @@ private final class CallLine: Sendable {
     enum Message: Sendable {
         case call(Call)
         case wait(Waiter)
+        /// A waiting task was cancelled.
+        case wake
         case close
     }
 
@@ -170,6 +212,11 @@ private final class CallLine: Sendable {
         if !added { closed() }
     }
 
+    /// Has the thread look at its waiters again.
+    func wake() {
+        add(.wake) {}
+    }
+
     func close() {
         isClosed.withLock { isClosed in
             if !isClosed { mailbox.post(.close) }
@@ -182,6 +229,15 @@ private final class CallLine: Sendable {
     func serve() {
         var producer: Producer?
         var waiters: [Waiter] = []
+        /// Jobs watched on connections since lost, whose results can no longer come to this producer.
+        var lost: Set<String> = []
+        func drop() {
+            guard let dropped = producer else { return }
+            dropped.close()
+            producer = nil
+            lost.formUnion(dropped.watchedJobIDs)
+            while lost.count > Self.maxLost { lost.removeFirst() }
+        }
         var closing = false
         while !closing {
             for message in mailbox.drain() {
@@ -190,15 +246,13 @@ private final class CallLine: Sendable {
                     let connection: Result<Producer, any Error> =
                         producer.map { .success($0) } ?? Result { try connect() }
                     producer = try? connection.get()
-                    if !call(connection) {
-                        producer?.close()
-                        producer = nil
-                    }
+                    if !call(connection) { drop() }
                 case .wait(let waiter): waiters.append(waiter)
+                case .wake: break
                 case .close: closing = true
                 }
             }
-            Self.answer(&waiters, from: producer)
+            Self.answer(&waiters, from: producer, lost: &lost)
             guard !closing else { break }
             mailbox.sleep {
                 guard let live = producer, let first = waiters.map(\.deadline).min() else {
@@ -207,8 +261,7 @@ private final class CallLine: Sendable {
                 do {
                     try live.readReplies(waitingUpTo: min(first - .now, .seconds(1)), wakeUp: mailbox.wakeUp)
                 } catch {
-                    live.close()
-                    producer = nil
+                    drop()
                 }
             }
         }
@@ -216,17 +269,25 @@ private final class CallLine: Sendable {
         producer?.close()
     }
 
-    /// Resumes the waiters whose result arrived, whose time is up, or whose result cannot come any more.
-    private static func answer(_ waiters: inout [Waiter], from producer: Producer?) {
+    /// How many jobs watched on lost connections are remembered, to tell their waiters why no result comes.
+    private static let maxLost = 100_000
+
+    /// Resumes the waiters whose task was cancelled, whose result arrived, whose time is up, or whose result
+    /// cannot come: its job was watched on a connection since lost, or is not watched at all.
+    private static func answer(_ waiters: inout [Waiter], from producer: Producer?, lost: inout Set<String>) {
         waiters.removeAll { waiter in
-            if let result = producer?.takeResult(of: waiter.jobID) {
+            if waiter.ticket.isCancelled {
+                waiter.continuation.resume(throwing: CancellationError())
+            } else if let result = producer?.takeResult(of: waiter.jobID) {
                 waiter.continuation.resume(returning: result)
-            } else if producer == nil {
+            } else if lost.remove(waiter.jobID) != nil {
                 waiter.continuation.resume(
                     throwing: WarrenError(
                         .broker,
                         "the connection to the broker was lost before the result of job \(waiter.jobID) came; "
                             + "it is stored in the warren.results stream"))
+            } else if producer?.isWatching(waiter.jobID) != true {
+                waiter.continuation.resume(throwing: Producer.notWatched([waiter.jobID]))
             } else if waiter.deadline <= .now {
                 waiter.continuation.resume(
                     throwing: WarrenError(.timeout, "no result for job \(waiter.jobID) within \(waiter.timeout)"))
