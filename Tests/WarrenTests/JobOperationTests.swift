@@ -406,12 +406,28 @@ struct JobOperationTests {
         #expect(try await collector.waitForReport(of: operation.job.jobID).outcome.cancellation == .requested)
     }
 
-    @Test func cancellationErrorFromCodeThatWasNotCancelledCountsAsARequestedCancellation() async throws {
+    @Test func cancellationErrorFromCodeThatWasNotCancelledFailsTheJob() async throws {
         let collector = ReportCollector()
         let queue = LocalQueue(name: "test", width: 1)
         let operation = TestJobs.blocking(collector: collector) { _, _ in throw CancellationError() }
         queue.add(operation)
-        #expect(try await collector.waitForReport(of: operation.job.jobID).outcome.cancellation == .requested)
+        let outcome = try await collector.waitForReport(of: operation.job.jobID).outcome
+        #expect(outcome.cancellation == nil)
+        #expect(
+            outcome.error
+                == JobError(code: "handlerError", message: "the handler threw CancellationError, but the job was not cancelled"))
+    }
+
+    @Test func aLocalizedErrorFailsTheJobWithItsDescription() async throws {
+        struct Refused: LocalizedError {
+            var errorDescription: String? { "the thumbnail service refused the image" }
+        }
+        let collector = ReportCollector()
+        let queue = LocalQueue(name: "test", width: 1)
+        let operation = TestJobs.blocking(collector: collector) { _, _ in throw Refused() }
+        queue.add(operation)
+        let outcome = try await collector.waitForReport(of: operation.job.jobID).outcome
+        #expect(outcome.error == JobError(code: "handlerError", message: "the thumbnail service refused the image"))
     }
 
     @Test func cancellingAFinishedOperationReportsNothingMore() async throws {

@@ -183,7 +183,13 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
         switch result {
         case .success(let output): return .succeeded(output)
         case .failure(let error as JobError): return .failed(error)
-        case .failure(is CancellationError): return .cancelled(.requested)
+        case .failure(is CancellationError):
+            // Not cancelled (that was handled above): a task of the handler's own was, and nobody asked the job to
+            // stop.
+            return .failed(
+                JobError(code: "handlerError", message: "the handler threw CancellationError, but the job was not cancelled"))
+        case .failure(let error as LocalizedError) where error.errorDescription != nil:
+            return .failed(JobError(code: "handlerError", message: error.errorDescription!))
         case .failure(let error): return .failed(JobError(code: "handlerError", message: "\(error)"))
         }
     }
