@@ -25,6 +25,16 @@ package struct BrokerAddresses: Sendable {
         guard !configurations.isEmpty else { throw WarrenError(.invalidConfiguration, "no broker URL given") }
     }
 
+    /// The longest waits between reconnection attempts a worker or scheduler takes: from the first wait, 100 ms, to
+    /// an hour.
+    static let maxReconnectDelays = Duration.milliseconds(100)...Duration.seconds(3600)
+
+    /// Why `delay` cannot be the longest wait between reconnection attempts, if it cannot.
+    static func problem(maxReconnectDelay delay: Duration) -> String? {
+        maxReconnectDelays.contains(delay)
+            ? nil : "max reconnect delay \(delay) is outside 100 ms (the first wait) to an hour"
+    }
+
     /// `urls` cut at each comma that starts another `amqp://` or `amqps://` URL; empty pieces dropped.
     static func split(_ urls: String) -> [Substring] {
         var pieces: [Substring] = []

@@ -72,6 +72,21 @@ struct WorkerConfigurationTests {
         #expect(try Worker(configuration: configuration, registry: .builtIn).configuration.timeLimits.count == 2)
     }
 
+    @Test func aGracePeriodOrReconnectDelayOutOfRangeIsRejected() throws {
+        var configuration = Worker.Configuration(url: "amqp://localhost")
+        configuration.shutdownGracePeriod = .seconds(-1)
+        #expect(rejection(configuration)?.message == "shutdown grace period -1.0 seconds is outside 0 to a year")
+        configuration.shutdownGracePeriod = .zero
+        configuration.maxReconnectDelay = .zero
+        #expect(
+            rejection(configuration)?.message
+                == "max reconnect delay 0.0 seconds is outside 100 ms (the first wait) to an hour")
+        var scheduler = Scheduler.Configuration(
+            url: "amqp://localhost", schedules: [Schedule(name: "n", recurrence: .every(.seconds(60)), type: "echo")])
+        scheduler.maxReconnectDelay = .seconds(7200)
+        #expect(throws: WarrenError.self) { try Scheduler(configuration: scheduler) }
+    }
+
     @Test func recyclingLimitsThatCannotWorkAreRejected() throws {
         var configuration = Worker.Configuration(url: "amqp://localhost")
         configuration.maxJobs = 0

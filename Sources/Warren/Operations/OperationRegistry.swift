@@ -57,7 +57,8 @@ public struct OperationRegistry: Sendable {
             })
     }
 
-    /// Runs an already registered `type` on another local queue.
+    /// Runs an already registered `type` on another local queue; does nothing for a type not registered (check
+    /// ``types`` first, as `warren worker --assign` does).
     public mutating func assign(_ type: String, to localQueue: String) {
         guard let registered = operations[type] else { return }
         operations[type] = RegisteredOperation(localQueue: localQueue, body: registered.body)

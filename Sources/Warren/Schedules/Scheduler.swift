@@ -36,7 +36,8 @@ public final class Scheduler: Sendable {
         public var priorityQueues = false
         /// Where the sequence numbers of its jobs come from. Default: the host-wide ``SequenceStore``.
         public var sequences = SequenceStore()
-        /// The longest wait between reconnection attempts; waits double from 100 ms up to it. Default: 30 s.
+        /// The longest wait between reconnection attempts; waits double from 100 ms up to it. From 100 ms to an hour.
+        /// Default: 30 s.
         public var maxReconnectDelay: Duration = .seconds(30)
         /// How long to keep trying, at start, while no broker address accepts a connection (nothing listens yet),
         /// before ``run()`` throws. A refused password or an untrusted certificate throws at once. Zero: try once.
@@ -59,7 +60,8 @@ public final class Scheduler: Sendable {
     public let health = BrokerThreadHealth()
 
     /// Checks the configuration.
-    /// - Throws: ``WarrenError``: `invalidConfiguration` for a bad URL or both kinds of queue, `invalidSchedule`
+    /// - Throws: ``WarrenError``: `invalidConfiguration` for a bad URL, both kinds of queue or a reconnect delay out
+    ///   of range, `invalidSchedule`
     ///   for no schedules, a name given twice or a schedule that cannot run (``Schedule/problem``).
     public init(configuration: Configuration) throws {
         self.configuration = configuration
@@ -68,6 +70,9 @@ public final class Scheduler: Sendable {
         if let problem = Topology.problem(
             creatingPriorityQueues: configuration.priorityQueues, quorumQueues: configuration.quorumQueues)
         {
+            throw WarrenError(.invalidConfiguration, problem)
+        }
+        if let problem = BrokerAddresses.problem(maxReconnectDelay: configuration.maxReconnectDelay) {
             throw WarrenError(.invalidConfiguration, problem)
         }
         if configuration.brokerWaitAtStart < .zero {

@@ -46,7 +46,7 @@ public final class Worker: Sendable {
         public var maxDependencies: Int = 100
         /// How long a stopping worker lets executing operations finish before it cancels them, and then how long it
         /// waits for them to end before it leaves the ones that ignore their cancellation to the broker, which
-        /// requeues them. Default: 30 s.
+        /// requeues them. From 0 to a year. Default: 30 s.
         public var shutdownGracePeriod: Duration = .seconds(30)
         /// Most jobs held waiting for their dependencies; more are parked through the broker. Default: 1,000.
         public var maxParkedJobs = 1_000
@@ -83,7 +83,8 @@ public final class Worker: Sendable {
         /// fresh process (Celery's `max_memory_per_child`): jobs not started go back to the broker, executing ones
         /// run to their end. ``run()`` then returns with ``stoppedToRecycle`` set. At least 1 MiB. Default: none.
         public var maxResidentMemory: Int?
-        /// The longest wait between reconnection attempts; waits double from 100 ms up to it. Default: 30 s.
+        /// The longest wait between reconnection attempts; waits double from 100 ms up to it. From 100 ms to an hour.
+        /// Default: 30 s.
         public var maxReconnectDelay: Duration = .seconds(30)
         /// How long to keep trying, at start, while no broker address accepts a connection (nothing listens yet: a
         /// broker still starting beside the worker), before ``run()`` throws; Celery's
@@ -204,6 +205,14 @@ public final class Worker: Sendable {
             if let problem = FleetRateLimit.problem(withType: type, limit: limit) {
                 throw WarrenError(.invalidConfiguration, problem)
             }
+        }
+        if !(.zero ... .seconds(31_536_000)).contains(configuration.shutdownGracePeriod) {
+            throw WarrenError(
+                .invalidConfiguration,
+                "shutdown grace period \(configuration.shutdownGracePeriod) is outside 0 to a year")
+        }
+        if let problem = BrokerAddresses.problem(maxReconnectDelay: configuration.maxReconnectDelay) {
+            throw WarrenError(.invalidConfiguration, problem)
         }
         if configuration.brokerWaitAtStart < .zero {
             throw WarrenError(
