@@ -23,23 +23,40 @@ struct ScopeOptions: ParsableArguments {
             + "\(queue.map { "queue \($0)" } ?? "every queue")"
     }
 
-    /// With ``worker``, exits 1 when no live worker of that id reports within ``timeout``: a mistyped id would
-    /// otherwise look obeyed. What was sent stays in force for a day, for a worker of that id started meanwhile.
+    /// With ``queue`` and no ``worker``: exits 1, sending nothing, when the broker has no such queue, which no
+    /// worker can be consuming: a mistyped name would otherwise look obeyed.
+    func checkQueueExists(_ producer: Producer) throws {
+        guard worker == nil, let queue, try producer.jobQueueStatus(queue) == nil else { return }
+        FileHandle.standardError.write(
+            Data("warren: the broker has no queue \(ResultPrinter.printable(queue)), so no worker consumes it\n".utf8))
+        throw ExitCode.failure
+    }
+
+    /// With ``worker``, exits 1 when no live worker of that id reports within ``timeout``, or, with ``queue``, when
+    /// it does not consume that queue: a mistyped id or queue would otherwise look obeyed. What was sent stays in
+    /// force for a day, for a worker of that id started meanwhile.
     /// - Parameter what: What was sent: `pause`, `resume`.
     func checkWorkerLives(_ producer: Producer, after what: String) throws {
         guard let worker else { return }
-        let live = try producer.workerStatuses(timeout: .milliseconds(Int(timeout * 1000)), awaiting: worker)
-            .map(\.workerID)
-        guard !live.contains(worker) else { return }
-        let others =
-            live.isEmpty ? "none did" : "live: \(live.sorted().map(ResultPrinter.printable).joined(separator: ", "))"
-        FileHandle.standardError.write(
-            Data(
+        let statuses = try producer.workerStatuses(timeout: .milliseconds(Int(timeout * 1000)), awaiting: worker)
+        let live = statuses.map(\.workerID)
+        let problem: String
+        if let status = statuses.first(where: { $0.workerID == worker }) {
+            guard let queue, !status.queues.contains(queue) else { return }
+            let consumed = status.queues.map(ResultPrinter.printable).joined(separator: ", ")
+            problem = """
+                worker \(ResultPrinter.printable(worker)) does not consume queue \(ResultPrinter.printable(queue)) \
+                (it consumes: \(consumed)); the \(what) holds for a day for a worker of that id started meanwhile
                 """
-                warren: no live worker reported as \(ResultPrinter.printable(worker)) within \(timeout) s (\(others)); \
+        } else {
+            let others =
+                live.isEmpty ? "none did" : "live: \(live.sorted().map(ResultPrinter.printable).joined(separator: ", "))"
+            problem = """
+                no live worker reported as \(ResultPrinter.printable(worker)) within \(timeout) s (\(others)); \
                 the \(what) holds for a day for a worker of that id started meanwhile
-
-                """.utf8))
+                """
+        }
+        FileHandle.standardError.write(Data("warren: \(problem)\n".utf8))
         throw ExitCode.failure
     }
 }

@@ -72,8 +72,9 @@ struct StatusCommand: ParsableCommand {
         }
         let deadLetters = try Self.reachable { try producer.deadLetterCount() }
         defer {
+            fflush(nil)
+            for warning in Self.sharedIDs(statuses) { FileHandle.standardError.write(Data("warren: \(warning)\n".utf8)) }
             if let workersUnknown {
-                fflush(nil)
                 FileHandle.standardError.write(Data("warren: workers unknown: \(workersUnknown.message)\n".utf8))
             }
         }
@@ -114,6 +115,20 @@ struct StatusCommand: ParsableCommand {
         case .failure(let error): print("dead letters: unreachable: \(error.message)")
         }
         if workersUnknown != nil { throw ExitCode.failure }
+    }
+
+    /// A warning for each worker id that more than one live worker answers as: each lists its own jobs, but
+    /// commands for that id reach them all.
+    static func sharedIDs(_ statuses: [WorkerStatus]) -> [String] {
+        Dictionary(grouping: statuses, by: \.workerID).filter { $0.value.count > 1 }.sorted { $0.key < $1.key }
+            .map { id, sharing in
+                let where_ = sharing.map { "\(ResultPrinter.printable($0.host)) pid \($0.pid)" }.joined(separator: ", ")
+                return """
+                    \(sharing.count) live workers answer as \(ResultPrinter.printable(id)) (\(where_)): give each a \
+                    --worker-id of its own; pause, resume and resize --worker \(ResultPrinter.printable(id)) reach all \
+                    of them
+                    """
+            }
     }
 
     /// What `body` finds, or why the queue it looks at is out of reach (on a cluster node that is down); any other

@@ -129,6 +129,19 @@ extension Integration {
                 #expect(typo.stderr.contains("pause-known"), "\(typo.stderr)")
                 let known = try CLI.run([command, "--worker", "pause-known", "--queue", queue, "--url", url])
                 #expect(known.status == 0, "\(known.stderr)")
+                // A queue the worker does not consume, or that the broker does not have, is not obeyed either.
+                let elsewhere = try CLI.run([command, "--worker", "pause-known", "--queue", "warren.default", "--url", url])
+                #expect(elsewhere.status == 1, "\(elsewhere.stderr)")
+                #expect(
+                    elsewhere.stderr.contains(
+                        "warren: worker pause-known does not consume queue warren.default (it consumes: \(queue))"),
+                    "\(elsewhere.stderr)")
+                let missing = try CLI.run([command, "--queue", "\(queue)-typo", "--url", url])
+                #expect(missing.status == 1, "\(missing.stderr)")
+                #expect(
+                    missing.stderr == "warren: the broker has no queue \(queue)-typo, so no worker consumes it\n",
+                    "\(missing.stderr)")
+                #expect(missing.stdout.isEmpty, "nothing was sent: \(missing.stdout)")
             }
         }
 

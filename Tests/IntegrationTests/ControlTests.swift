@@ -231,6 +231,32 @@ extension Integration {
             _ = try tap.waitForResults(jobs.map(\.id))
         }
 
+        @Test("workers sharing an id by mistake each answer status, with a warning; a zero --timeout is no alarm")
+        func sharedWorkerIDs() throws {
+            let queue = TestEnvironment.uniqueName("shared-id")
+            defer { BrokerProbe.delete(queue) }
+            let id = TestEnvironment.uniqueName("twin")
+            let first = try CLI.startWorker(queue: queue, id: id)
+            defer { first.terminate() }
+            let second = try CLI.startWorker(queue: queue, id: id)
+            defer { second.terminate() }
+            let url = try TestEnvironment.brokerURL
+            let text = try CLI.run(["status", "--url", url, "--queue", queue])
+            #expect(text.status == 0, "\(text.stderr)")
+            let blocks = text.stdout.split(separator: "\n").filter { $0.hasPrefix("\(id) host=") }
+            #expect(blocks.count == 2, "two blocks: \(text.stdout)")
+            #expect(text.stderr.contains("warren: 2 live workers answer as \(id) ("), "\(text.stderr)")
+            let json = try CLI.run(["status", "--url", url, "--queue", queue, "--json"])
+            #expect(json.stdout.components(separatedBy: "\"workerId\":\"\(id)\"").count == 3, "\(json.stdout)")
+
+            // A timeout too short for any answer, or for the broker's confirm, is not a broker blocking publishers.
+            let hasty = try CLI.run(["status", "--url", url, "--timeout", "0"])
+            #expect(hasty.status == 0, "\(hasty.stderr)")
+            #expect(!hasty.stdout.contains("workers unknown"), "\(hasty.stdout)")
+            let resized = try CLI.run(["resize", "default=1", "--url", url, "--worker", id, "--timeout", "0"])
+            #expect(!resized.stderr.contains("memory or disk alarm"), "\(resized.stderr)")
+        }
+
         @Test("a worker in the grace period of a stop says so in its status")
         func stoppingStatus() throws {
             let queue = TestEnvironment.uniqueName("stopping-status")

@@ -341,12 +341,18 @@ public final class Producer {
         }
     }
 
-    /// Asks every live worker for its status and returns the answers that arrive within `timeout`, by worker id.
+    /// How long ``workerStatuses(timeout:jobs:awaiting:)`` waits at least for the broker to take its request before
+    /// it concludes that the broker blocks publishers.
+    static let statusConfirmWait = Duration.seconds(2)
+
+    /// Asks every live worker for its status and returns the answers that arrive within `timeout`, by worker id
+    /// (then host and process: workers that share an id by mistake answer each).
     /// - Parameter jobs: With a number, each worker also lists up to that many of the jobs it holds
     ///   (``WorkerStatus/jobs``); workers of versions that predate the listing leave it out.
     /// - Parameter awaitedWorker: With a worker id, returns as soon as that worker answered, with the answers that
     ///   came so far.
-    /// - Throws: ``WarrenError``: `timeout` when the broker did not even take the request within `timeout` (it
+    /// - Throws: ``WarrenError``: `timeout` when the broker did not even take the request within `timeout`, or 2 s
+    ///   for a shorter one (it
     ///   blocks publishers under a memory or disk alarm: the connection is then of no more use); `broker` when it
     ///   refused it or the connection fails.
     public func workerStatuses(
@@ -360,22 +366,32 @@ public final class Producer {
             ).name
             try connection.consume(replyQueue, noAck: true, channel: channel)
             try publishControl(.status(replyTo: replyQueue, jobs: jobs))
+            let start = ContinuousClock.now
+            // By worker id, host and process: workers given the same id by mistake answer each.
             var statuses: [String: WorkerStatus] = [:]
-            let done = { awaitedWorker.map { statuses[$0] != nil } ?? false }
-            try readEvents(until: ContinuousClock.now + timeout, done: done) { delivery in
+            let collect = { (delivery: Delivery) in
                 guard delivery.channel == channel, let status = try? WorkerStatus.decode(delivery.body) else { return }
-                statuses[status.workerID] = status
+                statuses["\(status.workerID)\u{0}\(status.host)\u{0}\(status.pid)"] = status
             }
+            let done = { awaitedWorker.map { id in statuses.values.contains { $0.workerID == id } } ?? false }
+            try readEvents(until: start + timeout, done: done, other: collect)
             // No answer can come before the broker took the request; a broker that blocks this connection answers
-            // no call either, closing the channel included.
+            // no call either, closing the channel included. A timeout shorter than the broker's confirm takes does
+            // not make a blocked broker of it.
+            let confirmWait = max(timeout, Self.statusConfirmWait)
+            if statuses.isEmpty {
+                try readEvents(until: start + confirmWait, done: { self.confirmedCount >= self.publishCount })
+            }
             guard !statuses.isEmpty || confirmedCount >= publishCount else {
                 throw WarrenError(
                     .timeout,
-                    "the broker did not take the status request within \(timeout) (\(WarrenError.unconfirmedCauses))")
+                    "the broker did not take the status request within \(confirmWait) (\(WarrenError.unconfirmedCauses))")
             }
             try waitForConfirms()
             try connection.closeChannel(channel)
-            return statuses.values.sorted { $0.workerID < $1.workerID }
+            return statuses.values.sorted {
+                ($0.workerID, $0.host, $0.pid) < ($1.workerID, $1.host, $1.pid)
+            }
         }
     }
 
