@@ -184,8 +184,9 @@ extension Integration {
             #expect(requeue.status == 1)
             #expect(requeue.stdout.contains("requeued \(twice) to \(queue)"), "\(requeue.stdout)")
             #expect(requeue.stderr.contains("\(orphan) stays dead: it names no queue"), "\(requeue.stderr)")
-            // Back in its queue, it is dead-lettered again, under the same id.
+            // Back in its queue, it is dead-lettered again, under the same id, as the rerun of a requeued job.
             try results.read(timeout: .seconds(30)) { _ in results.results(for: twice).count == 2 }
+            #expect(results.results(for: twice).map { $0.requeuedAt != nil } == [false, true])
             #expect(worker.process.isRunning)
         }
 

@@ -167,7 +167,8 @@ extension WorkerSession {
                 jobID: id, type: descriptor?.type ?? salvaged.type ?? delivery.properties.type,
                 sequence: descriptor?.sequence ?? salvaged.sequence ?? 0, key: descriptor?.key ?? salvaged.key,
                 status: .failed, error: error, attempt: Self.attempt(of: delivery),
-                redelivered: delivery.redelivered, workerID: configuration.workerID,
+                redelivered: delivery.redelivered, requeuedAt: Self.requeuedAt(of: delivery),
+                workerID: configuration.workerID,
                 timings: JobTimings(enqueuedAt: descriptor?.createdAt, receivedAt: receivedAt, finishedAt: Date()))
         } : nil
         try whenDeadLettersReachable(of: delivery) { [unowned self] in
