@@ -5,9 +5,9 @@ import Logging
 /// as swift-log's `StreamLogHandler` writes them, but with
 /// - the time to the millisecond, read from the real-time clock (`time()` reads a coarse clock that may still show
 ///   the second before, so that a job enqueued at 10:00:00.001 would seem logged at 09:59:59);
-/// - control characters in the message and the metadata escaped (`\n`, `\u{1B}`, as
+/// - control characters in the message and the metadata escaped (`\n`, `\u{1B}`, and a backslash as `\\`, as
 ///   ``ResultPrinter/printable(_:)``): a job type, key or error message a producer made up cannot end its line and
-///   forge the next one, nor move a terminal's cursor;
+///   forge the next one, nor move a terminal's cursor, nor pass for a control character;
 /// - a metadata value that is empty or holds a space, `"` or `=` in double quotes (logfmt): one cannot forge a field
 ///   (`type="x job=FAKE"`).
 ///
@@ -32,11 +32,11 @@ enum TextLogFormat: LogLineFormat {
         }
     }
 
-    /// `text` in double quotes, `"` and `\` escaped, if it is empty or holds a space, `"`, `=`, `,`, `[` or `]`.
+    /// Printable `text` (its backslashes escaped already) in double quotes, `"` escaped, if it is empty or holds a
+    /// space, `"`, `=`, `,`, `[` or `]`.
     private static func quoted(_ text: String) -> String {
         guard text.isEmpty || text.contains(where: { " \"=,[]".contains($0) }) else { return text }
-        return "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-            + "\""
+        return "\"" + text.replacingOccurrences(of: "\"", with: "\\\"") + "\""
     }
 
     /// The local time to the millisecond, with its offset: `2026-11-25T01:34:59.001+0000`.

@@ -106,6 +106,8 @@ extension Integration {
                 ["results", "--job", "bad id!"],
                 ["dead", "list", "--limit=-1"],
                 ["cancel", "--key", "k", "--before", "99999999999999999"],
+                ["enqueue", "echo", "--input", String(repeating: "[", count: 500) + String(repeating: "]", count: 500)],
+                ["worker", "--max-nesting-depth", "501"],
             ] {
                 let output = try CLI.run(arguments + ["--url", url])
                 #expect(output.status == 64, "\(arguments): \(output.stderr)")

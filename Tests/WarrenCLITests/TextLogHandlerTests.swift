@@ -50,7 +50,14 @@ struct TextLogHandlerTests {
         let text = line("job\nforged line", metadata: ["key": "a\nb\u{1B}[2J"])
         #expect(text.filter { $0 == "\n" }.count == 1)
         #expect(text.contains(#"job\nforged line"#))
-        // Quoted for its `[`, so the escapes' backslashes are escaped too.
-        #expect(text.contains(#"key="a\\nb\\u{1B}[2J""#), "\(text)")
+        // Quoted for its `[`; the escapes are as they are unquoted.
+        #expect(text.contains(#"key="a\nb\u{1B}[2J""#), "\(text)")
+    }
+
+    @Test func aBackslashPrintsApartFromAnEscapedControlCharacter() {
+        let message = #"A\nB"# + "\nA\nB"
+        let text = line("\(message)", metadata: ["error": .string(#"x: A\nB"# + " / A\nB")])
+        #expect(text.contains(#"A\\nB\nA\nB"#), "\(text)")
+        #expect(text.contains(#"error="x: A\\nB / A\nB""#), "\(text)")
     }
 }

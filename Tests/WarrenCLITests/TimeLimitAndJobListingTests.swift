@@ -106,5 +106,6 @@ struct TimeLimitAndJobListingTests {
             #expect(!ResultPrinter.hasControlCharacters(plain), "\(plain.unicodeScalars.map(\.value))")
         }
         #expect(ResultPrinter.printable("x\u{85}y") == "x\\u{85}y")
+        #expect(ResultPrinter.printable(#"C:\temp\n"#) == #"C:\\temp\\n"#)
     }
 }

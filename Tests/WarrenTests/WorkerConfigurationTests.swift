@@ -72,6 +72,12 @@ struct WorkerConfigurationTests {
         #expect(try Worker(configuration: configuration, registry: .builtIn).configuration.timeLimits.count == 2)
     }
 
+    @Test(arguments: [1, 501]) func aNestingDepthOutsideTwoToFiveHundredIsRejected(_ depth: Int) {
+        var configuration = Worker.Configuration(url: "amqp://localhost")
+        configuration.maxNestingDepth = depth
+        #expect(rejection(configuration)?.message.hasPrefix("nesting depth \(depth) is outside 2...500") == true)
+    }
+
     @Test func aGracePeriodOrReconnectDelayOutOfRangeIsRejected() throws {
         var configuration = Worker.Configuration(url: "amqp://localhost")
         configuration.shutdownGracePeriod = .seconds(-1)

@@ -2,11 +2,11 @@
 ///
 /// Foundation's JSON parsers recurse once per level (and give up, unhelpfully, past 512); the typed decoding that
 /// follows recurses again through ``JSONValue``. Checking the depth first bounds both, and says what is wrong.
-enum JSONNesting {
+package enum JSONNesting {
     /// Where the nesting first goes deeper than `limit`: the 0-based byte offset of the `[` or `{` that opens
     /// level `limit + 1`; `nil` if it never does. Brackets inside strings do not count. Invalid JSON is scanned
     /// all the same (the parser rejects it afterwards), and unbalanced closing brackets are ignored.
-    static func offsetBeyond(limit: Int, in bytes: UnsafeRawBufferPointer) -> Int? {
+    package static func offsetBeyond(limit: Int, in bytes: UnsafeRawBufferPointer) -> Int? {
         var depth = 0
         return firstOutsideStrings(in: bytes) { _, byte in
             switch byte {

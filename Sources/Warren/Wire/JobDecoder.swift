@@ -11,8 +11,13 @@ public struct JobDecoder: Sendable {
     /// Larger messages are rejected unread (`oversized`). Default: 1 MiB.
     public var maxMessageBytes: Int
     /// Messages whose arrays and objects nest deeper than this are rejected (`invalidDescriptor`) before they are
-    /// parsed. The descriptor object itself is level 1, so its `input` may nest one level less. Default: 64.
+    /// parsed. The descriptor object itself is level 1, so its `input` may nest one level less. Default: 64; a
+    /// worker takes up to ``maxNestingDepths``'s upper bound.
     public var maxNestingDepth: Int
+
+    /// The nesting limits a worker takes: up to 500, since a result nests its job's input (as its output) three
+    /// levels deeper in a result batch, and JSON parsers, Foundation's included, give up past 512 levels.
+    public static let maxNestingDepths = 2...500
 
     /// Jobs with more dependencies are rejected (`invalidDescriptor`). Default: 100.
     public var maxDependencies: Int

@@ -39,8 +39,8 @@ public final class Worker: Sendable {
         public var workerID: String = "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)"
         /// Larger job messages are dead-lettered unread. Default: 1 MiB.
         public var maxMessageBytes: Int = 1 << 20
-        /// Job messages whose JSON nests deeper are dead-lettered unread (the descriptor object is level 1).
-        /// Default: 64.
+        /// Job messages whose JSON nests deeper are dead-lettered unread (the descriptor object is level 1). From 2
+        /// to 500 (``JobDecoder/maxNestingDepths``). Default: 64.
         public var maxNestingDepth: Int = 64
         /// Job messages with more dependencies are dead-lettered. Default: 100.
         public var maxDependencies: Int = 100
@@ -170,12 +170,19 @@ public final class Worker: Sendable {
                 "local queue '\(name)' has width \(width); it must be from \(LocalQueue.widths.lowerBound) to "
                     + "\(LocalQueue.widths.upperBound), as warren resize allows")
         }
-        guard configuration.maxMessageBytes >= 1024, configuration.maxNestingDepth >= 2,
+        guard JobDecoder.maxNestingDepths.contains(configuration.maxNestingDepth) else {
+            throw WarrenError(
+                .invalidConfiguration,
+                "nesting depth \(configuration.maxNestingDepth) is outside \(JobDecoder.maxNestingDepths.lowerBound)..."
+                    + "\(JobDecoder.maxNestingDepths.upperBound): a job's result nests its input three levels deeper, "
+                    + "and JSON parsers give up past 512")
+        }
+        guard configuration.maxMessageBytes >= 1024,
             configuration.maxDependencies >= 0, configuration.maxParkedJobs >= 0, configuration.maxCrashes >= 1
         else {
             throw WarrenError(
                 .invalidConfiguration,
-                "limits must be at least: message bytes 1024, nesting depth 2, dependencies 0, parked jobs 0, crashes 1")
+                "limits must be at least: message bytes 1024, dependencies 0, parked jobs 0, crashes 1")
         }
         guard (1...65_535).contains(configuration.effectivePrefetch) else {
             throw WarrenError(
