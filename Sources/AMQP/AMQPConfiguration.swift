@@ -130,9 +130,19 @@ public struct AMQPConfiguration: Sendable, Hashable {
 
     /// `url`, which did not parse, as an error message may show it: as ``redact(_:)`` hides it, and without a scheme
     /// (`user:password@host`) everything before the last `@` hidden, since no rule says where a password would end.
+    /// With a scheme but no `@`, what follows a colon in the authority is hidden unless it is a port: the URL may be
+    /// the first of a list cut at a comma inside a password (`amqp://u:Ab,amqp://Cd@host`).
     static func redactInvalid(_ url: String) -> String {
-        guard !url.contains("://"), let at = url.lastIndex(of: "@") else { return redact(url) }
-        return "***" + url[at...]
+        guard let scheme = url.range(of: "://") else {
+            guard let at = url.lastIndex(of: "@") else { return url }
+            return "***" + url[at...]
+        }
+        guard !url.contains("@") else { return redact(url) }
+        let authority = url[scheme.upperBound...].prefix { $0 != "/" }
+        guard let colon = authority.firstIndex(of: ":"),
+            !authority[authority.index(after: colon)...].allSatisfy({ $0.isASCII && $0.isNumber })
+        else { return url }
+        return url[...colon] + "***" + url[authority.endIndex...]
     }
 
     /// Replaces the password of any `scheme://user:password@` in `text` with `***`.

@@ -34,6 +34,13 @@ struct AMQPConfigurationHostileURLTests {
             AMQPConfiguration.redact("amqp://a:one@h1,amqps://b:two@h2/%2F") == "amqp://a:***@h1,amqps://b:***@h2/%2F")
     }
 
+    @Test(arguments: ["amqp://u:Ab", "amqp://u:Ab/v", "amqps://u:1a"])
+    func theFirstPieceOfAPasswordCutAtAURLListCommaIsNotShown(_ url: String) {
+        let error = #expect(throws: AMQPError.self) { try AMQPConfiguration(url: url) }
+        #expect(error?.message.contains("://u:***") == true, "\(error?.message ?? "")")
+        #expect(error?.message.contains("Ab") == false && error?.message.contains("1a") == false)
+    }
+
     @Test func anInvalidURLWithASlashInThePasswordDoesNotShowIt() {
         let error = #expect(throws: AMQPError.self) { try AMQPConfiguration(url: "amqp://u:pa/ss@host/v") }
         #expect(error?.message.contains("pa/ss") == false, "\(error?.message ?? "")")
