@@ -45,11 +45,10 @@ struct HealthCommand: ParsableCommand {
         let body = try? JSONSerialization.jsonObject(with: Data(answer.body)) as? [String: Any]
         let verdict = body?[live ? "live" : "ready"] as? Bool
         guard let components = body?["components"] as? [String: [String: Any]], let verdict else {
-            print(
-                "\(HealthProbe.url(address, Int(port), path)) answered \(answer.status.code) "
+            throw HealthProbe.Failure(
+                description: "\(HealthProbe.url(address, Int(port), path)) answered \(answer.status.code) "
                     + "\(ResultPrinter.printable(answer.status.reasonPhrase)), not a Warren health report (is that a "
                     + "worker's or scheduler's --metrics-port?)")
-            throw ExitCode.failure
         }
         if json {
             print(ResultPrinter.printable(text))

@@ -71,7 +71,10 @@ final class MetricsServer: Sendable {
             let reason = (error as? IOError).map { String(cString: strerror($0.errnoCode)) } ?? "\(error)"
             throw WarrenError(.system, "cannot serve metrics on \(host):\(port): \(reason)")
         }
-        logger.info("metrics endpoint listening", metadata: ["host": "\(host)", "port": "\(bound)"])
+        // A port picked by the system is only known from this line: it is logged at any log level.
+        logger.log(
+            level: port == 0 ? max(.info, logger.logLevel) : .info, "metrics endpoint listening",
+            metadata: ["host": "\(host)", "port": "\(bound)"])
         return MetricsServer(host: host, port: UInt16(bound), group: group, channel: channel)
     }
 

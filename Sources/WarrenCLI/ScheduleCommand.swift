@@ -92,8 +92,9 @@ struct ScheduleCommand: ParsableCommand {
             return source
         }
         defer { signals.forEach { $0.cancel() } }
-        let metricsServer = try metrics.startServer(
-            logger: configuration.logger, health: ["scheduler": scheduler.health])
+        let metricsServer = try logFormat.reportingFailures(to: logger) {
+            try metrics.startServer(logger: logger, health: ["scheduler": scheduler.health])
+        }
         defer { metricsServer?.stop() }
         try logFormat.reportingFailures(to: logger) { try scheduler.runOnCurrentThread() }
     }

@@ -261,7 +261,9 @@ public struct WorkerOptions: ParsableArguments {
         logger[metadataKey: "worker"] = "\(worker.configuration.workerID)"
         let health: KeyValuePairs<String, BrokerThreadHealth> =
             scheduler.map { ["worker": worker.health, "scheduler": $0.health] } ?? ["worker": worker.health]
-        let metricsServer = try metrics.startServer(logger: logger, health: health)
+        let metricsServer = try logFormat.reportingFailures(to: logger) {
+            try metrics.startServer(logger: logger, health: health)
+        }
         defer { metricsServer?.stop() }
         let schedulerEnded = scheduler.map { start($0, logger: logger) }
         defer {

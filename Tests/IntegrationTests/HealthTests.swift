@@ -95,6 +95,21 @@ extension Integration {
             #expect((try await MetricsScrape.fetch(metrics)).value("warren_broker_blocked") == 0)
         }
 
+        @Test("the port --metrics-port 0 picks is logged even when only warnings are")
+        func pickedPortAtWarningLevel() async throws {
+            let queue = TestEnvironment.uniqueName("health-port")
+            defer { BrokerProbe.delete(queue) }
+            let worker = try ChildProcess(
+                TestEnvironment.warrenBinary,
+                [
+                    "worker", "--url", try TestEnvironment.brokerURL, "--queue", queue, "--metrics-port", "0",
+                    "--log-level", "warning",
+                ], name: "worker at warning level")
+            defer { worker.terminate() }
+            let live = try await HealthScrape.fetch(try worker.metricsURL(), "/livez")
+            #expect(live.status == 200)
+        }
+
         @Test("warren health: an endpoint that is not Warren's, or nothing listening, exits 1 with the reason")
         func probeFailures() throws {
             let nothing = try CLI.run(["health", "--port", "1"])
@@ -107,6 +122,25 @@ extension Integration {
             let broker = try CLI.run(["health", "--port", "\(amqp)", "--timeout", "5"])
             #expect(broker.status == 1)
             #expect(broker.stderr.contains("the answer is not HTTP"), "\(broker.stderr)")
+            // Some other HTTP server: said on stderr, as every other failure.
+            let server = try ChildProcess(
+                URL(fileURLWithPath: "/usr/bin/python3"),
+                [
+                    "-u", "-c",
+                    """
+                    import http.server
+                    server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+                    print("port", server.server_address[1], file=__import__("sys").stderr)
+                    server.serve_forever()
+                    """,
+                ], name: "http server")
+            defer { server.terminate() }
+            try server.waitForStderr(containing: "port ")
+            let port = try #require(server.stderr.split(separator: " ").last.flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
+            let other = try CLI.run(["health", "--port", "\(port)"])
+            #expect(other.status == 1)
+            #expect(other.stdout.isEmpty, "\(other.stdout)")
+            #expect(other.stderr.contains("answered 501 Not Implemented, not a Warren health report"), "\(other.stderr)")
         }
     }
 }
