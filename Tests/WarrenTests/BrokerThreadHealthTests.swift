@@ -10,6 +10,9 @@ import Testing
         var report = health.report()
         #expect(report.connection == .connecting && report.broker == nil)
         #expect(report.isLive && !report.isReady)
+        health.disconnected(WarrenError(.broker, "connection refused"))
+        report = health.report()
+        #expect(report.connection == .connecting && report.lastError == "connection refused", "not connected yet")
 
         health.connected(to: "amqp://guest:***@localhost:5672/%2F")
         report = health.report()

@@ -73,9 +73,11 @@ public final class BrokerThreadHealth: Sendable {
         }
     }
 
-    /// Lost the broker, or failed to connect again, because of `error`.
+    /// Lost the broker, or failed to connect (again), because of `error`: reconnecting, or still connecting if it
+    /// never connected.
     func disconnected(_ error: any Error) {
-        change(to: .reconnecting) { state in
+        let connecting = state.withLock { $0.connection == .connecting }
+        change(to: connecting ? .connecting : .reconnecting) { state in
             state.lastError = "\(error)"
             state.blockedReason = nil
         }
