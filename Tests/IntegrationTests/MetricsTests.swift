@@ -55,6 +55,9 @@ extension Integration {
             #expect(after.types["warren_job_wait_seconds"] == "histogram")
             #expect((after.value("warren_job_run_seconds_count", ["type": "echo"]) ?? 0) >= 3)
             #expect((after.value("warren_job_wait_seconds_count", ["type": "echo"]) ?? 0) >= 3)
+            // Every attempt that ran is timed, the one that failed and was retried too.
+            #expect(after.value("warren_job_run_seconds_count", ["type": "fail"]) == 3)
+            #expect(after.value("warren_job_wait_seconds_count", ["type": "fail"]) == 3)
             #expect(after.value("warren_local_queue_executing", ["queue": "default"]) == 0)
             #expect(after.value("warren_local_queue_waiting", ["queue": "default"]) == 0)
             #expect(after.value("warren_reconnects_total") ?? 0 == 0)

@@ -52,6 +52,18 @@ struct WorkerMetricsTests {
         #expect(try backend.expectTimer("warren_job_wait_seconds", [("type", "sum")]).values == [250_000_000])
     }
 
+    @Test func timesAnAttemptThatFailedAndWasRetried() throws {
+        let backend = TestMetrics()
+        let metrics = WorkerMetrics(factory: backend)
+        let received = Date(timeIntervalSince1970: 100)
+        metrics.retried(
+            type: "fail", timings: JobTimings(receivedAt: received, startedAt: received + 0.5, finishedAt: received + 2))
+        #expect(try backend.expectCounter("warren_job_retries_total", [("type", "fail")]).totalValue == 1)
+        #expect(try backend.expectTimer("warren_job_run_seconds", [("type", "fail")]).values == [1_500_000_000])
+        #expect(try backend.expectTimer("warren_job_wait_seconds", [("type", "fail")]).values == [500_000_000])
+        #expect(backend.counters(label: "warren_jobs_total").isEmpty, "the job has not ended")
+    }
+
     @Test func countsDeadLettersReconnectsDeadWorkersAndReportsPrefetch() throws {
         let backend = TestMetrics()
         let metrics = WorkerMetrics(factory: backend)

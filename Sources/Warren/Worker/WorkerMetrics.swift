@@ -9,7 +9,7 @@ import Synchronization
 /// | metric | kind | labels |
 /// | --- | --- | --- |
 /// | `warren_jobs_total` | counter | `type`, `status` (`succeeded`, `failed`, `cancelled`) |
-/// | `warren_job_run_seconds` | timer (histogram) | `type` |
+/// | `warren_job_run_seconds` | timer (histogram): each attempt that started | `type` |
 /// | `warren_job_wait_seconds` | timer (histogram): received → started | `type` |
 /// | `warren_local_queue_executing`, `warren_local_queue_waiting` | gauge | `queue` |
 /// | `warren_prefetch` | gauge | |
@@ -68,6 +68,12 @@ public final class WorkerMetrics: Sendable {
                     factory: factory())
             jobs[index] = counter
             guard timed else { return (counter, nil, nil) }
+            let (runTime, wait) = timers(factory: factory())
+            return (counter, runTime, wait)
+        }
+
+        /// The run-time and queue-wait timers; `factory` is asked for only to make them.
+        func timers(factory: @autoclosure () -> any MetricsFactory) -> (CoreMetrics.Timer, CoreMetrics.Timer) {
             let runTime =
                 runTime
                 ?? CoreMetrics.Timer(
@@ -78,7 +84,7 @@ public final class WorkerMetrics: Sendable {
                     label: "warren_job_wait_seconds", dimensions: [("type", label)], factory: factory())
             self.runTime = runTime
             self.wait = wait
-            return (counter, runTime, wait)
+            return (runTime, wait)
         }
     }
 
@@ -132,16 +138,18 @@ public final class WorkerMetrics: Sendable {
     /// Counts the job a published result ends, with its durations from the result's timings: run time
     /// `finishedAt − startedAt`, queue wait `startedAt − receivedAt` (none when it never started).
     func jobFinished(_ result: JobResult) {
-        func between(_ start: Date?, _ end: Date?) -> Duration? {
-            guard let start, let end else { return nil }
-            // In whole nanoseconds: `.seconds(Double)` costs as much as the rest of this call. Capped at 10^9 s.
-            return .nanoseconds(Int64(min(max(0, end.timeIntervalSince(start)), 1e9) * 1e9))
-        }
         let timings = result.timings
         jobFinished(
             type: result.type ?? Self.otherType, status: result.status,
-            runTime: between(timings.startedAt, timings.finishedAt),
-            queueWait: between(timings.receivedAt, timings.startedAt))
+            runTime: Self.between(timings.startedAt, timings.finishedAt),
+            queueWait: Self.between(timings.receivedAt, timings.startedAt))
+    }
+
+    /// From `start` to `end`, if both are known.
+    private static func between(_ start: Date?, _ end: Date?) -> Duration? {
+        guard let start, let end else { return nil }
+        // In whole nanoseconds: `.seconds(Double)` costs as much as the rest of this call. Capped at 10^9 s.
+        return .nanoseconds(Int64(min(max(0, end.timeIntervalSince(start)), 1e9) * 1e9))
     }
 
     /// The metrics of `type`'s label: one lookup for a type this worker runs. Types it does not run share
@@ -166,14 +174,18 @@ public final class WorkerMetrics: Sendable {
         counter.increment(by: amount)
     }
 
-    /// Counts a job of `type` sent round for another attempt after a retryable failure.
-    func retried(type: String) {
-        let counter: CoreMetrics.Counter = handles.withLock { handles in
-            Self.cached(type, in: &handles.retries) {
+    /// Counts a job of `type` sent round for another attempt after a retryable failure, and records how long the
+    /// attempt that failed ran and waited in its local queue (`timings`), as ``jobFinished(_:)`` does for the last.
+    func retried(type: String, timings: JobTimings) {
+        let (counter, (run, wait)) = handles.withLock { handles in
+            let counter = Self.cached(type, in: &handles.retries) {
                 CoreMetrics.Counter(
                     label: "warren_job_retries_total", dimensions: [("type", type)], factory: currentFactory)
             }
+            return (counter, typeHandles(type, in: &handles).timers(factory: currentFactory))
         }
+        if let runTime = Self.between(timings.startedAt, timings.finishedAt) { run.record(duration: runTime) }
+        if let queueWait = Self.between(timings.receivedAt, timings.startedAt) { wait.record(duration: queueWait) }
         counter.increment()
     }
 

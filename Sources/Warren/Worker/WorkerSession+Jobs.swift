@@ -112,7 +112,9 @@ extension WorkerSession {
         case .succeeded(let output):
             result = makeResult(job.descriptor, delivery: job.delivery, status: .succeeded, timings: timings, output: output)
         case .failed(let error):
-            if let wait = retryWait(job, after: error) { return try retry(job, after: error, waiting: wait) }
+            if let wait = retryWait(job, after: error) {
+                return try retry(job, after: error, waiting: wait, timings: timings)
+            }
             job.operation.job.logger.warning("job failed", metadata: ["error": "\(error)"])
             let failed = makeResult(job.descriptor, delivery: job.delivery, status: .failed, timings: timings, error: error)
             return try whenDeadLettersReachable(of: job.delivery) { [unowned self] in

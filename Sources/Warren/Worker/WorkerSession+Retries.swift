@@ -38,11 +38,12 @@ extension WorkerSession {
     /// Republishes `job` to the delay queue for its next attempt, after `wait`, and acks it once the broker has the
     /// copy. A wait the handler chose goes in hops, as a scheduled job's does, its end in the message's not-before
     /// header.
-    func retry(_ job: InFlightJob, after error: JobError, waiting wait: Duration) throws {
+    /// The attempt's `timings` go to the run-time and queue-wait metrics.
+    func retry(_ job: InFlightJob, after error: JobError, waiting wait: Duration, timings: JobTimings) throws {
         let milliseconds = Int(wait.components.seconds) * 1000 + Int(wait.components.attoseconds / 1_000_000_000_000_000)
         job.operation.job.logger.info(
             "job failed; retrying", metadata: ["error": "\(error)", "delayMs": "\(milliseconds)"])
-        metrics.retried(type: job.descriptor.type)
+        metrics.retried(type: job.descriptor.type, timings: timings)
         guard error.retryAfter != nil else {
             return try delay(job.delivery, from: job.queue, milliseconds: milliseconds, attempt: job.attempt + 1)
         }
