@@ -9,7 +9,8 @@ public struct WorkerStatus: Sendable, Hashable, Codable {
         public var width: Int
         /// Operations running now.
         public var executing: Int
-        /// Operations held, not yet started.
+        /// Jobs held for this local queue, not yet started, whatever they wait for: a thread, their dependencies,
+        /// their turn under a rate limit (``Job/state`` says which).
         public var waiting: Int
     }
 
