@@ -4,6 +4,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import Prometheus
+import Synchronization
 import Warren
 
 /// The Prometheus and health endpoint of a worker or scheduler (`--metrics-port`): `GET /metrics` answers with the
@@ -27,6 +28,10 @@ final class MetricsServer: Sendable {
     /// scraper's kept-alive connection survives, but abandoned connections do not pile up.
     static let idleTimeout = TimeAmount.minutes(5)
 
+    /// The most connections served at once; one more is closed as it opens, so that clients holding connections
+    /// open (the endpoint may listen on every interface) cannot take the process's file descriptors and memory.
+    static let maxConnections = 256
+
     private init(host: String, port: UInt16, group: MultiThreadedEventLoopGroup, channel: any Channel) {
         self.host = host
         self.port = port
@@ -49,8 +54,10 @@ final class MetricsServer: Sendable {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+            .childChannelInitializer { [connections = ConnectionCount()] channel in
+                guard connections.admit() else { return channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel) }
+                channel.closeFuture.whenComplete { _ in connections.release() }
+                return channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
                     try pipeline.addHandler(IdleStateHandler(allTimeout: idleTimeout))
                     try pipeline.configureHTTPServerPipeline(withErrorHandling: true)
@@ -167,5 +174,24 @@ private final class MetricsHandler: ChannelInboundHandler {
             let channel = context.channel
             written.whenComplete { _ in channel.close(promise: nil) }
         }
+    }
+}
+
+/// How many connections a ``MetricsServer`` serves now, to keep them at most ``MetricsServer/maxConnections``.
+///
+/// Thread safety: atomic.
+private final class ConnectionCount: Sendable {
+    private let open = Atomic(0)
+
+    /// Counts one more connection; `false`, counting none, when there are as many as allowed.
+    func admit() -> Bool {
+        let (_, count) = open.add(1, ordering: .relaxed)
+        guard count > MetricsServer.maxConnections else { return true }
+        open.subtract(1, ordering: .relaxed)
+        return false
+    }
+
+    func release() {
+        open.subtract(1, ordering: .relaxed)
     }
 }

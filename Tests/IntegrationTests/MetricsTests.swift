@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Testing
 import Warren
 
@@ -153,8 +154,20 @@ extension Integration {
             #expect(empty.isEmpty)
             #expect((headResponse as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Type")?.hasPrefix("text/plain") == true)
 
-            let brokerURL = try TestEnvironment.brokerURL
+            // Idle connections beyond the limit are closed as they open; once they go, scrapes are served again.
             let port = try #require(url.port)
+            let held = try (0..<(256 + 8)).map { _ in try IdleConnection(port: port) }
+            var refused = 0
+            let deadline = ContinuousClock.now + .seconds(30)
+            while refused < 8, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+                refused = held.filter { $0.closedByPeer() }.count
+            }
+            #expect((8...12).contains(refused), "\(refused) closed")
+            held.forEach { $0.close() }
+            _ = try await MetricsScrape.fetch(url)
+
+            let brokerURL = try TestEnvironment.brokerURL
             let taken = try CLI.run(["worker", "--url", brokerURL, "--queue", queue, "--metrics-port", "\(port)"])
             #expect(taken.status == 1, "a port in use is no bad argument")
             #expect(
@@ -211,5 +224,36 @@ extension Integration {
                 #expect(throws: PrometheusText.Problem.self, "\(invalid)") { try PrometheusText(invalid) }
             }
         }
+    }
+}
+
+/// A TCP connection to the local host that sends nothing.
+private final class IdleConnection {
+    private let socket: Int32
+
+    init(port: Int) throws {
+        socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard socket >= 0, connected == 0 else { throw POSIXError(.ECONNREFUSED) }
+    }
+
+    /// Whether the server closed it: it reads as ended, without waiting.
+    func closedByPeer() -> Bool {
+        var poller = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        guard poll(&poller, 1, 0) == 1 else { return false }
+        var byte: UInt8 = 0
+        return recv(socket, &byte, 1, Int32(MSG_PEEK)) <= 0
+    }
+
+    func close() {
+        _ = Glibc.close(socket)
     }
 }
