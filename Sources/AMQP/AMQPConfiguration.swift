@@ -130,8 +130,8 @@ public struct AMQPConfiguration: Sendable, Hashable {
 
     /// `url`, which did not parse, as an error message may show it: as ``redact(_:)`` hides it, and without a scheme
     /// (`user:password@host`) everything before the last `@` hidden, since no rule says where a password would end.
-    /// With a scheme but no `@`, what follows a colon in the authority is hidden unless it is a port: the URL may be
-    /// the first of a list cut at a comma inside a password (`amqp://u:Ab,amqp://Cd@host`).
+    /// With a scheme but no `@`, all that follows a colon in the authority is hidden unless it is a port: the URL may
+    /// be the first of a list cut at a comma inside a password (`amqp://u:Ab/x,amqp://Cd@host`).
     static func redactInvalid(_ url: String) -> String {
         guard let scheme = url.range(of: "://") else {
             guard let at = url.lastIndex(of: "@") else { return url }
@@ -142,7 +142,7 @@ public struct AMQPConfiguration: Sendable, Hashable {
         guard let colon = authority.firstIndex(of: ":"),
             !authority[authority.index(after: colon)...].allSatisfy({ $0.isASCII && $0.isNumber })
         else { return url }
-        return url[...colon] + "***" + url[authority.endIndex...]
+        return url[...colon] + "***"
     }
 
     /// Replaces the password of any `scheme://user:password@` in `text` with `***`.

@@ -308,24 +308,14 @@ struct EnqueueCommand: ParsableCommand {
             }
             text = String(decoding: contents, as: UTF8.self)
         }
-        // The descriptor object is level 1: the input nests one level less than a worker's limit.
-        let beyond = { (limit: Int) in Array(text.utf8).withUnsafeBytes { JSONNesting.offsetBeyond(limit: limit - 1, in: $0) } }
-        if let offset = beyond(JobDecoder.maxNestingDepths.upperBound) {
-            throw ValidationError(
-                "--input nests arrays and objects deeper than any worker takes (\(JobDecoder.maxNestingDepths.upperBound - 1) "
-                    + "levels, with --max-nesting-depth \(JobDecoder.maxNestingDepths.upperBound)): at byte \(offset)")
-        }
+        let bytes = Array(text.utf8)
+        if let problem = InputNesting.problem(in: bytes, levelsAbove: 0) { throw ValidationError("--input \(problem)") }
         do {
             // Strict, as a worker reads a job's body: no trailing comma, which Foundation's parser takes.
-            guard JSONText.trailingCommaOffset(in: Array(text.utf8)) == nil else { throw ValidationError("") }
-            let value = try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
-            let limit = JobDecoder().maxNestingDepth
-            if beyond(limit) != nil {
-                FileHandle.standardError.write(
-                    Data(
-                        ("warren: warning: --input nests arrays and objects deeper than \(limit - 1) levels: a worker "
-                            + "dead-letters the job unless started with a larger --max-nesting-depth (default \(limit), "
-                            + "the descriptor counting as level 1)\n").utf8))
+            guard JSONText.trailingCommaOffset(in: bytes) == nil else { throw ValidationError("") }
+            let value = try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+            if let warning = InputNesting.warning(in: bytes, levelsAbove: 0) {
+                FileHandle.standardError.write(Data("warren: warning: --input \(warning)\n".utf8))
             }
             return value
         } catch {

@@ -71,6 +71,9 @@ struct GraphFile: Decodable {
         if let offset = JSONText.trailingCommaOffset(in: Array(data)) {
             throw GraphFileError("the graph file '\(path)' is not JSON: a comma before a closing bracket at byte \(offset)")
         }
+        if let problem = InputNesting.problem(in: Array(data), levelsAbove: 3) {
+            throw GraphFileError("the graph file '\(path)': a job's input \(problem)")
+        }
         let graph: GraphFile
         do {
             try checkMembers(of: try JSONDecoder().decode(JSONValue.self, from: data))
@@ -117,6 +120,9 @@ struct GraphFile: Decodable {
             {
                 throw GraphFileError("job '\(job.name)': uniqueFor: \(problem)")
             }
+        }
+        if let warning = InputNesting.warning(in: Array(data), levelsAbove: 3) {
+            FileHandle.standardError.write(Data("warren: warning: the graph file '\(path)': a job's input \(warning)\n".utf8))
         }
         return graph
     }

@@ -28,7 +28,7 @@ struct HealthCommand: ParsableCommand {
     @Option(help: "Seconds to wait for the answer.")
     var timeout: Double = 5
 
-    @Flag(help: "Print the endpoint's JSON as it came.")
+    @Flag(help: "Print the endpoint's JSON report, on one line.")
     var json = false
 
     func validate() throws {
@@ -41,7 +41,6 @@ struct HealthCommand: ParsableCommand {
         let address = host == "0.0.0.0" ? "127.0.0.1" : host
         let answer = try HealthProbe.get(
             host: address, port: Int(port), path: path, timeout: .nanoseconds(Int64(timeout * 1e9)))
-        let text = String(decoding: answer.body, as: UTF8.self)
         let body = try? JSONSerialization.jsonObject(with: Data(answer.body)) as? [String: Any]
         let verdict = body?[live ? "live" : "ready"] as? Bool
         guard let components = body?["components"] as? [String: [String: Any]], let verdict else {
@@ -50,8 +49,10 @@ struct HealthCommand: ParsableCommand {
                     + "\(ResultPrinter.printable(answer.status.reasonPhrase)), not a Warren health report (is that a "
                     + "worker's or scheduler's --metrics-port?)")
         }
-        if json {
-            print(ResultPrinter.printable(text))
+        if json, let body {
+            // Written anew: one line of valid JSON, whatever line breaks the endpoint's text held.
+            let line = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes])
+            print(String(decoding: line, as: UTF8.self))
         } else {
             for (name, component) in components.sorted(by: { $0.key < $1.key }) {
                 print("\(ResultPrinter.printable(name)): \(Self.describe(component, live: live))")

@@ -78,9 +78,10 @@ final class MetricsServer: Sendable {
             let reason = (error as? IOError).map { String(cString: strerror($0.errnoCode)) } ?? "\(error)"
             throw WarrenError(.system, "cannot serve metrics on \(host):\(port): \(reason)")
         }
-        // A port picked by the system is only known from this line: it is logged at any log level.
+        // A port picked by the system is only known from this line: it is logged at the logger's level up to
+        // warning (not as an error, which alerts watch for).
         logger.log(
-            level: port == 0 ? max(.info, logger.logLevel) : .info, "metrics endpoint listening",
+            level: port == 0 ? min(max(.info, logger.logLevel), .warning) : .info, "metrics endpoint listening",
             metadata: ["host": "\(host)", "port": "\(bound)"])
         return MetricsServer(host: host, port: UInt16(bound), group: group, channel: channel)
     }

@@ -38,12 +38,16 @@ struct ScopeOptions: ParsableArguments {
     /// - Parameter what: What was sent: `pause`, `resume`.
     func checkWorkerLives(_ producer: Producer, after what: String) throws {
         guard let worker else { return }
-        let statuses = try producer.workerStatuses(timeout: .milliseconds(Int(timeout * 1000)), awaiting: worker)
+        // Workers may share an id by mistake: any of them that consumes the queue will do.
+        let statuses = try producer.workerStatuses(
+            timeout: .milliseconds(Int(timeout * 1000)),
+            awaitingOne: { $0.workerID == worker && queue.map($0.queues.contains) != false })
         let live = statuses.map(\.workerID)
         let problem: String
-        if let status = statuses.first(where: { $0.workerID == worker }) {
-            guard let queue, !status.queues.contains(queue) else { return }
-            let consumed = status.queues.map(ResultPrinter.printable).joined(separator: ", ")
+        let named = statuses.filter { $0.workerID == worker }
+        if !named.isEmpty {
+            guard let queue, !named.contains(where: { $0.queues.contains(queue) }) else { return }
+            let consumed = Set(named.flatMap(\.queues)).sorted().map(ResultPrinter.printable).joined(separator: ", ")
             problem = """
                 worker \(ResultPrinter.printable(worker)) does not consume queue \(ResultPrinter.printable(queue)) \
                 (it consumes: \(consumed)); the \(what) holds for a day for a worker of that id started meanwhile

@@ -34,11 +34,12 @@ struct AMQPConfigurationHostileURLTests {
             AMQPConfiguration.redact("amqp://a:one@h1,amqps://b:two@h2/%2F") == "amqp://a:***@h1,amqps://b:***@h2/%2F")
     }
 
-    @Test(arguments: ["amqp://u:Ab", "amqp://u:Ab/v", "amqps://u:1a"])
+    @Test(arguments: ["amqp://u:Ab", "amqp://u:Ab/xyz", "amqps://u:1a"])
     func theFirstPieceOfAPasswordCutAtAURLListCommaIsNotShown(_ url: String) {
         let error = #expect(throws: AMQPError.self) { try AMQPConfiguration(url: url) }
         #expect(error?.message.contains("://u:***") == true, "\(error?.message ?? "")")
         #expect(error?.message.contains("Ab") == false && error?.message.contains("1a") == false)
+        #expect(error?.message.contains("xyz") == false, "what follows the colon may all be password")
     }
 
     @Test func anInvalidURLWithASlashInThePasswordDoesNotShowIt() {

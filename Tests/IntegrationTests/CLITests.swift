@@ -66,7 +66,12 @@ extension Integration {
         @Test("bad arguments are rejected with a usage error (exit 64) before anything is published")
         func validation() throws {
             let url = try TestEnvironment.brokerURL
+            // A graph whose one job's input nests 500 levels: with the descriptor, more than any worker takes.
+            let deepGraph = try TestEnvironment.temporaryDirectory().appendingPathComponent("deep.json")
+            let deep = String(repeating: "[", count: 500) + String(repeating: "]", count: 500)
+            try Data(#"{"jobs":[{"name":"deep","type":"echo","input":\#(deep)}]}"#.utf8).write(to: deepGraph)
             for arguments in [
+                ["enqueue", "--graph", deepGraph.path],
                 ["enqueue", "sum", "--input", "{not json"],
                 ["enqueue", "sum", "--input", "[1,2,]"],
                 ["enqueue", "sum", "--supersede"],

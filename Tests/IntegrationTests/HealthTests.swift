@@ -55,6 +55,13 @@ extension Integration {
             #expect(notReady.status == 1)
             #expect(notReady.stdout.contains("worker: not ready, reconnecting since"), "\(notReady.stdout)")
             #expect(notReady.stdout.contains("ACCESS_REFUSED"), "\(notReady.stdout)")
+            // --json: the endpoint's report, as one line of JSON that reads back (its error text holds quotes).
+            let asJSON = try CLI.run(["health", "--port", "\(port)", "--json"])
+            let report = try #require(
+                try JSONSerialization.jsonObject(with: Data(asJSON.stdout.utf8)) as? [String: Any], "\(asJSON.stdout)")
+            let reported = (report["components"] as? [String: Any])?["worker"] as? [String: Any]
+            #expect((reported?["lastError"] as? String)?.contains("ACCESS_REFUSED") == true, "\(asJSON.stdout)")
+            #expect(asJSON.stdout.split(separator: "\n").count == 1)
             #expect(try CLI.run(["health", "--port", "\(port)", "--live"]).status == 0)
             #expect((try await MetricsScrape.fetch(metrics)).value("warren_broker_connected") == 0)
 

@@ -100,5 +100,29 @@ extension Integration {
             for _ in running { #expect(ended.wait(timeout: .now() + 60) == .success, "a run ended") }
             for task in running { try await task.value }
         }
+
+        @Test("cancelling Worker.run()'s task after stop() is no second stop: executing jobs keep their grace period")
+        func taskCancellationAfterStop() async throws {
+            let queue = TestEnvironment.uniqueName("task-cancel-after-stop")
+            defer { BrokerProbe.delete(queue) }
+            var configuration = Worker.Configuration(url: try TestEnvironment.brokerURL)
+            configuration.queues = [queue]
+            configuration.workerID = TestEnvironment.uniqueName("graceful")
+            let worker = try Worker(configuration: configuration, registry: .builtIn)
+            let running = Task { try await worker.run() }
+            let producer = try Producer.forTests()
+            let job = try producer.enqueue(JobRequest(type: "sleep", input: ["seconds": 1.5], queue: queue), watch: true)
+            let deadline = ContinuousClock.now + .seconds(60)
+            while ContinuousClock.now < deadline,
+                try producer.workerStatuses(timeout: .milliseconds(500), awaiting: configuration.workerID)
+                    .first(where: { $0.workerID == configuration.workerID })?.localQueues.first?.executing != 1
+            {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            worker.stop()
+            running.cancel()
+            #expect(try producer.waitForResult(of: job.id, timeout: .seconds(60)).status == .succeeded)
+            try await running.value
+        }
     }
 }

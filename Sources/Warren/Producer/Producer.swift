@@ -352,11 +352,17 @@ public final class Producer {
     /// - Parameter awaitedWorker: With a worker id, returns as soon as that worker answered, with the answers that
     ///   came so far.
     /// - Throws: ``WarrenError``: `timeout` when the broker did not even take the request within `timeout`, or 2 s
-    ///   for a shorter one (it
-    ///   blocks publishers under a memory or disk alarm: the connection is then of no more use); `broker` when it
-    ///   refused it or the connection fails.
+    ///   for a shorter one (it blocks publishers under a memory or disk alarm: the connection is then of no more
+    ///   use); `broker` when it refused it or the connection fails.
     public func workerStatuses(
         timeout: Duration = .seconds(2), jobs: Int? = nil, awaiting awaitedWorker: String? = nil
+    ) throws -> [WorkerStatus] {
+        try workerStatuses(timeout: timeout, jobs: jobs, awaitingOne: awaitedWorker.map { id in { $0.workerID == id } })
+    }
+
+    /// ``workerStatuses(timeout:jobs:awaiting:)``, returning as soon as an answer `awaited` accepts came.
+    package func workerStatuses(
+        timeout: Duration, jobs: Int? = nil, awaitingOne awaited: ((WorkerStatus) -> Bool)?
     ) throws -> [WorkerStatus] {
         try brokerCall {
             let channel: UInt16 = 3
@@ -373,7 +379,7 @@ public final class Producer {
                 guard delivery.channel == channel, let status = try? WorkerStatus.decode(delivery.body) else { return }
                 statuses["\(status.workerID)\u{0}\(status.host)\u{0}\(status.pid)"] = status
             }
-            let done = { awaitedWorker.map { id in statuses.values.contains { $0.workerID == id } } ?? false }
+            let done = { awaited.map { statuses.values.contains(where: $0) } ?? false }
             try readEvents(until: start + timeout, done: done, other: collect)
             // No answer can come before the broker took the request; a broker that blocks this connection answers
             // no call either, closing the channel included. A timeout shorter than the broker's confirm takes does
@@ -570,8 +576,9 @@ public final class Producer {
         return WarrenError(
             .invalidConfiguration,
             "job\(ids.count == 1 ? " \(ids[0]) is" : "s \(ids.prefix(3).joined(separator: ", ")) are") not watched by "
-                + "this producer: results come to a producer only for the jobs it enqueued with watch: true, and "
-                + "each once; read others from the warren.results stream (ResultReader, warren results --job)")
+                + "this producer: results come to a producer only for the jobs it enqueued with watch: true, each "
+                + "once, and it keeps the latest \(WatchedResults.maxKept) that nobody took; read others from the "
+                + "warren.results stream (ResultReader, warren results --job)")
     }
 
     /// The producer's reply queue, declared on first use: server-named, exclusive, consumed on ``replyChannel``.

@@ -37,6 +37,19 @@ public struct ProgressMessage: Sendable, Hashable, Codable {
         self.at = at
     }
 
+    /// Decodes a report as any client may have sent it, taking its fraction and message as
+    /// ``init(jobID:fraction:message:workerID:at:)`` does, so that readers can count on a fraction from 0 to 1.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            jobID: try container.decode(String.self, forKey: .jobID),
+            fraction: try container.decode(Double.self, forKey: .fraction),
+            message: try container.decodeIfPresent(String.self, forKey: .message),
+            workerID: try container.decode(String.self, forKey: .workerID), at: try container.decode(Date.self, forKey: .at))
+        version = try container.decode(Int.self, forKey: .version)
+        kind = try container.decode(String.self, forKey: .kind)
+    }
+
     /// Decodes a progress message body.
     public static func decode(_ body: [UInt8]) throws -> ProgressMessage {
         try WireCoding.decoder.decode(ProgressMessage.self, from: Data(body))

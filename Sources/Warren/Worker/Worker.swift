@@ -14,7 +14,7 @@ import Synchronization
 /// ```
 ///
 /// Thread safety: immutable, but for the mailbox, the health and the recycling handover, which are locked, and
-/// ``stoppedToRecycle``, atomic. The broker connection lives on the thread that runs the worker and nowhere else.
+/// ``stoppedToRecycle`` and whether a stop was asked for, atomic. The broker connection lives on the thread that runs the worker and nowhere else.
 public final class Worker: Sendable {
     /// How a worker connects and behaves.
     public struct Configuration: Sendable {
@@ -113,6 +113,8 @@ public final class Worker: Sendable {
     /// view; `warren worker --metrics-port` serves it at `/livez` and `/readyz`).
     public let health = BrokerThreadHealth()
     private let recycles = Atomic(false)
+    /// Whether ``stop()`` was called (or the task running ``run()`` cancelled) since the worker last ran.
+    private let stopAsked = Atomic(false)
     /// What the recycled process this one is a fresh copy of handed over; `nil` in a process that is no such copy.
     let inherited: RecyclingHandover?
     /// What this worker hands over when it stops to recycle (``recycleProcess()``).
@@ -257,6 +259,7 @@ public final class Worker: Sendable {
     /// - Throws: ``WarrenError`` (`broker`) when no broker address accepts the first connection: at once for a
     ///   refused password or an untrusted certificate, after ``Configuration/brokerWaitAtStart`` when none listens.
     public func runOnCurrentThread() throws {
+        defer { stopAsked.store(false, ordering: .relaxed) }
         let session: WorkerSession
         do {
             session = try WorkerSession(worker: self)
@@ -267,8 +270,8 @@ public final class Worker: Sendable {
     }
 
     /// Connects and works until ``stop()``, on a broker thread of its own. Cancelling the task that awaits it stops
-    /// the worker as ``stop()`` does, gracefully (a task group or a service lifecycle ending); it returns once the
-    /// worker stopped.
+    /// the worker as ``stop()`` does, gracefully (a task group or a service lifecycle ending), unless ``stop()`` was
+    /// called already: the cancellation then does not count as a second call; it returns once the worker stopped.
     /// - Throws: ``WarrenError`` (`broker`) when no broker address accepts the first connection (see
     ///   ``runOnCurrentThread()``).
     public func run() async throws {
@@ -281,7 +284,10 @@ public final class Worker: Sendable {
                 thread.start()
             }
         } onCancel: {
-            stop()
+            if stopAsked.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged {
+                stoppedToRecycle = false
+                mailbox.post(.stop)
+            }
         }
     }
 
@@ -291,6 +297,7 @@ public final class Worker: Sendable {
     /// while their operations may still run. A second call cancels at once and stops waiting.
     /// Safe from any thread, a signal handler's queue included.
     public func stop() {
+        stopAsked.store(true, ordering: .relaxed)
         stoppedToRecycle = false
         mailbox.post(.stop)
     }
