@@ -189,7 +189,7 @@ struct EnqueueCommand: ParsableCommand {
         do {
             descriptors = try producer.enqueue(requests, watch: wait)
         } catch let error as WarrenError where error.code == .invalidConfiguration {
-            // A graph's jobs by the names in its file, not the fresh ids it got: a cycle among 'fetch', 'sum'.
+            // A graph's jobs by the names in its file, not the fresh ids it got: a cycle 'fetch' -> 'sum' -> 'fetch'.
             throw ValidationError(
                 names.reduce(error.message) { $0.replacingOccurrences(of: $1.key, with: "'\($1.value)'") })
         } catch let error as WarrenError where error.code == .duplicate {

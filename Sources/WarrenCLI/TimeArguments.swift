@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Warren
 
 /// A length of time on the command line: seconds, or a number with a unit (`90`, `250ms`, `30s`, `10m`, `2h`, `1d`).
 ///
@@ -12,21 +13,8 @@ struct TimeSpan: ExpressibleByArgument, Equatable {
     }
 
     init?(argument: String) {
-        let units: [Character: TimeInterval] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
-        var number = Substring(argument)
-        var unit: TimeInterval = 1
-        if argument.hasSuffix("ms") {
-            number = number.dropLast(2)
-            unit = 0.001
-        } else if let last = argument.last, let scale = units[last] {
-            number = number.dropLast()
-            unit = scale
-        }
-        // Digits with an optional fraction: no sign, exponent or hexadecimal, which `Double` would also read.
-        guard number.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }), let value = Double(number),
-            value.isFinite
-        else { return nil }
-        seconds = value * unit
+        guard let seconds = DurationText.seconds(argument) else { return nil }
+        self.seconds = seconds
     }
 
     /// The span, to the millisecond.

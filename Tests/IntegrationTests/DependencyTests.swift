@@ -270,7 +270,7 @@ extension Integration {
             defer { BrokerProbe.delete(queue) }
             let directory = try TestEnvironment.temporaryDirectory()
             let graphs = [
-                (#"{"jobs":[{"name":"a","type":"echo","dependsOn":["b"]},{"name":"b","type":"echo","dependsOn":["a"]}]}"#, "dependency cycle among jobs '"),
+                (#"{"jobs":[{"name":"a","type":"echo","dependsOn":["b"]},{"name":"b","type":"echo","dependsOn":["a"]}]}"#, "dependency cycle: '"),
                 (#"{"jobs":[{"name":"a","type":"echo","dependsOn":["a"]}]}"#, "depends on itself"),
                 (#"{"jobs":[{"name":"a","type":"echo","dependsOn":["no-such-job"]}]}"#, "unknown job no-such-job"),
                 (#"{"jobs":[{"name":"a","type":"echo"},{"name":"b","type":"echo","depends_on":["a"]}]}"#,
@@ -364,6 +364,39 @@ extension Integration {
             #expect(dead.messages.filter { $0.properties.headers?[Topology.deadReasonHeader]?.stringValue == "dependencyCycle" }.count >= 2)
             try tap.settle()
             #expect(!worker.logsStart(of: a) && !worker.logsStart(of: b), "no member of the cycle runs")
+        }
+
+        @Test("a cycle's last job is refused with the others even when no room is left to park it")
+        func cycleBeyondParkingRoom() throws {
+            let queue = TestEnvironment.uniqueName("deps-cycle-full")
+            defer { BrokerProbe.delete(queue) }
+            let tap = try MessageTap.results()
+            let worker = try CLI.startWorker(queue: queue, arguments: ["--max-parked-jobs", "2"])
+            defer { worker.terminate() }
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
+            defer { connection.close() }
+            try connection.openChannel(1)
+            let ids = (0..<3).map { _ in UUID().uuidString.lowercased() }
+            for (index, id) in ids.enumerated() {
+                let body = #"{"version":1,"id":"\#(id)","type":"echo","dependencies":["\#(ids[(index + 1) % 3])"]}"#
+                try connection.publish(Array(body.utf8), exchange: "", routingKey: queue, channel: 1)
+            }
+            let results = try tap.waitForResults(ids)
+            #expect(results.allSatisfy { $0.status == .failed && $0.error?.code == "dependencyCycle" }, "\(results)")
+        }
+
+        @Test("with --max-parked-jobs 0 a dependent goes round through the broker, and runs once its dependency ended")
+        func noParkingRoom() throws {
+            let queue = TestEnvironment.uniqueName("deps-no-parking")
+            defer { BrokerProbe.delete(queue) }
+            let worker = try CLI.startWorker(queue: queue, arguments: ["--max-parked-jobs", "0"])
+            defer { worker.terminate() }
+            let producer = try Producer.forTests()
+            let first = try producer.enqueue(JobRequest(type: "echo", input: 1, queue: queue), watch: true)
+            #expect(try producer.waitForResult(of: first.id, timeout: .seconds(60)).status == .succeeded)
+            let dependent = try producer.enqueue(
+                JobRequest(type: "echo", input: 2, queue: queue, dependencies: [first.id]), watch: true)
+            #expect(try producer.waitForResult(of: dependent.id, timeout: .seconds(60)).status == .succeeded)
         }
     }
 }

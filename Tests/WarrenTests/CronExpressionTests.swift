@@ -39,6 +39,14 @@ struct CronExpressionTests {
                 == "2026-05-04T10:00:00Z")
     }
 
+    @Test func aRareDateOnAWeekdayIsFoundDecadesApart() throws {
+        // 29 February on a Sunday (a day field starting with `*` makes both count): 2032, 2060, 2088, then 2128,
+        // across 2100, which is no leap year.
+        #expect(
+            try ticks("0 0 29 2 */7", after: "2026-11-25T00:00:00Z", count: 4)
+                == ["2032-02-29T00:00:00Z", "2060-02-29T00:00:00Z", "2088-02-29T00:00:00Z", "2128-02-29T00:00:00Z"])
+    }
+
     @Test func stepsRangesAndLists() throws {
         #expect(
             try ticks("*/15 * * * *", after: "2026-05-04T10:07:00Z", count: 4)

@@ -47,7 +47,11 @@ import Testing
         }
         #expect(message([job("a", ["a"])]) == "job a depends on itself")
         #expect(message([job("a", ["x", "y"])])?.contains("unknown jobs x, y") == true)
-        #expect(message([job("a", ["b"]), job("b", ["c"]), job("c", ["a"]), job("d")]) == "dependency cycle among jobs a, b, c")
+        #expect(message([job("a", ["b"]), job("b", ["c"]), job("c", ["a"]), job("d")]) == "dependency cycle: a -> b -> c -> a")
+        // Jobs that wait for a cycle are not in it.
+        #expect(
+            message([job("e", ["d"]), job("d", ["c"]), job("c", ["a"]), job("a", ["b"]), job("b", ["a"])])
+                == "dependency cycle: a -> b -> a")
         #expect(message([job("a"), job("a")]) == "job id a appears twice")
         #expect(message([job("a"), job("b", ["a"]), job("a")]) == "job id a appears twice")
     }

@@ -60,9 +60,24 @@ enum DependencyGraph {
             }
         }
         guard ordered.count == requests.count else {
-            let cycle = waitingOn.filter { $0.value > 0 }.keys.sorted()
-            throw WarrenError(.invalidConfiguration, "dependency cycle among jobs \(cycle.joined(separator: ", "))")
+            let cycle = Self.cycle(among: Set(waitingOn.filter { $0.value > 0 }.keys), byID: byID)
+            throw WarrenError(.invalidConfiguration, "dependency cycle: \(cycle.joined(separator: " -> "))")
         }
         return ordered
+    }
+
+    /// One cycle among `left`, the jobs Kahn's algorithm could not order, as a path that ends where it began
+    /// (`a -> b -> a`): each of them waits for one of them, so following dependencies inside `left` from any of
+    /// them comes back to a job already passed. Jobs that only wait for the cycle are not in it.
+    private static func cycle(among left: Set<String>, byID: [String: JobRequest]) -> [String] {
+        var path: [String] = []
+        var position: [String: Int] = [:]
+        var id = left.min()!
+        while position[id] == nil {
+            position[id] = path.count
+            path.append(id)
+            id = byID[id]!.dependencies.filter(left.contains).min()!
+        }
+        return Array(path[position[id]!...]) + [id]
     }
 }

@@ -70,7 +70,8 @@ public struct CronExpression: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The first instant strictly after `date` (second 0 of a minute) whose wall-clock time in `timeZone` matches;
-    /// `nil` if none within 8 years.
+    /// `nil` if none does: the Gregorian calendar repeats every 400 years, so a date that falls on a weekday it asks
+    /// for (29 February on a Sunday) is found however rare.
     public func next(after date: Date, in timeZone: TimeZone) -> Date? {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = timeZone
@@ -81,7 +82,7 @@ public struct CronExpression: Sendable, Equatable, CustomStringConvertible {
             var minute = start.minute
         else { return nil }
         minute += 1
-        let lastYear = year + 8
+        let lastYear = year + 400
         // Search wall-clock time by plain arithmetic (a field that does not match skips a whole month, day or hour;
         // an overflow such as minute 60 finds no match and carries), and only map a match to an instant in the zone.
         while year <= lastYear {

@@ -87,7 +87,9 @@ public struct Schedule: Sendable, Equatable {
         if let problem = Topology.problem(withJobQueue: queue) { return "schedule '\(name)': \(problem)" }
         if supersede, key == nil { return "schedule '\(name)': supersede needs a key" }
         if let maxAttempts, maxAttempts < 1 { return "schedule '\(name)': maxAttempts must be at least 1" }
-        if let deadline, deadline < .zero { return "schedule '\(name)': deadline cannot be negative" }
+        if let deadline, deadline <= .zero {
+            return "schedule '\(name)': deadline must be above 0 (a job past its deadline never starts)"
+        }
         if let timeLimit, let problem = OperationDescriptor.problem(withTimeLimit: timeLimit / .seconds(1)) {
             return "schedule '\(name)': timeLimit: \(problem)"
         }

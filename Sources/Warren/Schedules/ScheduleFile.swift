@@ -188,22 +188,12 @@ public enum ScheduleFile {
         /// Seconds, or a string: a number and a unit (`s`, `m`, `h`, `d`).
         private func duration(_ member: String) throws -> Duration? {
             guard let value = members[member] else { return nil }
-            let units: [Character: Double] = ["s": 1, "m": 60, "h": 3_600, "d": 86_400]
             var seconds: Double?
             switch value {
-            case .number(let number):
-                seconds = number
-            case .string(let text):
-                // As on the command line: "90" is seconds too, "250ms" milliseconds.
-                if text.hasSuffix("ms"), let number = Double(text.dropLast(2)) {
-                    seconds = number / 1000
-                } else if let unit = text.last.flatMap({ units[$0] }), let number = Double(text.dropLast()) {
-                    seconds = number * unit
-                } else if let number = Double(text) {
-                    seconds = number
-                }
-            default:
-                break
+            case .number(let number): seconds = number
+            // As on the command line: "90" is seconds too, "250ms" milliseconds.
+            case .string(let text): seconds = DurationText.seconds(text)
+            default: break
             }
             guard let seconds, seconds >= 0, seconds <= 10 * 365 * 86_400 else {
                 throw WarrenError(

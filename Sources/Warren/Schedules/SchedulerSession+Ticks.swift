@@ -111,6 +111,7 @@ extension SchedulerSession {
                 var metadata = metadata(schedule, tick)
                 metadata["error"] = "\(error)"
                 logger.error("the producer refused a tick's job; the tick is skipped", metadata: metadata)
+                metrics.skipped(schedule.name, count: 1)
                 dealtWith(schedule, tick: tick)
             }
             return true

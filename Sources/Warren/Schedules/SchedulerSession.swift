@@ -26,7 +26,16 @@ final class SchedulerSession {
     var lastPublished: ScheduleState?
     /// The highest delivery tag held unacknowledged: every delivery up to it that is not acknowledged yet is a
     /// state message this scheduler holds.
-    var heldTag: UInt64?
+    var heldTag: UInt64? {
+        didSet { heldSince = heldTag.map { _ in .now } }
+    }
+    /// When the message of ``heldTag`` was delivered.
+    private var heldSince: ContinuousClock.Instant?
+
+    /// How long a leader holds a state message before it publishes the state again and lets the older copy go:
+    /// RabbitMQ closes the channel of a delivery held unacknowledged past its `consumer_timeout` (30 minutes by
+    /// default), which would hand the lead over, and schedules that tick daily leave the state unchanged for hours.
+    static let stateRefresh = Duration.seconds(30)
     var isLeading = false
     /// While leading: the next tick of each schedule (in the past for a tick missed while no scheduler ran).
     var due: [String: Date] = [:]
@@ -151,6 +160,7 @@ final class SchedulerSession {
         if isLeading {
             try publishIfChanged()
             try enqueueDue()
+            if let heldSince, ContinuousClock.now - heldSince > Self.stateRefresh { try publishAgain() }
         }
         guard arrivals.isEmpty else { return }
         let now = Date()
@@ -240,6 +250,11 @@ final class SchedulerSession {
     /// confirmed one carries all they did.
     func publishIfChanged() throws {
         guard state != lastPublished else { return }
+        try publishAgain()
+    }
+
+    /// Publishes the state, then acknowledges every message held: the confirmed one carries all they did.
+    private func publishAgain() throws {
         try publish(state)
         lastPublished = state
         if let heldTag {

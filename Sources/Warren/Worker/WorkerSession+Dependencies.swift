@@ -23,22 +23,28 @@ extension WorkerSession {
             try rejectCycle([job], detail: "job \(job.descriptor.id) depends on itself")
             return true
         }
-        // One whose dependencies all ended waits only for their results to be read: parked here whatever the
-        // count, or the jobs parked for it could wait for it for good.
-        let ready = readsResultsStream && dependencies.allSatisfy { finishedJobs[$0] != nil }
-        guard parked.count < configuration.maxParkedJobs || ready else {
-            job.operation.job.debug("parking through the broker: too many parked jobs")
-            try delay(job.delivery, from: job.queue, milliseconds: 5_000, attempt: job.attempt)
-            return true
-        }
-        inFlight[job.descriptor.id] = job
+        // Jobs learn of their dependencies' ends from the stream, also those that go round through the broker.
+        try readResultsStream()
+        // A job that closes a cycle with jobs parked here is refused, whether or not there is room to park it.
         parked[job.descriptor.id] = Set(dependencies)
         if let cycle = parkedCycle(from: job.descriptor.id) {
+            inFlight[job.descriptor.id] = job
             let members = Set(cycle).compactMap { inFlight[$0] }
             try rejectCycle(members, detail: "dependency cycle: \(cycle.joined(separator: " -> "))")
             return true
         }
-        try readResultsStream()
+        // One whose dependencies all ended waits only for their results to be read: parked here whatever the
+        // count, or the jobs parked for it could wait for it for good.
+        let ready = dependencies.allSatisfy { finishedJobs[$0] != nil }
+        guard parked.count <= configuration.maxParkedJobs || ready else {
+            parked[job.descriptor.id] = nil
+            job.operation.job.debug(
+                "parking through the broker: as many jobs are parked here as the worker may hold",
+                metadata: ["maxParkedJobs": "\(configuration.maxParkedJobs)"])
+            try delay(job.delivery, from: job.queue, milliseconds: 5_000, attempt: job.attempt)
+            return true
+        }
+        inFlight[job.descriptor.id] = job
         try updatePrefetch()
         holdFinishes(of: dependencies)
         let ended = Set(dependencies).filter { finishedJobs[$0] != nil }
