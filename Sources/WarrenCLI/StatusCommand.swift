@@ -176,6 +176,10 @@ struct StatusCommand: ParsableCommand {
         if job.unique == true { line += " unique" }
         if let limit = job.timeLimitSeconds { line += " time-limit=\(timeLimit(limit))" }
         if let cancelled = job.cancelled { line += " cancelled=\(printable(cancelled))" }
+        if let waitingOn = job.waitingOn, !waitingOn.isEmpty {
+            line += " waiting-on=\(printable(waitingOn.prefix(3).joined(separator: ",")))"
+            if waitingOn.count > 3 { line += ",…" }
+        }
         if let progress = job.progress {
             line += " progress=\(ResultPrinter.percent(progress))"
             if let message = job.progressMessage { line += " \(ResultPrinter.printable(message))" }

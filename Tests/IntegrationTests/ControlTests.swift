@@ -122,6 +122,7 @@ extension Integration {
             let jobs = try #require(status?.jobs)
             #expect(jobs.map(\.id) == [busy.id, first.id, second.id, after.id], "executing first, then by priority and arrival")
             #expect(jobs.map(\.state) == [.executing, .waiting, .waitingForTurn, .waitingForDependencies])
+            #expect(jobs.map(\.waitingOn) == [nil, nil, nil, [busy.id]], "what a parked job waits for")
             #expect(jobs[0].executingSeconds != nil && jobs[1].executingSeconds == nil)
             #expect(jobs[0].timeLimitSeconds == 3600 && jobs[1].timeLimitSeconds == nil)
             #expect((jobs[0].progress ?? 0) > 0 && jobs[0].progressMessage?.hasPrefix("adding") == true)

@@ -80,11 +80,12 @@ struct TimeLimitAndJobListingTests {
         job = WorkerStatus.Job(
             id: "j-2", type: "echo", state: .waitingForDependencies, queue: "q", localQueue: "default",
             priority: .normal, key: "totals", sequence: 9, attempt: 1, heldSeconds: 2.54, executingSeconds: nil,
-            progress: nil, progressMessage: nil, timeLimitSeconds: nil, cancelled: nil, unique: true)
+            progress: nil, progressMessage: nil, timeLimitSeconds: nil, cancelled: nil, unique: true,
+            waitingOn: ["d-1", "d-2", "d-3", "d-4"])
         #expect(
             StatusCommand.jobLine(job)
                 == "job j-2 type=echo waitingForDependencies for 2.5s attempt=1 priority=normal queue=q local=default "
-                + "key=totals seq=9 unique")
+                + "key=totals seq=9 unique waiting-on=d-1,d-2,d-3,…")
     }
 
     @Test func textAJobChoseCannotForgeALine() {

@@ -55,10 +55,16 @@ public struct WorkerStatus: Sendable, Hashable, Codable {
         public var cancelled: String?
         /// `true` for a unique job, which holds its key's lock (``JobRequest/uniqueFor``); `nil` otherwise.
         public var unique: Bool?
+        /// For a job ``State/waitingForDependencies``: the ids of the dependencies it still waits for (not ended, or
+        /// their results not read yet), sorted, at most ``maxWaitingOn``; `nil` otherwise.
+        public var waitingOn: [String]?
+
+        /// The most dependency ids ``waitingOn`` lists.
+        public static let maxWaitingOn = 20
 
         enum CodingKeys: String, CodingKey {
             case id, type, state, queue, localQueue, priority, key, sequence, attempt, heldSeconds, executingSeconds,
-                progress, progressMessage, timeLimitSeconds, cancelled, unique
+                progress, progressMessage, timeLimitSeconds, cancelled, unique, waitingOn
         }
 
         /// A job as a worker lists it; for tools that build or relay status replies.
@@ -66,7 +72,7 @@ public struct WorkerStatus: Sendable, Hashable, Codable {
             id: String, type: String, state: State, queue: String, localQueue: String, priority: JobPriority,
             key: String?, sequence: UInt64, attempt: Int, heldSeconds: Double, executingSeconds: Double?,
             progress: Double?, progressMessage: String?, timeLimitSeconds: Double?, cancelled: String?,
-            unique: Bool? = nil
+            unique: Bool? = nil, waitingOn: [String]? = nil
         ) {
             self.id = id
             self.type = type
@@ -84,6 +90,7 @@ public struct WorkerStatus: Sendable, Hashable, Codable {
             self.timeLimitSeconds = timeLimitSeconds
             self.cancelled = cancelled
             self.unique = unique
+            self.waitingOn = waitingOn
         }
     }
 

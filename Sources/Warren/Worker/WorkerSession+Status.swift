@@ -53,7 +53,8 @@ extension WorkerSession {
                 executingSeconds: startedAt.map { (now - $0) / .seconds(1) }, progress: job.progress?.fraction,
                 progressMessage: job.progress?.message, timeLimitSeconds: job.timeLimit.map { $0 / .seconds(1) },
                 cancelled: startedAt == nil ? nil : job.operation.job.cancellation?.reason,
-                unique: job.descriptor.unique == true ? true : nil)
+                unique: job.descriptor.unique == true ? true : nil,
+                waitingOn: parked[job.descriptor.id].map { Array($0.sorted().prefix(WorkerStatus.Job.maxWaitingOn)) })
             return (held, job.receivedAt)
         }
         return jobs.sorted { a, b in
