@@ -123,7 +123,7 @@ struct EnqueueCommand: ParsableCommand {
         if (type == nil) == (graph == nil) { throw ValidationError("name an operation type, or --graph FILE (not both)") }
         let setsJob =
             !dependsOn.isEmpty || supersede || key != nil || deadline != nil || delay != nil || at != nil
-            || timeLimit != nil || uniqueFor != nil
+            || timeLimit != nil || uniqueFor != nil || requireSuccess
         if graph != nil && setsJob {
             throw ValidationError("--graph takes each job's settings from the file")
         }

@@ -72,6 +72,7 @@ extension Integration {
             try Data(#"{"jobs":[{"name":"deep","type":"echo","input":\#(deep)}]}"#.utf8).write(to: deepGraph)
             for arguments in [
                 ["enqueue", "--graph", deepGraph.path],
+                ["enqueue", "--graph", deepGraph.path, "--require-success"],
                 ["enqueue", "sum", "--input", "{not json"],
                 ["enqueue", "sum", "--input", "[1,2,]"],
                 ["enqueue", "sum", "--supersede"],
