@@ -27,6 +27,12 @@ struct JSONValueTests {
         #expect(JSONValue.string("s")["k"] == nil)
     }
 
+    @Test func printsAsCompactJSON() {
+        let value: JSONValue = ["b": [1, 2.5, "x\n\"", .integer(9_007_199_254_740_993)], "a": nil, "c": ["d": true]]
+        #expect("\(value)" == #"{"a":null,"b":[1,2.5,"x\n\"",9007199254740993],"c":{"d":true}}"#)
+        #expect(JSONValue.number(.nan).description == "nan")
+    }
+
     @Test func wholeNumbersEncodeWithoutAFraction() throws {
         #expect(try encode(.number(3)) == "3")
         #expect(try encode(.number(-12)) == "-12")
