@@ -31,14 +31,15 @@ enum ResultPrinter {
             + (report.message.map { " \(printable($0))" } ?? "")
     }
 
-    /// Whether `text` holds a control character (Unicode's Cc: U+0000–U+001F, U+007F–U+009F), or, with
-    /// `orBackslash`, a backslash, found in its UTF-8 bytes: every log line's metadata is checked, and a scalar's
+    /// Whether `text` holds what ``printable(_:)`` escapes: a control character (Unicode's Cc: U+0000–U+001F,
+    /// U+007F–U+009F) or a backslash, found in its UTF-8 bytes: every log line's metadata is checked, and a scalar's
     /// properties cost far more to look up.
-    static func hasControlCharacters(_ text: String, orBackslash: Bool = false) -> Bool {
+    static func needsEscaping(_ text: String) -> Bool {
         var afterC2 = false
         for byte in text.utf8 {
-            if byte < 0x20 || byte == 0x7F || (afterC2 && (0x80...0x9F).contains(byte)) { return true }
-            if orBackslash && byte == UInt8(ascii: "\\") { return true }
+            if byte < 0x20 || byte == 0x7F || byte == UInt8(ascii: "\\") || (afterC2 && (0x80...0x9F).contains(byte)) {
+                return true
+            }
             afterC2 = byte == 0xC2
         }
         return false
@@ -48,7 +49,7 @@ enum ResultPrinter {
     /// escaped (`\n`, `\u{1B}`), so that it cannot end a line and forge the next one, nor move a terminal's cursor;
     /// a backslash is escaped too (`\\`), so that a real newline and the two characters `\n` print apart.
     static func printable(_ text: String) -> String {
-        guard hasControlCharacters(text, orBackslash: true) else { return text }
+        guard needsEscaping(text) else { return text }
         var escaped = ""
         for scalar in text.unicodeScalars {
             switch scalar {

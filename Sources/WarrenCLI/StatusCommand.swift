@@ -122,9 +122,9 @@ struct StatusCommand: ParsableCommand {
     static func sharedIDs(_ statuses: [WorkerStatus]) -> [String] {
         Dictionary(grouping: statuses, by: \.workerID).filter { $0.value.count > 1 }.sorted { $0.key < $1.key }
             .map { id, sharing in
-                let where_ = sharing.map { "\(ResultPrinter.printable($0.host)) pid \($0.pid)" }.joined(separator: ", ")
+                let places = sharing.map { "\(ResultPrinter.printable($0.host)) pid \($0.pid)" }.joined(separator: ", ")
                 return """
-                    \(sharing.count) live workers answer as \(ResultPrinter.printable(id)) (\(where_)): give each a \
+                    \(sharing.count) live workers answer as \(ResultPrinter.printable(id)) (\(places)): give each a \
                     --worker-id of its own; pause, resume and resize --worker \(ResultPrinter.printable(id)) reach all \
                     of them
                     """

@@ -211,6 +211,14 @@ extension Integration {
     }
 
     @Suite struct BrokerErrors {
+        /// The commands of a worker and of a scheduler (of a schedule file of its own), before their options.
+        private static func workerAndScheduler() throws -> [[String]] {
+            let file = try TestEnvironment.temporaryDirectory().appendingPathComponent("schedule.json")
+            try #"{"schedules": [{"name": "n", "every": "1m", "type": "echo"}]}"#.write(
+                to: file, atomically: true, encoding: .utf8)
+            return [["worker"], ["schedule", file.path]]
+        }
+
         @Test("a broker that is not there: one clear line and a non-zero exit")
         func brokerDown() throws {
             let output = try CLI.run(["enqueue", "echo", "--url", "amqp://guest:guest@127.0.0.1:1/%2F"])
@@ -221,11 +229,7 @@ extension Integration {
 
         @Test("a worker or scheduler logging JSON that cannot connect says so in JSON, every line of it, retries included")
         func brokerDownInJSON() throws {
-            let directory = try TestEnvironment.temporaryDirectory()
-            let file = directory.appendingPathComponent("schedule.json")
-            try #"{"schedules": [{"name": "n", "every": "1m", "type": "echo"}]}"#.write(
-                to: file, atomically: true, encoding: .utf8)
-            for arguments in [["worker"], ["schedule", file.path]] {
+            for arguments in try Self.workerAndScheduler() {
                 let output = try CLI.run(
                     arguments + [
                         "--url", "amqp://guest:guest@127.0.0.1:1/%2F", "--log-format", "json", "--wait-for-broker", "1s",
@@ -246,11 +250,7 @@ extension Integration {
 
         @Test("--wait-for-broker 0: a worker and a scheduler with no broker fail at once, with one line")
         func brokerDownNoWait() throws {
-            let directory = try TestEnvironment.temporaryDirectory()
-            let file = directory.appendingPathComponent("schedule.json")
-            try #"{"schedules": [{"name": "n", "every": "1m", "type": "echo"}]}"#.write(
-                to: file, atomically: true, encoding: .utf8)
-            for arguments in [["worker"], ["schedule", file.path]] {
+            for arguments in try Self.workerAndScheduler() {
                 let output = try CLI.run(
                     arguments + ["--url", "amqp://guest:guest@127.0.0.1:1/%2F", "--wait-for-broker", "0"])
                 #expect(output.status == 1, "\(arguments)")

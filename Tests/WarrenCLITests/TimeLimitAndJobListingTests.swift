@@ -99,12 +99,12 @@ struct TimeLimitAndJobListingTests {
         #expect(line.hasPrefix("job j-3\\u{1B} type=echo\\n executing"))
         #expect(line.contains("queue=q\\r local=default"))
         #expect(ResultPrinter.printable("plain text, ünïcode") == "plain text, ünïcode")
-        // Unicode's control characters, C0 and C1, found in the UTF-8 bytes; nothing else is.
-        for control in ["\u{0}", "\u{1F}", "\u{7F}", "\u{80}", "\u{85}", "\u{9F}", "a\nb"] {
-            #expect(ResultPrinter.hasControlCharacters(control), "\(control.unicodeScalars.map(\.value))")
+        // Unicode's control characters, C0 and C1, and the backslash, found in the UTF-8 bytes; nothing else is.
+        for control in ["\u{0}", "\u{1F}", "\u{7F}", "\u{80}", "\u{85}", "\u{9F}", "a\nb", #"a\b"#] {
+            #expect(ResultPrinter.needsEscaping(control), "\(control.unicodeScalars.map(\.value))")
         }
         for plain in ["\u{A0}", "Â", "é", "\u{2028}", "日本", "🙂", ""] {
-            #expect(!ResultPrinter.hasControlCharacters(plain), "\(plain.unicodeScalars.map(\.value))")
+            #expect(!ResultPrinter.needsEscaping(plain), "\(plain.unicodeScalars.map(\.value))")
         }
         #expect(ResultPrinter.printable("x\u{85}y") == "x\\u{85}y")
         #expect(ResultPrinter.printable(#"C:\temp\n"#) == #"C:\\temp\\n"#)
