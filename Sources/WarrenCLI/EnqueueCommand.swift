@@ -40,10 +40,10 @@ struct EnqueueCommand: ParsableCommand {
     var uncheckedDependencies = false
 
     @Option(name: .long, help: ArgumentHelp("The input: JSON text, or @FILE to read it from a file.", valueName: "json|@file"))
-    var input: String = "null"
+    var input: String?
 
-    @Option(name: .long, help: "veryLow, low, normal, high or veryHigh.")
-    var priority: JobPriority = .normal
+    @Option(name: .long, help: "veryLow, low, normal, high or veryHigh (default normal).")
+    var priority: JobPriority?
 
     @Option(name: .long, help: "Jobs of the same key compute the same thing; the newest sequence wins.")
     var key: String?
@@ -51,7 +51,7 @@ struct EnqueueCommand: ParsableCommand {
     @Flag(name: .long, help: "Cancel older jobs of --key (ListAdder's 'cancel the calculation in progress').")
     var supersede = false
 
-    @Option(name: .long, help: "The broker queue.")
+    @Option(name: .long, help: "The broker queue; with --graph, that of the jobs that name none.")
     var queue: String = Topology.defaultQueue
 
     @Flag(
@@ -121,9 +121,11 @@ struct EnqueueCommand: ParsableCommand {
 
     func validate() throws {
         if (type == nil) == (graph == nil) { throw ValidationError("name an operation type, or --graph FILE (not both)") }
+        if let type, let problem = OperationDescriptor.problem(withType: type) { throw ValidationError(problem) }
         let setsJob =
             !dependsOn.isEmpty || supersede || key != nil || deadline != nil || delay != nil || at != nil
-            || timeLimit != nil || uniqueFor != nil || requireSuccess
+            || timeLimit != nil || uniqueFor != nil || requireSuccess || input != nil || priority != nil
+            || maxAttempts != nil
         if graph != nil && setsJob {
             throw ValidationError("--graph takes each job's settings from the file")
         }
@@ -171,7 +173,7 @@ struct EnqueueCommand: ParsableCommand {
         } else {
             requests = [
                 JobRequest(
-                    type: type!, input: try parseInput(), priority: priority, key: key, supersede: supersede,
+                    type: type!, input: try parseInput(), priority: priority ?? .normal, key: key, supersede: supersede,
                     queue: queue, deadline: deadline.map { Date(timeIntervalSinceNow: $0.seconds) },
                     notBefore: at?.date ?? delay.map { Date(timeIntervalSinceNow: $0.seconds) },
                     maxAttempts: maxAttempts, timeLimit: timeLimit.map { .seconds($0.seconds) },
@@ -300,7 +302,7 @@ struct EnqueueCommand: ParsableCommand {
     }
 
     private func parseInput() throws -> JSONValue {
-        var text = input
+        var text = input ?? "null"
         if text.hasPrefix("@") {
             let path = String(text.dropFirst())
             guard let contents = InputFile.contents(of: path) else {

@@ -99,6 +99,9 @@ struct GraphFile: Decodable {
                 throw GraphFileError(
                     "job '\(ResultPrinter.printable(job.name))': a name has no spaces or control characters")
             }
+            if let problem = OperationDescriptor.problem(withType: job.type) {
+                throw GraphFileError("job '\(job.name)': \(problem)")
+            }
             if job.requireSuccess == true && (job.dependsOn ?? []).isEmpty {
                 throw GraphFileError("job '\(job.name)': requireSuccess needs dependsOn")
             }

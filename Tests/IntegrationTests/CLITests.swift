@@ -73,6 +73,10 @@ extension Integration {
             for arguments in [
                 ["enqueue", "--graph", deepGraph.path],
                 ["enqueue", "--graph", deepGraph.path, "--require-success"],
+                ["enqueue", "--graph", deepGraph.path, "--priority", "high"],
+                ["enqueue", "--graph", deepGraph.path, "--input", "1"],
+                ["enqueue", String(repeating: "t", count: 256)],
+                ["enqueue", ""],
                 ["enqueue", "sum", "--input", "{not json"],
                 ["enqueue", "sum", "--input", "[1,2,]"],
                 ["enqueue", "sum", "--supersede"],

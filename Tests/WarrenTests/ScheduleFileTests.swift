@@ -100,6 +100,8 @@ import Testing
         (#"{"schedules": [{"name": "a", "type": "t", "every": "1e1"}]}"#, "every must be seconds, or a number with a unit"),
         (#"{"schedules": [{"name": "a", "type": "t", "every": "+5s"}]}"#, "every must be seconds, or a number with a unit"),
         (#"{"schedules": [{"name": "a", "type": "t", "every": 5, "deadline": 0}]}"#, "deadline must be above 0"),
+        ("{\"schedules\": [{\"name\": \"a\", \"type\": \"\(String(repeating: "t", count: 256))\", \"every\": 5}]}",
+         "an operation type must be 1 to 255 bytes long"),
         (#"{"schedules": [{"name": "a", "type": "t", "every": 5, "time_zone": "UTC"}]}"#, "unknown member 'time_zone'"),
         (#"{"schedules": [{"name": "a b", "type": "t", "every": 5}]}"#, "schedule name 'a b' must be 1 to 64 letters"),
         (#"{"schedules": [{"type": "t", "every": 5}]}"#, "schedules[0]: it has no name"),

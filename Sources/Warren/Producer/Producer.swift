@@ -129,6 +129,10 @@ public final class Producer {
             if let problem = ordered.lazy.compactMap({ Topology.problem(withJobQueue: $0.queue) }).first {
                 throw WarrenError(.invalidConfiguration, problem)
             }
+            if let request = ordered.first(where: { OperationDescriptor.problem(withType: $0.type) != nil }) {
+                throw WarrenError(
+                    .invalidConfiguration, "job \(request.id): \(OperationDescriptor.problem(withType: request.type)!)")
+            }
             if let problem = Self.problem(withUnique: ordered) {
                 throw WarrenError(.invalidConfiguration, problem)
             }

@@ -84,6 +84,7 @@ public struct Schedule: Sendable, Equatable {
             return "schedule '\(name)': its interval must be a whole number of seconds, at least 1 (got \(interval))"
         }
         if type.isEmpty { return "schedule '\(name)' names no operation type" }
+        if let problem = OperationDescriptor.problem(withType: type) { return "schedule '\(name)': \(problem)" }
         if let problem = Topology.problem(withJobQueue: queue) { return "schedule '\(name)': \(problem)" }
         if supersede, key == nil { return "schedule '\(name)': supersede needs a key" }
         if let maxAttempts, maxAttempts < 1 { return "schedule '\(name)': maxAttempts must be at least 1" }

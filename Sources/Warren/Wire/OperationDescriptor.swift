@@ -90,6 +90,17 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
         return nil
     }
 
+    /// The longest operation type name, in bytes: it goes in the job message's AMQP `type` property, which holds at
+    /// most 255 bytes.
+    public static let maxTypeLength = 255
+
+    /// What is wrong with `type` as a job's operation type, or `nil` when it is fine: 1 to ``maxTypeLength`` bytes.
+    public static func problem(withType type: String) -> String? {
+        guard !(1...maxTypeLength).contains(type.utf8.count) else { return nil }
+        return "an operation type must be 1 to \(maxTypeLength) bytes long (it goes in the message's AMQP type "
+            + "property); got \(type.utf8.count) bytes"
+    }
+
     /// The time limits a job may have, in seconds: 1 ms to a year.
     public static let timeLimitRange = 0.001...31_536_000.0
 
