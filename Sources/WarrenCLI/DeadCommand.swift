@@ -44,15 +44,13 @@ struct DeadCommand: ParsableCommand {
                     print(DeadCommand.line(letter))
                 }
             }
-            if !json {
-                fflush(nil)  // the letters first, also where both streams go to one file
-                // Letters may come or go between the count and the list.
-                let summary =
-                    letters.count < limit || letters.count >= total
-                    ? "\(letters.count) dead letter(s)"
-                    : "\(letters.count) of \(total) dead letter(s) (--limit \(limit))"
-                FileHandle.standardError.write(Data("\(summary)\n".utf8))
-            }
+            fflush(nil)  // the letters first, also where both streams go to one file
+            // Letters may come or go between the count and the list.
+            let summary =
+                letters.count < limit || letters.count >= total
+                ? "\(letters.count) dead letter(s)"
+                : "\(letters.count) of \(total) dead letter(s) (--limit \(limit))"
+            FileHandle.standardError.write(Data("\(summary)\n".utf8))
         }
     }
 

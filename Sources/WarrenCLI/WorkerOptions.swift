@@ -47,7 +47,7 @@ public struct WorkerOptions: ParsableArguments {
         name: .customLong("fleet-rate-limit"),
         help: ArgumentHelp(
             "Start at most N jobs of an operation type per second, minute, hour or day across every worker of the "
-                + "broker with this limit, evenly spaced up to 10/s; repeat for several types.",
+                + "broker with this limit, evenly spaced up to 20/s; repeat for several types.",
             valueName: "type=N/s|m|h|d"))
     var fleetRateLimits: [String] = []
 
@@ -74,7 +74,7 @@ public struct WorkerOptions: ParsableArguments {
     @Option(name: .customLong("worker-id"), help: "Name in results and logs (default: host-pid).")
     var workerID: String?
 
-    @Option(name: .long, help: "Seconds executing jobs get to finish on SIGTERM/SIGINT before they are cancelled.")
+    @Option(name: .long, help: "Seconds executing jobs get to finish on SIGTERM, SIGINT or SIGHUP before they are cancelled.")
     var grace: Double = 30
 
     @OptionGroup var brokerWait: BrokerWaitOptions

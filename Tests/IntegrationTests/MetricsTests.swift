@@ -24,7 +24,9 @@ extension Integration {
             for counter in ["warren_reconnects_total", "warren_dead_workers_reported_total", "warren_jobs_run_alone_total"] {
                 #expect(before.value(counter) == 0, "\(counter) is there from the start")
             }
-            #expect(before.value("warren_dead_lettered_total", ["reason": "unknownType"]) == 0)
+            for reason in ["unknownType", "invalidInput", "handlerError"] {
+                #expect(before.value("warren_dead_lettered_total", ["reason": reason]) == 0, "\(reason) from the start")
+            }
             #expect(before.value("warren_unique_lock_releases_total", ["outcome": "released"]) == 0)
             #expect(before.value("warren_local_queue_executing", ["queue": "default"]) == 0)
             #expect(before.value("warren_local_queue_waiting", ["queue": "default"]) == 0)

@@ -95,6 +95,10 @@ extension Integration {
             #expect(shell.waitForExit() == 0)
             #expect(shell.stdout.hasSuffix(" dead letter(s)\n"), "\(shell.stdout)")
             #expect(shell.stdout.contains(job.id), "listing keeps the letters")
+            // --json: the letters on stdout, the count on stderr all the same; --limit 0 only counts them.
+            let counted = try CLI.run(["dead", "list", "--json", "--limit", "0", "--url", url])
+            #expect(counted.status == 0 && counted.stdout.isEmpty, "\(counted.stdout)")
+            #expect(counted.stderr.hasPrefix("0 of ") && counted.stderr.hasSuffix(" dead letter(s) (--limit 0)\n"), "\(counted.stderr)")
 
             let requeue = try CLI.run(["dead", "requeue", job.id, "--url", url])
             #expect(requeue.status == 0, "\(requeue.stderr)")

@@ -66,7 +66,7 @@ public final class Worker: Sendable {
         /// Rate limits by operation type that every worker of the broker shares (``FleetRateLimit``): a job of such
         /// a type waits in the worker until the broker grants it a turn, then goes to its local queue. At most the
         /// limit's count of such jobs start per period across all workers with the same limit, evenly spaced up to
-        /// ten a second, in windows of about 100 ms above. Not with ``rateLimits`` for the same type. Default: none.
+        /// twenty a second, in windows of 100 ms or more above. Not with ``rateLimits`` for the same type. Default: none.
         public var fleetRateLimits: [String: RateLimit] = [:]
         /// Time limits by operation type, Celery's `time_limit`: a job of such a type whose code runs longer is
         /// cancelled, and ends `failed` with code `timeLimit` (not retried; dead-lettered like any failure) however

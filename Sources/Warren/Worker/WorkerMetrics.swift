@@ -216,6 +216,7 @@ public final class WorkerMetrics: Sendable {
         for reason in [
             "malformedMessage", "oversized", "invalidDescriptor", "unsupportedVersion", "unsupportedContentType",
             "unknownType", "duplicateID", "dependencyCycle", "timeLimit", "crashedWorker", "resultRefused", "rejected",
+            "invalidInput", "handlerError",
         ] {
             deadLettered(reason: reason, by: 0)
         }
