@@ -8,7 +8,7 @@ public struct MetricsOptions: ParsableArguments {
         name: .customLong("metrics-port"),
         help: """
             Serve Prometheus metrics at http://127.0.0.1:PORT/metrics, and health at /livez and /readyz; 0 picks a \
-            free port and logs it.
+            free port and logs it (with --log-level warning or below).
             """)
     var metricsPort: UInt16?
 

@@ -26,8 +26,8 @@ struct ScheduleCommand: ParsableCommand {
     @Flag(help: "Check the file and print each schedule's next ticks, in UTC and in its time zone; connect to nothing.")
     var check = false
 
-    @Option(help: "With --check: how many ticks to print per schedule.")
-    var count = 3
+    @Option(help: "With --check: how many ticks to print per schedule (default 3).")
+    var count: Int?
 
     @Flag(name: .customLong("priority-queues"), help: "Create missing job queues as priority queues.")
     var priorityQueues = false
@@ -49,7 +49,10 @@ struct ScheduleCommand: ParsableCommand {
     var logFormat: LogFormat = .text
 
     func validate() throws {
-        guard (1...1000).contains(count) else { throw ValidationError("--count \(count): expected 1 to 1000") }
+        if let count {
+            guard check else { throw ValidationError("--count goes with --check") }
+            guard (1...1000).contains(count) else { throw ValidationError("--count \(count): expected 1 to 1000") }
+        }
         if let problem = Topology.problem(creatingPriorityQueues: priorityQueues, quorumQueues: quorumQueues) {
             throw ValidationError("--priority-queues and --quorum-queues: \(problem)")
         }
@@ -63,7 +66,7 @@ struct ScheduleCommand: ParsableCommand {
             throw ValidationError(error.message)
         }
         if check {
-            print(ScheduleCommand.preview(of: schedules, from: Date(), count: count), terminator: "")
+            print(ScheduleCommand.preview(of: schedules, from: Date(), count: count ?? 3), terminator: "")
             return
         }
         LogSetup.bootstrap(level: logLevel, format: logFormat)

@@ -319,6 +319,12 @@ extension Integration {
                 environment: ["WARREN_STATE_DIR": here.path])
             #expect(refused.status == 64)
             #expect(refused.stderr.contains("unknown job \(id)"), "\(refused.stderr)")
+            // A state directory not made yet knows no job either.
+            let fresh = here.appendingPathComponent("not-yet").path
+            let unmade = try CLI.run(
+                ["enqueue", "echo", "--depends-on", id, "--queue", queue, "--url", url],
+                environment: ["WARREN_STATE_DIR": fresh])
+            #expect(unmade.status == 64 && unmade.stderr.contains("unknown job \(id)"), "\(unmade.stderr)")
             let typo = try CLI.run(
                 ["enqueue", "echo", "--depends-on", "no such id", "--unchecked-dependencies", "--url", url],
                 environment: ["WARREN_STATE_DIR": here.path])

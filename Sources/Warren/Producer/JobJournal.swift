@@ -29,9 +29,9 @@ struct JobJournal: Sendable {
         }
     }
 
-    /// The ids among `ids` that this host enqueued.
+    /// The ids among `ids` that this host enqueued: none when there is no journal yet (nor its directory).
     func known(_ ids: Set<String>) throws -> Set<String> {
-        guard !ids.isEmpty else { return [] }
+        guard !ids.isEmpty, access(path, F_OK) == 0 else { return [] }
         return try withLockedFile { descriptor in
             let lines = try read(descriptor).split(separator: UInt8(ascii: "\n"))
             return Set(lines.map { String(decoding: $0, as: UTF8.self) }).intersection(ids)
