@@ -56,12 +56,14 @@ struct FleetRateLimitTests {
         // Refusals are taken in last first, as the worker does.
         for job in asked.dropFirst().reversed() { throttle.answered(job, granted: false, at: now) }
         #expect(throttle.asking == 0)
-        #expect(!throttle.isDue(at: now) && throttle.isDue(at: now + throttle.retryDelay))
+        // After half to one and a half of the retry delay, at random.
+        let later = now + throttle.retryDelay * 1.5
+        #expect(!throttle.isDue(at: now + throttle.retryDelay / 2 - .nanoseconds(1)) && throttle.isDue(at: later))
         #expect(throttle.retryDelay == .milliseconds(10))
-        let probe = throttle.jobsToAsk(at: now + throttle.retryDelay, room: 10)
+        let probe = throttle.jobsToAsk(at: later, room: 10)
         #expect(probe.map(\.descriptor.id) == ["j2"], "a full window is probed with one turn")
-        throttle.answered(probe[0], granted: true, at: now + throttle.retryDelay)
-        let again = throttle.jobsToAsk(at: now + throttle.retryDelay, room: 10)
+        throttle.answered(probe[0], granted: true, at: later)
+        let again = throttle.jobsToAsk(at: later, room: 10)
         #expect(again.map(\.descriptor.id) == ["j3", "j4", "j5", "j6"])
     }
 

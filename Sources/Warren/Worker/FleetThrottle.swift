@@ -4,8 +4,9 @@ import AMQP
 /// broker, and the turns asked for and not answered yet.
 ///
 /// At most as many turns are asked for at once as the window holds. A refused turn puts its job back at the head of
-/// the line; the next question waits ``retryDelay`` and asks for one turn only, until one is granted, so that a full
-/// window costs the broker one refused publish per worker and delay.
+/// the line; the next question waits about ``retryDelay`` (half to one and a half of it, at random, so that workers
+/// share the turns) and asks for one turn only, until one is granted, so that a full window costs the broker one
+/// refused publish per worker and delay.
 ///
 /// Thread safety: confined to the worker's broker thread.
 struct FleetThrottle {
@@ -75,7 +76,9 @@ struct FleetThrottle {
         probing = !granted
         guard !granted else { return }
         line.putBack(job)
-        askAt = now + retryDelay
+        // Jittered: workers refused together would otherwise keep asking in the same phase, and the one whose
+        // questions fall just after a turn expires would take every turn while the others' jobs wait.
+        askAt = now + retryDelay * Double.random(in: 0.5...1.5)
     }
 
     /// Asks no turn before `instant`.
