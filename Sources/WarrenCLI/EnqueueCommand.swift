@@ -64,14 +64,15 @@ struct EnqueueCommand: ParsableCommand {
         help: "Create a missing broker queue as a quorum queue, replicated on the nodes of a cluster (no priorities).")
     var quorumQueues = false
 
+    // Unconditional: `--deadline -5` is a value to refuse with a reason, not a missing one.
     @Option(
-        name: .long,
+        name: .long, parsing: .unconditional,
         help: ArgumentHelp(
             "Do not start the job after this long from now (seconds, or 30s, 10m, 2h, 1d).", valueName: "time"))
     var deadline: TimeSpan?
 
     @Option(
-        name: .long,
+        name: .long, parsing: .unconditional,
         help: ArgumentHelp(
             "Start the job no sooner than this long from now: seconds, or 30s, 10m, 2h, 1d.", valueName: "time"))
     var delay: TimeSpan?
@@ -82,18 +83,18 @@ struct EnqueueCommand: ParsableCommand {
             "Start the job no sooner than this instant (ISO 8601: 2026-11-24T09:00:00Z).", valueName: "date"))
     var at: Instant?
 
-    @Option(name: .customLong("max-attempts"), help: "Runs at most this often when it fails with a retryable error (default 3).")
+    @Option(name: .customLong("max-attempts"), parsing: .unconditional, help: "Runs at most this often when it fails with a retryable error (default 3).")
     var maxAttempts: Int?
 
     @Option(
-        name: .customLong("time-limit"),
+        name: .customLong("time-limit"), parsing: .unconditional,
         help: ArgumentHelp(
             "Cancel the job if its code runs longer, and end it failed (timeLimit); a worker's limit for its type "
                 + "applies too, the shorter counts.", valueName: "seconds|250ms|30s|10m|2h|1d"))
     var timeLimit: TimeSpan?
 
     @Option(
-        name: .customLong("unique-for"),
+        name: .customLong("unique-for"), parsing: .unconditional,
         help: ArgumentHelp(
             "With --key: enqueue the job only if no other job of the key holds its lock (else exit 6), and hold it "
                 + "until the job ends for good, or for at most this long.", valueName: "30s|10m|2h|1d"))
@@ -112,7 +113,7 @@ struct EnqueueCommand: ParsableCommand {
     var replyTo: String?
 
     @Option(
-        name: .long,
+        name: .long, parsing: .unconditional,
         help: "With --wait: give up after this many seconds (exit 5), from the job's time if scheduled (default: 60).")
     var timeout: Double?
 

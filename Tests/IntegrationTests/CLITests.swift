@@ -75,6 +75,8 @@ extension Integration {
                 ["enqueue", "--graph", deepGraph.path, "--require-success"],
                 ["enqueue", "--graph", deepGraph.path, "--priority", "high"],
                 ["schedule", deepGraph.path, "--count", "5"],
+                ["enqueue", "echo", "--max-attempts", "-1"],
+                ["enqueue", "echo", "--delay", "-5"],
                 ["enqueue", "--graph", deepGraph.path, "--input", "1"],
                 ["enqueue", String(repeating: "t", count: 256)],
                 ["enqueue", ""],

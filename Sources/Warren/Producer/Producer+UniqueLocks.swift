@@ -21,7 +21,7 @@ extension Producer {
             }
             if let wait = request.notBefore?.timeIntervalSinceNow, wait >= lifetime / .seconds(1) {
                 return "job \(request.id): its unique lock (uniqueFor \(Int(lifetime / .seconds(1))) s) would expire "
-                    + "before the job may start, in \(Int(wait)) s: give it a uniqueFor longer than its wait"
+                    + "before the job may start, in \(Int(wait.rounded())) s: give it a uniqueFor longer than its wait"
             }
         }
         return nil
