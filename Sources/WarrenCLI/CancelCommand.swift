@@ -89,15 +89,24 @@ struct CancelCommand: ParsableCommand {
         }
     }
 
-    /// The ids in `path` (`-`: standard input), one per line; blank lines, lines starting with `#` and surrounding
-    /// spaces are ignored. A file with none is refused, as `cancel` without ids is: the list that should have been
-    /// there was not made (a `grep` that found nothing, say).
+    /// The ids in `path` (`-`: standard input), one per line; blank lines, what follows a `#` (no job id holds one)
+    /// and surrounding spaces are ignored. A line that holds no job id is refused, naming the file and the line; so
+    /// is a file with none, as `cancel` without ids is: the list that should have been there was not made (a `grep`
+    /// that found nothing, say).
     static func readIDs(_ path: String) throws -> [String] {
         guard let data = InputFile.contents(of: path == "-" ? "/dev/stdin" : path) else {
             throw ValidationError("--ids-from \(path): cannot read it")
         }
-        let ids = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
-            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
+        var ids: [String] = []
+        let lines = String(decoding: data, as: UTF8.self).split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
+        for (number, line) in zip(1..., lines) {
+            let id = line.prefix { $0 != "#" }.trimmingCharacters(in: .whitespaces)
+            guard !id.isEmpty else { continue }
+            if let problem = OperationDescriptor.problem(withID: id) {
+                throw ValidationError("--ids-from \(path), line \(number): \(ResultPrinter.printable(problem))")
+            }
+            ids.append(id)
+        }
         guard !ids.isEmpty else {
             throw ValidationError("--ids-from \(path): no job ids in it (one per line; # starts a comment)")
         }

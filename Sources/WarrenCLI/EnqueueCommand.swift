@@ -135,6 +135,7 @@ struct EnqueueCommand: ParsableCommand {
         if uncheckedDependencies && dependsOn.isEmpty && graph == nil {
             throw ValidationError("--unchecked-dependencies needs --depends-on or --graph")
         }
+        if key?.isEmpty == true { throw ValidationError("--key must not be empty") }
         if supersede && key == nil { throw ValidationError("--supersede needs --key") }
         if let uniqueFor {
             if key == nil { throw ValidationError("--unique-for needs --key: the lock is the key's") }

@@ -229,11 +229,13 @@ public struct WorkerOptions: ParsableArguments {
         pthread_sigmask(SIG_BLOCK, &stopping, nil)
         LogSetup.bootstrap(level: logLevel, format: logFormat)
         var registry = registry
+        var assigned: Set<String> = []
         for entry in assign {
             let (type, queue) = try Self.split(entry, option: "--assign", form: "type=queue")
             guard registry.types.contains(type) else {
                 throw ValidationError("--assign \(entry): unknown operation type '\(type)'")
             }
+            guard assigned.insert(type).inserted else { throw ValidationError("--assign \(type) is given twice") }
             registry.assign(type, to: queue)
         }
         // A bad broker URL is an error (exit 1), as for every command, not a usage error.

@@ -32,9 +32,14 @@ extension Integration {
             try worker.waitForStart(of: id)
             // Read from a file, as thousands of ids would be; an id given twice is sent once.
             let ids = directory.appendingPathComponent("ids.txt")
-            try Data("\n \(id) \n\(id)\n".utf8).write(to: ids)
+            try Data("# the running sum\n \(id) \n\(id)  # again\n".utf8).write(to: ids)
             let cancel = try CLI.run(["cancel", "--url", url, "--ids-from", ids.path])
             #expect(cancel.stdout.contains("cancellation sent for 1 job"), "\(cancel.stdout)\(cancel.stderr)")
+            let bad = directory.appendingPathComponent("bad.txt")
+            try Data("\(id)\n\nnot an id\n".utf8).write(to: bad)
+            let refused = try CLI.run(["cancel", "--url", url, "--ids-from", bad.path])
+            #expect(refused.status == 64)
+            #expect(refused.stderr.contains("--ids-from \(bad.path), line 3: job id must be"), "\(refused.stderr)")
             #expect(running.waitForExit() == 4)
             #expect(running.stdout.contains("cancelled \(id)"))
 

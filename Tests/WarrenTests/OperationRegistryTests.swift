@@ -152,6 +152,13 @@ struct OperationRegistryTests {
         #expect(error?.message == "input does not match operation type '\(type)': \(detail)")
     }
 
+    @Test func anEmptyErrorCodeIsAHandlerError() async throws {
+        let error = await #expect(throws: JobError.self) {
+            try await run("fail", in: .builtIn, input: .parse(#"{"code": ""}"#))
+        }
+        #expect(error?.code == "handlerError" && error?.message == "failed on request")
+    }
+
     @Test func aHandlersOwnInvalidInputReadsAsTheRegistrysOwn() async throws {
         var registry = OperationRegistry()
         registry.register("thumbnail", blocking: { (size: Int, job: JobContext) -> Int in

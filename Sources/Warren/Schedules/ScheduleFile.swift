@@ -105,10 +105,7 @@ public enum ScheduleFile {
             schedule.input = members["input"] ?? .null
             if let priority = try string("priority") {
                 guard let level = JobPriority(rawValue: priority) else {
-                    throw WarrenError(
-                        .invalidSchedule,
-                        "priority '\(priority)' is none of \(JobPriority.allCases.map(\.rawValue).joined(separator: ", "))"
-                    )
+                    throw WarrenError(.invalidSchedule, JobPriority.problem(withName: priority))
                 }
                 schedule.priority = level
             }

@@ -33,6 +33,21 @@ public enum JobPriority: String, Sendable, Codable, CaseIterable, Comparable {
         }
     }
 
+    /// Decodes a priority's name, refusing another with a message that lists the five.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let name = try container.decode(String.self)
+        guard let priority = JobPriority(rawValue: name) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: Self.problem(withName: name))
+        }
+        self = priority
+    }
+
+    /// Why `name` is no priority's name.
+    static func problem(withName name: String) -> String {
+        "priority '\(name.prefix(40))' is none of \(allCases.map(\.rawValue).joined(separator: ", "))"
+    }
+
     public static func < (lhs: JobPriority, rhs: JobPriority) -> Bool {
         lhs.amqpPriority < rhs.amqpPriority
     }

@@ -37,8 +37,9 @@ public struct JobError: Sendable, Hashable, Codable, Error, CustomStringConverti
     /// The longest ``retryAfter`` a worker waits: a year.
     public static let maxRetryAfter = Duration.seconds(31_536_000)
 
+    /// An empty `code` counts as `handlerError`: a dead letter's reason and a metric's label need one.
     public init(code: String, message: String, retryable: Bool = false, retryAfter: Duration? = nil) {
-        self.code = Self.bounded(code, to: Self.maxCodeLength)
+        self.code = code.isEmpty ? "handlerError" : Self.bounded(code, to: Self.maxCodeLength)
         self.message = Self.bounded(message, to: Self.maxMessageLength)
         self.retryable = retryable
         self.retryAfter = retryAfter.map { min(max($0, .zero), Self.maxRetryAfter) }
