@@ -66,6 +66,29 @@ extension WorkerSession {
         return true
     }
 
+    /// How long a job stays parked here before it goes round through the broker (and comes back to park again):
+    /// RabbitMQ closes the channel of a delivery held unacknowledged past its `consumer_timeout` (30 minutes by
+    /// default, checked about once a minute), and every job the worker holds would go back to the broker with it,
+    /// executing ones to run again elsewhere.
+    static let parkedLifetime: TimeInterval = 600
+
+    /// Sends jobs parked for ``parkedLifetime`` round through the broker, as a full parking does; looks every 10 s.
+    func sendRoundLongParkedJobs() throws {
+        guard !parked.isEmpty, ContinuousClock.now >= longParkedCheckAt else { return }
+        longParkedCheckAt = .now + .seconds(10)
+        let parkedBefore = Date().addingTimeInterval(-Self.parkedLifetime)
+        let long = parked.keys.compactMap { inFlight[$0] }.filter { $0.receivedAt < parkedBefore }
+        guard !long.isEmpty else { return }
+        for job in long {
+            parked[job.descriptor.id] = nil
+            inFlight[job.descriptor.id] = nil
+            job.operation.job.debug(
+                "parked for 10 minutes: going round through the broker, before its consumer_timeout takes the delivery")
+            try delay(job.delivery, from: job.queue, milliseconds: 5_000, attempt: job.attempt)
+        }
+        try updatePrefetch()
+    }
+
     /// Holds the finish of the operations of `dependencies` in flight here (``JobOperation/holdFinish()``), until
     /// their end is handled and the jobs parked on them are in their local queues: a local queue then starts them in
     /// priority order beside the jobs that waited there, where it would otherwise start the next of those as the

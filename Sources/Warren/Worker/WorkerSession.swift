@@ -102,6 +102,8 @@ final class WorkerSession {
     var pausedQueues: Set<String> = []
     /// Jobs waiting for dependencies, with the ids whose results they still wait for.
     var parked: [String: Set<String>] = [:]
+    /// When to look next for jobs parked too long (``sendRoundLongParkedJobs()``).
+    var longParkedCheckAt = ContinuousClock.now
     /// The operations of jobs that jobs parked here wait for, by job id, whose finish is held until their end is
     /// handled (``JobOperation/holdFinish()``).
     var heldFinishes: [String: JobOperation] = [:]
@@ -280,6 +282,7 @@ final class WorkerSession {
             try retryUnreachableQueues()
             try retryUnreleasedLocks()
             try retryHeldJobs()
+            try sendRoundLongParkedJobs()
             discardReportedJournals()
             sampleJobsWaitingInWorker()
             deadLettersReachable = nil
