@@ -82,6 +82,7 @@ extension Integration {
                 ["schedule", deepGraph.path, "--count", "5"],
                 ["enqueue", "echo", "--max-attempts", "-1"],
                 ["enqueue", "echo", "--delay", "-5"],
+                ["enqueue", "echo", "--queue", "line\nbreak"],
                 ["enqueue", "--graph", deepGraph.path, "--input", "1"],
                 ["enqueue", String(repeating: "t", count: 256)],
                 ["enqueue", ""],

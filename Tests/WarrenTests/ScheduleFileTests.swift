@@ -107,6 +107,7 @@ import Testing
         (#"{"schedules": [{"type": "t", "every": 5}]}"#, "schedules[0]: it has no name"),
         (#"{"schedules": [{"name": "a", "every": 5}]}"#, "it has no type"),
         (#"{"schedules": [{"name": "a", "type": "t", "every": 5, "priority": "urgent"}]}"#, "priority 'urgent' is none of"),
+        (#"{"schedules": [{"name": "a", "type": "t", "every": 5, "priority": "x\n\u001b"}]}"#, #"priority 'x\u{A}\u{1B}' is none of"#),
         (#"{"schedules": [{"name": "a", "type": "t", "every": 5, "supersede": true}]}"#, "supersede needs a key"),
         (#"{"schedules": [{"name": "a", "type": "t", "every": 5, "queue": "warren.dead"}]}"#, "one of Warren's own queues"),
         (#"{"schedules": [{"name": "a", "type": "t", "every": 5, "maxAttempts": 0}]}"#, "maxAttempts must be a whole number"),

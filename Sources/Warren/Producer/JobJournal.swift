@@ -9,9 +9,8 @@ struct JobJournal: Sendable {
     let path: String
     static let limit = 8 << 20
 
-    /// Records `ids` as enqueued.
+    /// Records `ids` as enqueued; with none, checks that the journal can be opened and locked.
     func append(_ ids: [String]) throws {
-        guard !ids.isEmpty else { return }
         try withLockedFile { descriptor in
             let size = lseek(descriptor, 0, SEEK_END)
             if size > Self.limit {
@@ -23,6 +22,7 @@ struct JobJournal: Sendable {
                 }
             }
             let text = Array(ids.map { $0 + "\n" }.joined().utf8)
+            guard !text.isEmpty else { return }
             guard pwrite(descriptor, text, text.count, lseek(descriptor, 0, SEEK_END)) == text.count else {
                 throw failure("write")
             }

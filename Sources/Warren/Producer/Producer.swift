@@ -25,6 +25,9 @@ public final class Producer {
     let connection: AMQPConnection
     let sequences: SequenceFile
     let journal: JobJournal
+    /// Whether the journal was found usable: checked before the first publish, so that a state directory that
+    /// cannot hold it fails a call that published nothing, rather than one that did.
+    private var journalChecked = false
     /// Whether job queues this producer creates are priority queues.
     let priorityQueues: Bool
     /// Whether job queues this producer creates are quorum queues.
@@ -172,6 +175,10 @@ public final class Producer {
                 throw WarrenError(
                     .invalidConfiguration,
                     "job \(request.id): its deadline is not after its notBefore: it could never start")
+            }
+            if !journalChecked {
+                try journal.append([])
+                journalChecked = true
             }
             try checkReplyQueuesExist(ordered)
             try checkNoStreams(ordered)

@@ -43,9 +43,17 @@ public enum JobPriority: String, Sendable, Codable, CaseIterable, Comparable {
         self = priority
     }
 
-    /// Why `name` is no priority's name.
+    /// Why `name` is no priority's name; its control characters escaped (`\u{1B}`), as a file may hold any.
     static func problem(withName name: String) -> String {
-        "priority '\(name.prefix(40))' is none of \(allCases.map(\.rawValue).joined(separator: ", "))"
+        var shown = ""
+        for scalar in name.prefix(40).unicodeScalars {
+            if scalar.properties.generalCategory == .control {
+                shown += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+            } else {
+                shown.unicodeScalars.append(scalar)
+            }
+        }
+        return "priority '\(shown)' is none of \(allCases.map(\.rawValue).joined(separator: ", "))"
     }
 
     public static func < (lhs: JobPriority, rhs: JobPriority) -> Bool {

@@ -77,6 +77,10 @@ public enum Topology {
         if name.utf8.count > maxJobQueueNameLength {
             return "job queue name '\(name.prefix(40))…' is \(name.utf8.count) bytes; at most \(maxJobQueueNameLength)"
         }
+        // The broker drops CR and LF from a queue's name, but not from a routing key: no job would reach it.
+        if name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            return "a job queue name cannot hold control characters (line breaks, tabs, …)"
+        }
         if name.hasPrefix("amq.") { return "job queue name '\(name)' starts with amq., which the broker reserves" }
         if isOwnQueue(name) { return "'\(name)' is one of Warren's own queues, not a job queue" }
         return nil
