@@ -325,6 +325,10 @@ extension Integration {
                 ["enqueue", "echo", "--depends-on", id, "--queue", queue, "--url", url],
                 environment: ["WARREN_STATE_DIR": fresh])
             #expect(unmade.status == 64 && unmade.stderr.contains("unknown job \(id)"), "\(unmade.stderr)")
+            // And a job without dependencies is enqueued there, the directory made.
+            let made = try CLI.run(
+                ["enqueue", "echo", "--queue", queue, "--url", url], environment: ["WARREN_STATE_DIR": fresh])
+            #expect(made.status == 0, "\(made.stderr)")
             let typo = try CLI.run(
                 ["enqueue", "echo", "--depends-on", "no such id", "--unchecked-dependencies", "--url", url],
                 environment: ["WARREN_STATE_DIR": here.path])

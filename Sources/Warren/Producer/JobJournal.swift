@@ -9,8 +9,16 @@ struct JobJournal: Sendable {
     let path: String
     static let limit = 8 << 20
 
-    /// Records `ids` as enqueued; with none, checks that the journal can be opened and locked.
+    /// Checks that the journal can be opened and locked, if its directory exists: the sequence store makes it,
+    /// before a producer's first publish.
+    func check() throws {
+        guard access((path as NSString).deletingLastPathComponent, F_OK) == 0 else { return }
+        try withLockedFile { _ in }
+    }
+
+    /// Records `ids` as enqueued.
     func append(_ ids: [String]) throws {
+        guard !ids.isEmpty else { return }
         try withLockedFile { descriptor in
             let size = lseek(descriptor, 0, SEEK_END)
             if size > Self.limit {
@@ -22,7 +30,6 @@ struct JobJournal: Sendable {
                 }
             }
             let text = Array(ids.map { $0 + "\n" }.joined().utf8)
-            guard !text.isEmpty else { return }
             guard pwrite(descriptor, text, text.count, lseek(descriptor, 0, SEEK_END)) == text.count else {
                 throw failure("write")
             }

@@ -177,7 +177,7 @@ public final class Producer {
                     "job \(request.id): its deadline is not after its notBefore: it could never start")
             }
             if !journalChecked {
-                try journal.append([])
+                try journal.check()
                 journalChecked = true
             }
             try checkReplyQueuesExist(ordered)
