@@ -25,8 +25,7 @@ extension Integration {
         static func stopWithStubbornJob(grace: Duration, stops: Int, queue: String) throws -> Bool {
             let (started, release, ended) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
             defer { release.signal() }
-            var configuration = Worker.Configuration(url: try TestEnvironment.brokerURL)
-            configuration.queues = [queue]
+            var configuration = try configuration(queue: queue)
             configuration.shutdownGracePeriod = grace
             let worker = try Worker(configuration: configuration, registry: registry(started: started, release: release))
             let thread = Thread {
@@ -43,6 +42,13 @@ extension Integration {
             }
             for _ in 0..<stops { worker.stop() }
             return ended.wait(timeout: .now() + 60) == .success
+        }
+
+        /// A worker's configuration for the test broker, taking jobs from `queue`.
+        static func configuration(queue: String) throws -> Worker.Configuration {
+            var configuration = Worker.Configuration(url: try TestEnvironment.brokerURL)
+            configuration.queues = [queue]
+            return configuration
         }
 
         /// Waits up to 30 s for the job to be back in `queue`.
@@ -74,9 +80,7 @@ extension Integration {
         func taskCancellation() async throws {
             let queue = TestEnvironment.uniqueName("task-cancel")
             defer { BrokerProbe.delete(queue) }
-            var configuration = Worker.Configuration(url: try TestEnvironment.brokerURL)
-            configuration.queues = [queue]
-            let worker = try Worker(configuration: configuration, registry: .builtIn)
+            let worker = try Worker(configuration: Self.configuration(queue: queue), registry: .builtIn)
             let schedule = Schedule(
                 name: TestEnvironment.uniqueName("task-cancel"), recurrence: .every(.seconds(3600)), type: "echo",
                 queue: queue)
@@ -105,8 +109,7 @@ extension Integration {
         func taskCancellationAfterStop() async throws {
             let queue = TestEnvironment.uniqueName("task-cancel-after-stop")
             defer { BrokerProbe.delete(queue) }
-            var configuration = Worker.Configuration(url: try TestEnvironment.brokerURL)
-            configuration.queues = [queue]
+            var configuration = try Self.configuration(queue: queue)
             configuration.workerID = TestEnvironment.uniqueName("graceful")
             let worker = try Worker(configuration: configuration, registry: .builtIn)
             let running = Task { try await worker.run() }

@@ -109,17 +109,7 @@ public final class Scheduler: Sendable {
     /// - Throws: ``WarrenError`` (`broker`) when no broker address accepts the first connection (see
     ///   ``runOnCurrentThread()``).
     public func run() async throws {
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let thread = Thread { [self] in
-                    continuation.resume(with: Result { try runOnCurrentThread() })
-                }
-                thread.name = "warren.scheduler"
-                thread.start()
-            }
-        } onCancel: {
-            stop()
-        }
+        try await BrokerThread.run(named: "warren.scheduler", { [self] in try runOnCurrentThread() }, onCancel: stop)
     }
 
     /// Stops: closes the connections, so that another scheduler leads. Safe from any thread.

@@ -275,15 +275,7 @@ public final class Worker: Sendable {
     /// - Throws: ``WarrenError`` (`broker`) when no broker address accepts the first connection (see
     ///   ``runOnCurrentThread()``).
     public func run() async throws {
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let thread = Thread { [self] in
-                    continuation.resume(with: Result { try runOnCurrentThread() })
-                }
-                thread.name = "warren.broker"
-                thread.start()
-            }
-        } onCancel: {
+        try await BrokerThread.run(named: "warren.broker", { [self] in try runOnCurrentThread() }) { [self] in
             if stopAsked.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged {
                 stoppedToRecycle = false
                 mailbox.post(.stop)
