@@ -17,7 +17,7 @@ enum ResultPrinter {
         fields.append("attempt=\(result.attempt)")
         if let requeuedAt = result.requeuedAt { fields.append("requeued=\(WireCoding.text(of: requeuedAt))") }
         if let output = result.output, let text = try? String(decoding: JSONEncoder.sorted.encode(output), as: UTF8.self) {
-            fields.append("output=\(text)")
+            fields.append("output=\(jsonEscapingControls(text))")
         }
         if let error = result.error { fields.append("error=\(printable(error.code)): \(printable(error.message))") }
         if let cancellation = result.cancellation {
@@ -60,6 +60,22 @@ enum ResultPrinter {
             case _ where scalar.properties.generalCategory == .control:
                 escaped += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
             default: escaped.unicodeScalars.append(scalar)
+            }
+        }
+        return escaped
+    }
+
+    /// JSON text with the control characters JSONEncoder leaves as they are (DEL and C1, U+007F–U+009F) written as
+    /// JSON escapes (`\u007f`): the same JSON, which can no longer move a terminal's cursor. Outside strings JSON holds
+    /// none, so every one replaced is inside a string.
+    static func jsonEscapingControls(_ json: String) -> String {
+        guard needsEscaping(json) else { return json }
+        var escaped = ""
+        for scalar in json.unicodeScalars {
+            if (0x7F...0x9F).contains(scalar.value) {
+                escaped += "\\u00" + String(scalar.value, radix: 16)
+            } else {
+                escaped.unicodeScalars.append(scalar)
             }
         }
         return escaped

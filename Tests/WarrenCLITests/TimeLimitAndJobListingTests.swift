@@ -88,7 +88,7 @@ struct TimeLimitAndJobListingTests {
                 + "key=totals seq=9 unique waiting-on=d-1,d-2,d-3,…")
     }
 
-    @Test func textAJobChoseCannotForgeALine() {
+    @Test func textAJobChoseCannotForgeALine() throws {
         let job = WorkerStatus.Job(
             id: "j-3\u{1B}", type: "echo\n", state: .executing, queue: "q\r", localQueue: "default", priority: .normal,
             key: "evil\n  job fake type=x executing for 99h", sequence: 1, attempt: 1, heldSeconds: 1,
@@ -108,5 +108,10 @@ struct TimeLimitAndJobListingTests {
         }
         #expect(ResultPrinter.printable("x\u{85}y") == "x\\u{85}y")
         #expect(ResultPrinter.printable(#"C:\temp\n"#) == #"C:\\temp\\n"#)
+        // A result's output is JSON: DEL and C1, which JSONEncoder leaves raw, become JSON escapes of the same text.
+        let output = "{\"text\":\"a\u{7F}b\u{9B}2J\\\"\u{85}é\"}"
+        let escaped = ResultPrinter.jsonEscapingControls(output)
+        #expect(escaped == #"{"text":"a\u007fb\u009b2J\"\u0085é"}"#)
+        #expect(try JSONDecoder().decode([String: String].self, from: Data(escaped.utf8)) == ["text": "a\u{7F}b\u{9B}2J\"\u{85}é"])
     }
 }
