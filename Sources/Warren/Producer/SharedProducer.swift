@@ -97,7 +97,7 @@ public final class SharedProducer: Sendable {
     /// Runs `body` with the producer, on its thread, after the calls queued before it. Anything a ``Producer`` does
     /// is available this way; a call that blocks (``Producer/waitForResult(of:timeout:progress:)``) holds the
     /// thread, and every call queued behind it waits too: prefer ``result(of:timeout:)``. A call whose task is
-    /// cancelled before its turn does not run; once it runs, it runs to its end.
+    /// cancelled before its turn does not run, nor connect; once it runs, it runs to its end.
     /// - Throws: What `body` throws; ``WarrenError`` (`broker`) when the producer cannot connect,
     ///   (`invalidConfiguration`) once ``close()`` was called; `CancellationError` when the task was cancelled
     ///   before its turn.
@@ -118,7 +118,7 @@ public final class SharedProducer: Sendable {
                 .call { connection in
                     do {
                         guard !ticket.isCancelled else { throw CancellationError() }
-                        continuation.resume(returning: try body(try connection.get()))
+                        continuation.resume(returning: try body(try connection()))
                         return true
                     } catch let error as WarrenError where error.code == .broker || error.code == .timeout {
                         continuation.resume(throwing: error)
@@ -180,9 +180,10 @@ private struct Waiter: Sendable {
 /// Thread safety: locked. `add` and `close` are called from any thread; `serve` runs on the producer's thread, the
 /// only one that touches the ``Producer``.
 private final class CallLine: Sendable {
-    /// Runs on the producer's thread with the producer, or the reason there is none; returns whether the producer
-    /// can be used for the next call.
-    typealias Call = @Sendable (Result<Producer, any Error>) -> Bool
+    /// Runs on the producer's thread with a function that gives the producer, connecting first if it is not
+    /// connected (a call that does not run, its task cancelled, does not connect); returns whether the producer can
+    /// be used for the next call.
+    typealias Call = @Sendable (_ connection: () throws -> Producer) -> Bool
 
     enum Message: Sendable {
         case call(Call)
@@ -243,10 +244,13 @@ private final class CallLine: Sendable {
             for message in mailbox.drain() {
                 switch message {
                 case .call(let call):
-                    let connection: Result<Producer, any Error> =
-                        producer.map { .success($0) } ?? Result { try connect() }
-                    producer = try? connection.get()
-                    if !call(connection) { drop() }
+                    let usable = call {
+                        if let producer { return producer }
+                        let connected = try connect()
+                        producer = connected
+                        return connected
+                    }
+                    if !usable { drop() }
                 case .wait(let waiter): waiters.append(waiter)
                 case .wake: break
                 case .close: closing = true
