@@ -100,6 +100,8 @@ import Testing
         (#"{"schedules": [{"name": "a", "type": "t", "every": "1e1"}]}"#, "every must be seconds, or a number with a unit"),
         (#"{"schedules": [{"name": "a", "type": "t", "every": "+5s"}]}"#, "every must be seconds, or a number with a unit"),
         (#"{"schedules": [{"name": "a", "type": "t", "every": 5, "deadline": 0}]}"#, "deadline must be above 0"),
+        (#"{"schedules": [{"name": "a", "type": "t", "every": 5, "deadline": "0.0001"}]}"#,
+         "deadline is kept to the millisecond, and 0.0001 s is less than half of one"),
         ("{\"schedules\": [{\"name\": \"a\", \"type\": \"\(String(repeating: "t", count: 256))\", \"every\": 5}]}",
          "an operation type must be 1 to 255 bytes long"),
         (#"{"schedules": [{"name": "a", "type": "t", "every": 5, "time_zone": "UTC"}]}"#, "unknown member 'time_zone'"),

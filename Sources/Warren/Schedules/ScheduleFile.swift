@@ -197,7 +197,12 @@ public enum ScheduleFile {
                     .invalidSchedule,
                     "\(member) must be seconds, or a number with a unit (250ms, 30s, 10m, 2h, 1d), up to ten years")
             }
-            return .milliseconds(Int64((seconds * 1000).rounded()))
+            let milliseconds = Int64((seconds * 1000).rounded())
+            if milliseconds == 0, seconds > 0 {
+                throw WarrenError(
+                    .invalidSchedule, "\(member) is kept to the millisecond, and \(seconds) s is less than half of one")
+            }
+            return .milliseconds(milliseconds)
         }
     }
 }
