@@ -12,4 +12,20 @@ enum StateDirectory {
         let state = environment["XDG_STATE_HOME"] ?? (NSHomeDirectory() + "/.local/state")
         return state + "/warren"
     }
+
+    /// The error for a file Warren keeps (`what`: "the sequence file") that the system refused to `action` (open,
+    /// lock, read, write) at `path`, with `errno`'s reason; for a file in the state directory, how to choose
+    /// another, or that it was chosen.
+    static func failure(_ action: String, _ what: String, _ path: String) -> WarrenError {
+        let reason = String(cString: strerror(errno))
+        return WarrenError(.system, "cannot \(action) \(what) '\(path)': \(reason)\(hint(for: path))")
+    }
+
+    /// How the state directory holding `path` was chosen, for error messages; empty for a path outside it.
+    static func hint(for path: String) -> String {
+        let directory = Self.path
+        guard path.hasPrefix(directory.hasSuffix("/") ? directory : directory + "/") else { return "" }
+        let chosen = ProcessInfo.processInfo.environment["WARREN_STATE_DIR"].map { !$0.isEmpty } ?? false
+        return chosen ? " (the state directory, from WARREN_STATE_DIR)" : " (set WARREN_STATE_DIR for another state directory)"
+    }
 }

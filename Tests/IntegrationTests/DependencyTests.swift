@@ -329,6 +329,22 @@ extension Integration {
             let made = try CLI.run(
                 ["enqueue", "echo", "--queue", queue, "--url", url], environment: ["WARREN_STATE_DIR": fresh])
             #expect(made.status == 0, "\(made.stderr)")
+            // A state directory that is a file is no answer: an error of the system (exit 1, no usage), not an
+            // unknown job, and nothing is published.
+            let file = here.appendingPathComponent("a-file").path
+            try Data().write(to: URL(fileURLWithPath: file))
+            for dependencies in [["--depends-on", id], []] {
+                let unusable = try CLI.run(
+                    ["enqueue", "echo", "--queue", queue, "--url", url] + dependencies,
+                    environment: ["WARREN_STATE_DIR": file])
+                #expect(unusable.status == 1, "\(unusable.stderr)")
+                #expect(
+                    unusable.stderr
+                        == "Error: cannot open the job journal '\(file)/journal': Not a directory "
+                        + "(the state directory, from WARREN_STATE_DIR)\n",
+                    "\(unusable.stderr)")
+                #expect(unusable.stdout.isEmpty)
+            }
             let typo = try CLI.run(
                 ["enqueue", "echo", "--depends-on", "no such id", "--unchecked-dependencies", "--url", url],
                 environment: ["WARREN_STATE_DIR": here.path])

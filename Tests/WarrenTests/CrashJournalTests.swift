@@ -177,7 +177,7 @@ struct CrashJournalTests {
         let error = #expect(throws: WarrenError.self) {
             try CrashJournal(directory: file + "/workers", broker: broker, workerID: "w1", slots: 1)
         }
-        #expect(error?.code == .invalidConfiguration)
+        #expect(error?.code == .system)
         #expect(error?.message.contains(file + "/workers") == true)
     }
 }

@@ -243,26 +243,37 @@ struct SequenceStoreTests {
         #expect(throws: WarrenError.self) { try store.next() }
     }
 
-    @Test func aDirectoryThatCannotBeCreatedIsAConfigurationError() throws {
+    @Test func aDirectoryThatCannotBeCreatedIsASystemError() throws {
         let directory = try TemporaryDirectory()
         let file = directory.path + "/not-a-directory"
         try "x".write(toFile: file, atomically: true, encoding: .utf8)
         let path = file + "/warren/sequence"
         let error = #expect(throws: (any Error).self) { try SequenceStore(path: path).next() }
         let warrenError = try #require(error as? WarrenError)
-        #expect(warrenError.code == .invalidConfiguration)
-        #expect(warrenError.message.contains(path))
-        #expect(warrenError.message.contains("WARREN_STATE_DIR"))
+        #expect(warrenError.code == .system)
+        #expect(warrenError.message.hasPrefix("cannot create the directory of the sequence file '\(path)': "))
     }
 
-    @Test func aFileThatCannotBeOpenedIsAConfigurationErrorNamingThePath() throws {
+    @Test func errorsInTheStateDirectorySayHowItWasChosen() {
+        let state = StateDirectory.path
+        let chosen = (ProcessInfo.processInfo.environment["WARREN_STATE_DIR"] ?? "").isEmpty == false
+        #expect(
+            StateDirectory.hint(for: state + "/sequence")
+                == (chosen
+                    ? " (the state directory, from WARREN_STATE_DIR)"
+                    : " (set WARREN_STATE_DIR for another state directory)"))
+        #expect(StateDirectory.hint(for: state + "-other/sequence") == "", "a path beside it, not in it")
+        #expect(StateDirectory.hint(for: "/elsewhere/sequence") == "")
+    }
+
+    @Test func aFileThatCannotBeOpenedIsASystemErrorNamingThePath() throws {
         let directory = try TemporaryDirectory()
         // The path names an existing directory: open(O_RDWR) fails with EISDIR.
         let path = directory.path + "/sequence"
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         let error = try #require(throws: WarrenError.self) { try SequenceStore(path: path).next() }
-        #expect(error.code == .invalidConfiguration)
-        #expect(error.message == "cannot open the sequence file '\(path)': Is a directory (set WARREN_STATE_DIR)")
+        #expect(error.code == .system)
+        #expect(error.message == "cannot open the sequence file '\(path)': Is a directory")
     }
 
     /// The number the sequence file at `path` holds.
@@ -325,13 +336,13 @@ struct SequenceFileTests {
         #expect(try SequenceStoreTests.stored(path) == ahead + 1)
     }
 
-    @Test func anErrorIsAConfigurationErrorAndTheNextReservationOpensThePathAgain() throws {
+    @Test func anErrorIsASystemErrorAndTheNextReservationOpensThePathAgain() throws {
         let directory = try TemporaryDirectory()
         let path = directory.path + "/sequence"
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         let held = SequenceFile(SequenceStore(path: path))
         let error = try #require(throws: WarrenError.self) { try held.next() }
-        #expect(error.code == .invalidConfiguration)
+        #expect(error.code == .system)
         #expect(error.message.contains(path))
         try FileManager.default.removeItem(atPath: path)
         #expect(try held.next() > 0)

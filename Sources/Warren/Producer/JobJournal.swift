@@ -38,7 +38,13 @@ struct JobJournal: Sendable {
 
     /// The ids among `ids` that this host enqueued: none when there is no journal yet (nor its directory).
     func known(_ ids: Set<String>) throws -> Set<String> {
-        guard !ids.isEmpty, access(path, F_OK) == 0 else { return [] }
+        guard !ids.isEmpty else { return [] }
+        guard access(path, F_OK) == 0 else {
+            // No journal yet: nothing was enqueued with this state directory. Anything else (a state directory
+            // that is a file, one this user may not enter) is no answer.
+            if errno == ENOENT { return [] }
+            throw failure("open")
+        }
         return try withLockedFile { descriptor in
             let lines = try read(descriptor).split(separator: UInt8(ascii: "\n"))
             return Set(lines.map { String(decoding: $0, as: UTF8.self) }).intersection(ids)
@@ -61,8 +67,6 @@ struct JobJournal: Sendable {
     }
 
     private func failure(_ action: String) -> WarrenError {
-        WarrenError(
-            .invalidConfiguration,
-            "cannot \(action) the job journal '\(path)': \(String(cString: strerror(errno))) (set WARREN_STATE_DIR)")
+        StateDirectory.failure(action, "the job journal", path)
     }
 }

@@ -108,7 +108,8 @@ public final class Producer {
     ///   ``JobRequest/replyTo`` that is empty, longer than 255 bytes, given with `watch` or names no existing queue,
     ///   a deadline that is not after the job's ``JobRequest/notBefore``, a time limit outside 1 ms to a year, a
     ///   unique job without a key, with a lifetime outside 1 second to 7 days (``JobRequest/uniqueFor``) or one that
-    ///   would end before the job may start, or a sequence file that cannot be used; (`duplicate`) when another job
+    ///   would end before the job may start; (`system`) when the state directory's sequence file or job journal
+    ///   cannot be used (created, locked, read or written); (`duplicate`) when another job
     ///   holds a unique job's lock: nothing of the call was enqueued; (`queueUnreachable`) when a job queue is on a
     ///   cluster node that is down, or the broker took a job nowhere (its queue deleted since this producer declared
     ///   it, or its node down since): those jobs were not enqueued, the others of the call were; (`broker`) when the

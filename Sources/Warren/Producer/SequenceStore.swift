@@ -33,7 +33,7 @@ public struct SequenceStore: Sendable {
     }
 
     /// Reserves the next number.
-    /// - Throws: ``WarrenError`` (`invalidConfiguration`) when the file cannot be created, locked, read or written.
+    /// - Throws: ``WarrenError`` (`system`) when the file cannot be created, locked, read or written.
     public func next() throws -> UInt64 {
         try reserve(1).lowerBound
     }
@@ -42,8 +42,8 @@ public struct SequenceStore: Sendable {
     /// another, gets any of them or any number below them from now on.
     /// - Parameter count: How many numbers; at least 1.
     /// - Returns: `first ... first + count - 1`, with `first = max(last + 1, microseconds since 1970)`.
-    /// - Throws: ``WarrenError`` (`invalidConfiguration`) when the file cannot be created, locked, read or written,
-    ///   or holds a number so large that `count` more would not fit in 64 bits.
+    /// - Throws: ``WarrenError`` (`system`) when the file cannot be created, locked, read or written;
+    ///   (`invalidConfiguration`) when it holds a number so large that `count` more would not fit in 64 bits.
     public func reserve(_ count: Int) throws -> ClosedRange<UInt64> {
         let descriptor = try openFile()
         defer { close(descriptor) }
@@ -69,7 +69,8 @@ public struct SequenceStore: Sendable {
         guard let numbers = Self.numbers(after: last, now: now, count: count) else {
             throw WarrenError(
                 .invalidConfiguration,
-                "the sequence file '\(path)' holds \(last): no \(count) numbers left above it (set WARREN_STATE_DIR)")
+                "the sequence file '\(path)' holds \(last): no \(count) numbers left above it"
+                    + StateDirectory.hint(for: path))
         }
         let record = Self.record(numbers.upperBound)
         guard pwrite(descriptor, record, record.count, 0) == record.count else { throw failure("write") }
@@ -130,8 +131,9 @@ public struct SequenceStore: Sendable {
                 atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         } catch {
             throw WarrenError(
-                .invalidConfiguration,
-                "cannot create the directory of the sequence file '\(path)' (set WARREN_STATE_DIR)")
+                .system,
+                "cannot create the directory of the sequence file '\(path)': \(error.localizedDescription)"
+                    + StateDirectory.hint(for: path))
         }
         let created = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard created >= 0 else { throw failure("open") }
@@ -139,8 +141,6 @@ public struct SequenceStore: Sendable {
     }
 
     private func failure(_ action: String) -> WarrenError {
-        WarrenError(
-            .invalidConfiguration,
-            "cannot \(action) the sequence file '\(path)': \(String(cString: strerror(errno))) (set WARREN_STATE_DIR)")
+        StateDirectory.failure(action, "the sequence file", path)
     }
 }

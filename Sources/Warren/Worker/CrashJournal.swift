@@ -43,12 +43,15 @@ final class CrashJournal: @unchecked Sendable {
     /// - Parameters:
     ///   - broker: The broker the worker takes its jobs from (``brokerIdentity(clusterName:virtualHost:)``).
     ///   - slots: How many jobs may execute at once (more make the file grow).
-    /// - Throws: ``WarrenError`` (`invalidConfiguration`) when the directory or the file cannot be created.
+    /// - Throws: ``WarrenError`` (`system`) when the directory or the file cannot be created.
     init(directory: String, broker: String, workerID: String, slots: Int) throws {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         } catch {
-            throw WarrenError(.invalidConfiguration, "cannot create the crash journal directory '\(directory)'")
+            throw WarrenError(
+                .system,
+                "cannot create the crash journal directory '\(directory)': \(error.localizedDescription)"
+                    + StateDirectory.hint(for: directory + "/"))
         }
         id = UUID().uuidString.lowercased()
         path = "\(directory)/\(id).\(Self.fileExtension)"
@@ -170,9 +173,7 @@ final class CrashJournal: @unchecked Sendable {
     }
 
     private static func failure(_ action: String, _ path: String) -> WarrenError {
-        WarrenError(
-            .invalidConfiguration,
-            "cannot \(action) the crash journal '\(path)': \(String(cString: strerror(errno))) (set WARREN_STATE_DIR)")
+        StateDirectory.failure(action, "the crash journal", path)
     }
 }
 
