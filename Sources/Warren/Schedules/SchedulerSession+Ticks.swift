@@ -116,9 +116,9 @@ extension SchedulerSession {
             }
             return true
         } catch let error as WarrenError {
-            // The queue refuses (its node is down, it is exclusive to another connection, full, not permitted), or
-            // the connection failed: the others go on; this queue's ticks wait, and the broker may have closed the
-            // producer's channel.
+            // The queue refuses (its node is down, it is exclusive to another connection, full, not permitted), the
+            // connection failed, or the state directory cannot be used (`system`: a full disk): the others go on;
+            // this queue's ticks wait, and the broker may have closed the producer's channel.
             let wait = min((retries[queue]?.wait ?? .milliseconds(500)) * 2, configuration.maxReconnectDelay)
             retries[queue] = Retry(at: Date().addingTimeInterval(wait.seconds), wait: wait)
             logger.warning(
