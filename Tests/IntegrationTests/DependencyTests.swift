@@ -333,18 +333,30 @@ extension Integration {
             // unknown job, and nothing is published.
             let file = here.appendingPathComponent("a-file").path
             try Data().write(to: URL(fileURLWithPath: file))
-            for dependencies in [["--depends-on", id], []] {
+            for (dependencies, refusal) in [
+                (["--depends-on", id], "cannot open the job journal '\(file)/journal': Not a directory"),
+                ([], "cannot create the directory of the sequence file '\(file)/sequence': "),
+            ] {
                 let unusable = try CLI.run(
                     ["enqueue", "echo", "--queue", queue, "--url", url] + dependencies,
                     environment: ["WARREN_STATE_DIR": file])
                 #expect(unusable.status == 1, "\(unusable.stderr)")
+                #expect(unusable.stderr.hasPrefix("Error: \(refusal)"), "\(unusable.stderr)")
                 #expect(
-                    unusable.stderr
-                        == "Error: cannot open the job journal '\(file)/journal': Not a directory "
-                        + "(the state directory, from WARREN_STATE_DIR)\n",
-                    "\(unusable.stderr)")
+                    unusable.stderr.hasSuffix(" (the state directory, from WARREN_STATE_DIR)\n"), "\(unusable.stderr)")
                 #expect(unusable.stdout.isEmpty)
             }
+            // A journal that cannot be written fails the call before anything leaves (a queue no worker reads).
+            let unjournaled = here.appendingPathComponent("no-journal")
+            try FileManager.default.createDirectory(
+                at: unjournaled.appendingPathComponent("journal"), withIntermediateDirectories: true)
+            let idle = TestEnvironment.uniqueName("deps-unjournaled")
+            defer { BrokerProbe.delete(idle) }
+            let unwritten = try CLI.run(
+                ["enqueue", "echo", "--queue", idle, "--url", url], environment: ["WARREN_STATE_DIR": unjournaled.path])
+            #expect(unwritten.status == 1, "\(unwritten.stderr)")
+            #expect(unwritten.stderr.contains("cannot open the job journal"), "\(unwritten.stderr)")
+            #expect(((try? BrokerProbe.depth(of: idle)) ?? 0) == 0, "nothing was published")
             let typo = try CLI.run(
                 ["enqueue", "echo", "--depends-on", "no such id", "--unchecked-dependencies", "--url", url],
                 environment: ["WARREN_STATE_DIR": here.path])

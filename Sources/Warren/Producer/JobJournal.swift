@@ -1,20 +1,13 @@
 import Foundation
 import Glibc
 
-/// The ids of the jobs this host's producers enqueued, so that a new job may depend on them and an unknown id
+/// The ids of the jobs this host's producers enqueued (recorded as they are handed to the broker), so that a new job may depend on them and an unknown id
 /// is caught before anything is published. Kept next to the sequence file, trimmed to the newest half past 8 MiB.
 ///
 /// Thread safety: immutable; an exclusive `flock` serialises concurrent writers, threads and processes alike.
 struct JobJournal: Sendable {
     let path: String
     static let limit = 8 << 20
-
-    /// Checks that the journal can be opened and locked, if its directory exists: the sequence store makes it,
-    /// before a producer's first publish.
-    func check() throws {
-        guard access((path as NSString).deletingLastPathComponent, F_OK) == 0 else { return }
-        try withLockedFile { _ in }
-    }
 
     /// Records `ids` as enqueued.
     func append(_ ids: [String]) throws {

@@ -25,9 +25,6 @@ public final class Producer {
     let connection: AMQPConnection
     let sequences: SequenceFile
     let journal: JobJournal
-    /// Whether the journal was found usable: checked before the first publish, so that a state directory that
-    /// cannot hold it fails a call that published nothing, rather than one that did.
-    private var journalChecked = false
     /// Whether job queues this producer creates are priority queues.
     let priorityQueues: Bool
     /// Whether job queues this producer creates are quorum queues.
@@ -177,10 +174,6 @@ public final class Producer {
                     .invalidConfiguration,
                     "job \(request.id): its deadline is not after its notBefore: it could never start")
             }
-            if !journalChecked {
-                try journal.check()
-                journalChecked = true
-            }
             try checkReplyQueuesExist(ordered)
             try checkNoStreams(ordered)
             let replyTo = watch ? try declareReplyQueue() : nil
@@ -194,7 +187,6 @@ public final class Producer {
                 throw error
             }
         }
-        try journal.append(descriptors.map(\.id))
         guard dependent else { return descriptors }
         let order = Dictionary(uniqueKeysWithValues: requests.enumerated().map { ($1.id, $0) })
         return descriptors.sorted { order[$0.id]! < order[$1.id]! }
@@ -217,6 +209,9 @@ public final class Producer {
                 requireSuccess: request.requireSuccess ? true : nil)
             jobs.append((request, descriptor, try descriptor.encoded()))
         }
+        // Recorded before they leave: a journal that cannot be written fails a call that published nothing, and a
+        // job the broker may hold (unconfirmed, or confirmed beside a refused one) is known to later dependents.
+        try journal.append(ordered.map(\.id))
         // The jobs leave with one `send` rather than three system calls each: sent as soon as they are written
         // (and on the way out when a publish fails).
         connection.holdOutput()
