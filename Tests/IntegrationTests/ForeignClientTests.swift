@@ -28,6 +28,35 @@ extension Integration {
             }
         }
 
+        @Test("the wire format's Python example runs as written, also where a --quorum-queues worker made warren.dead")
+        func documentedPythonExample() throws {
+            let document = try String(
+                contentsOf: TestEnvironment.packageRoot.appendingPathComponent("docs/wire-format.md"), encoding: .utf8)
+            let section = try #require(document.components(separatedBy: "### 8.2 Python").dropFirst().first)
+            let code = try #require(section.components(separatedBy: "```python\n").dropFirst().first?
+                .components(separatedBy: "\n```").first)
+            let vhost = TestEnvironment.uniqueName("example")
+            try Chaos.brokerCtl(["add_vhost", vhost])
+            defer { try? Chaos.brokerCtl(["delete_vhost", vhost]) }
+            try Chaos.brokerCtl(["set_permissions", "-p", vhost, "guest", ".*", ".*", ".*"])
+            let url = try TestEnvironment.brokerURL.replacingOccurrences(of: "/%2F", with: "/\(vhost)")
+            let worker = try ChildProcess(
+                TestEnvironment.warrenBinary,
+                ["worker", "--url", url, "--quorum-queues", "--worker-id", TestEnvironment.uniqueName("example-worker")],
+                name: "worker making quorum queues")
+            defer { worker.terminate() }
+            try worker.waitForStderr(containing: "worker started")
+            let script = try TestEnvironment.temporaryDirectory().appendingPathComponent("example.py")
+            let documentedURL = "amqp://guest:guest@localhost:5672/%2F"
+            try #require(code.contains(documentedURL))
+            try Data(code.replacingOccurrences(of: documentedURL, with: url).utf8).write(to: script)
+            let client = try ChildProcess(URL(fileURLWithPath: "/usr/bin/python3"), [script.path])
+            #expect(client.waitForExit() == 0, "\(client.stderr)")
+            let lines = client.stdout.split(separator: "\n")
+            #expect(lines.contains { $0.contains(" cancelled ") }, "\(client.stdout)")
+            #expect(lines.filter { $0.contains(" succeeded ") }.count == 2, "\(client.stdout)")
+        }
+
         @Test("pika publishes a job a Warren worker runs, receives its progress and result in its reply queue, finds it in a stored result batch, and has a dependent job add its sum")
         func pikaClient() throws {
             let queue = TestEnvironment.uniqueName("pika")
