@@ -24,16 +24,17 @@ extension AMQPConnection {
         try check(amqp_channel_close(state, channel, AMQP_REPLY_SUCCESS), "close channel \(channel)", channel: channel)
     }
 
-    /// Declares an exchange (`direct`, `fanout`, `topic` or `headers`).
+    /// Declares an exchange (`direct`, `fanout`, `topic` or `headers`). With `passive`, only checks that it exists
+    /// (the broker closes the channel with 404 if not).
     public func declareExchange(
-        _ name: String, type: String, durable: Bool = true, autoDelete: Bool = false,
+        _ name: String, type: String, durable: Bool = true, autoDelete: Bool = false, passive: Bool = false,
         arguments: AMQPTable = [:], channel: UInt16
     ) throws {
         flushOutput()
         let arena = CArena()
         amqp_exchange_declare(
-            state, channel, arena.bytes(name), arena.bytes(type), 0, durable ? 1 : 0, autoDelete ? 1 : 0, 0,
-            arena.table(arguments))
+            state, channel, arena.bytes(name), arena.bytes(type), passive ? 1 : 0, durable ? 1 : 0,
+            autoDelete ? 1 : 0, 0, arena.table(arguments))
         try check(amqp_get_rpc_reply(state), "declare exchange '\(name)'", channel: channel)
     }
 
@@ -48,8 +49,10 @@ extension AMQPConnection {
         let ok = amqp_queue_declare(
             state, channel, arena.bytes(name), passive ? 1 : 0, durable ? 1 : 0, exclusive ? 1 : 0,
             autoDelete ? 1 : 0, arena.table(arguments))
-        try check(amqp_get_rpc_reply(state), "declare queue '\(name)'", channel: channel)
-        guard let ok else { throw AMQPError(.library, "declare queue '\(name)': no reply") }
+        // A server-named queue (an empty name) is named for what it is.
+        let queue = name.isEmpty ? "a server-named queue" : "queue '\(name)'"
+        try check(amqp_get_rpc_reply(state), "declare \(queue)", channel: channel)
+        guard let ok else { throw AMQPError(.library, "declare \(queue): no reply") }
         return QueueInfo(
             name: CDecode.string(ok.pointee.queue), messageCount: ok.pointee.message_count,
             consumerCount: ok.pointee.consumer_count)

@@ -100,13 +100,23 @@ public final class AMQPConnection {
             let close = reply.reply.decoded?.assumingMemoryBound(to: amqp_connection_close_t.self).pointee,
             close.reply_code == 403 || close.reply_code == 530
         {
+            let text = CDecode.string(close.reply_text)
+            if close.reply_code == 530, text.contains("connection limit") {
+                // The user's or the virtual host's connection limit: trying again may do, once another closes.
+                throw AMQPError(
+                    .connectionFailed,
+                    "cannot connect to \(where_) as user '\(configuration.user)': a connection limit is reached",
+                    replyCode: close.reply_code, replyText: text)
+            }
             let problem =
                 close.reply_code == 530
                 ? "virtual host '\(configuration.virtualHost)' does not exist or is not open to this user"
                 : "wrong user name or password"
+            // The broker's words after NOT_ALLOWED name the virtual host and why; after ACCESS_REFUSED they only
+            // point to its log.
             throw AMQPError(
                 .authenticationFailed, "broker at \(where_) refused user '\(configuration.user)': \(problem)",
-                replyCode: close.reply_code, replyText: Self.shortReplyText(CDecode.string(close.reply_text)))
+                replyCode: close.reply_code, replyText: close.reply_code == 530 ? text : Self.shortReplyText(text))
         }
         // RabbitMQ refuses credentials with a connection.close (403), since this client asks for it
         // (authentication_failure_close): a connection closed without one never got that far (a proxy in front of

@@ -12,7 +12,8 @@ public struct AMQPError: Error, Sendable, CustomStringConvertible {
         /// The URL could not be parsed.
         public static let invalidURL = Code("invalidURL")
         /// The TCP connection could not be opened: nothing listens there (yet), the host is unreachable or its name
-        /// unknown, or no answer came in time. Trying again later may succeed.
+        /// unknown, or no answer came in time; or the broker refused it for a user's or a virtual host's connection
+        /// limit. Trying again later may succeed.
         public static let connectionFailed = Code("connectionFailed")
         /// TLS could not be set up: the broker's certificate is not trusted or not for the host, the handshake
         /// failed, or the CA certificate file cannot be read. Trying again changes nothing.

@@ -44,7 +44,10 @@ extension Integration {
 
             try Chaos.brokerCtl(["change_password", user, password + "changed"])
             try Chaos.closeConnections(named: "warren worker \(id)", reason: "test: the password changed")
-            let refused = try await HealthScrape.fetch(metrics, "/readyz") { $0.status == 503 }
+            // The first try to reconnect comes a moment later: the connection was lost soon after it was made.
+            let refused = try await HealthScrape.fetch(metrics, "/readyz") {
+                $0.status == 503 && ($0.component("worker")?["lastError"] as? String)?.contains("ACCESS_REFUSED") == true
+            }
             #expect(refused.status == 503)
             let lost = try #require(refused.component("worker"))
             #expect(lost["connection"] as? String == "reconnecting")

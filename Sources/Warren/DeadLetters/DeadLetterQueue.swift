@@ -14,20 +14,26 @@ public final class DeadLetterQueue {
     /// Publishes on the channel so far: the broker numbers each one's confirm in turn.
     private var published = 0
 
-    /// Connects and declares the dead-letter exchange and queue.
+    /// Connects, and declares the dead-letter exchange and queue unless the queue exists (a client that finds it
+    /// needs no permission to configure it).
     /// - Throws: ``WarrenError`` (`invalidConfiguration` for a bad URL, `broker` when the connection fails,
     ///   `queueUnreachable` when the queue lives on a cluster node that is down).
     public init(url: String) throws {
         connection = try BrokerAddresses(url, connectionName: "warren dead").connect()
+        let unreachable = WarrenError(
+            .queueUnreachable,
+            "the dead-letter queue \(Topology.deadQueue) is on a cluster node that is down or out of reach")
         do {
             try connection.openChannel(Self.channel)
-            guard try Topology.declareDeadLetters(on: connection, channel: Self.channel) else {
+            let exists = try Topology.lookUp(Topology.deadQueue, on: connection) != nil
+            guard try exists || Topology.declareDeadLetters(on: connection, channel: Self.channel) else {
                 connection.close()
-                throw WarrenError(
-                    .queueUnreachable,
-                    "the dead-letter queue \(Topology.deadQueue) is on a cluster node that is down or out of reach")
+                throw unreachable
             }
             try connection.enableConfirms(channel: Self.channel)
+        } catch let error as AMQPError where error.isQueueNodeDown {
+            connection.close()
+            throw unreachable
         } catch let error as AMQPError {
             throw WarrenError(.broker, error.description)
         }

@@ -142,7 +142,7 @@ extension Producer {
             try UniqueLock.declare(key: key, on: connection, channel: Self.lockChannel)
         } catch let error as AMQPError where error.channel == Self.lockChannel {
             lockChannelOpen = false
-            guard error.replyCode == 406 else { throw error }
+            guard error.replyCode == 406, Topology.isInequivalentArguments(error) else { throw error }
             throw WarrenError(
                 .broker,
                 "queue '\(UniqueLock.queue(forKey: key))' exists, but not as Warren declares a unique job's lock "

@@ -212,6 +212,12 @@ public final class Producer {
         // Recorded before they leave: a journal that cannot be written fails a call that published nothing, and a
         // job the broker may hold (unconfirmed, or confirmed beside a refused one) is known to later dependents.
         try journal.append(ordered.map(\.id))
+        // Every queue the jobs go to is declared before the first leaves: one the broker refuses (no permission to
+        // configure it, the virtual host's queue limit) fails a call that published nothing, not half a graph.
+        var queues: Set<String> = []
+        for request in ordered where queues.insert(request.queue).inserted {
+            try declareJobQueue(request.queue)
+        }
         // The jobs leave with one `send` rather than three system calls each: sent as soon as they are written
         // (and on the way out when a publish fails).
         connection.holdOutput()
@@ -224,7 +230,6 @@ public final class Producer {
                 if request.supersede, let key = request.key {
                     try publishControl(.supersede(key: key, before: descriptor.sequence))
                 }
-                try declareJobQueue(request.queue)
                 published = true
                 handed += 1
                 // Mandatory: a queue deleted since this producer declared it, or on a cluster node that is down,
@@ -540,12 +545,14 @@ public final class Producer {
             properties: MessageProperties(contentType: WireCoding.contentType, persistent: true, appID: "warren"))
     }
 
-    /// Declares the control exchange and stream on ``Topology/declarationChannel``, and again while the stream is
-    /// still starting (a worker just created it, or the broker just restarted): the broker then closes that channel,
-    /// not the one the jobs went out on, whose confirms are still awaited.
+    /// Declares the control exchange and stream on ``Topology/declarationChannel``, unless the stream exists (a
+    /// producer that finds it, which a worker made, needs no permission to configure it), and again while the
+    /// stream is still starting (a worker just created it, or the broker just restarted): the broker then closes that
+    /// channel, not the one the jobs went out on, whose confirms are still awaited.
     private func declareControl() throws {
         let channel = Topology.declarationChannel
         try AMQPError.retryingWhileStreamStarts {
+            guard try Topology.lookUp(Topology.controlStream, on: connection) == nil else { return }
             try connection.openChannel(channel)
             try Topology.declareControl(on: connection, channel: channel)
             try connection.closeChannel(channel)

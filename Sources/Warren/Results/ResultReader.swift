@@ -80,12 +80,17 @@ public final class ResultReader {
 
     private static func read(on connection: AMQPConnection, from start: Start, progress: Bool) throws {
         try connection.openChannel(Self.channel)
-        try Topology.declareResults(on: connection, channel: Self.channel)
+        // Declared only if missing: a reader that finds them needs no permission to configure them.
+        if try Topology.lookUp(Topology.resultsStream, on: connection) == nil {
+            try Topology.declareResults(on: connection, channel: Self.channel)
+        }
         try connection.qos(prefetchCount: Self.prefetch, channel: Self.channel)
         try connection.consume(
             Topology.resultsStream, arguments: ["x-stream-offset": start.argument], channel: Self.channel)
         if progress {
-            try Topology.declareProgress(on: connection, channel: Self.channel)
+            if try !Topology.exchangeExists(Topology.progressExchange, on: connection) {
+                try Topology.declareProgress(on: connection, channel: Self.channel)
+            }
             let queue = try connection.declareQueue(
                 "", durable: false, exclusive: true, autoDelete: true, channel: Self.channel
             ).name

@@ -171,11 +171,11 @@ public enum Topology {
         _ name: String, priorities: Bool, quorum: Bool = false, on connection: AMQPConnection, channel: UInt16
     ) throws -> Bool {
         if let problem = problem(creatingPriorityQueues: priorities, quorumQueues: quorum) { preconditionFailure(problem) }
+        // Look for the queue (a client that finds it needs no permission to configure anything), declare it and its
+        // dead letters if it is missing, and look again if another client declared it otherwise meanwhile.
+        guard try lookUp(name, on: connection) == nil else { return false }
         try declareDeadLetters(quorum: quorum, on: connection, channel: channel)
         let arguments = jobQueueArguments(priorities: priorities, quorum: quorum)
-        // Look for the queue, declare it if it is missing, and look again if another client declared it otherwise
-        // meanwhile.
-        guard try lookUp(name, on: connection) == nil else { return false }
         if try declare(name, arguments: arguments, on: connection) { return true }
         guard try lookUp(name, on: connection) == nil else { return false }
         // As the broker's own refusal would be: a worker reconnects and declares it again.
@@ -209,11 +209,15 @@ public enum Topology {
 
     /// Whether queue `name` is a stream declared with no other argument (a declaration as one is accepted); `false`
     /// also when there is no such queue, or it was declared otherwise: a stream with arguments of its own
-    /// (`x-max-age`, say) cannot be told from another queue so.
+    /// (`x-max-age`, say) cannot be told from another queue so, nor can any queue by a user who may not configure it.
     /// - Throws: `AMQPError` when the broker refuses otherwise, or the connection fails.
     public static func isStream(_ name: String, on connection: AMQPConnection) throws -> Bool {
         guard try lookUp(name, on: connection) != nil else { return false }
-        return try declare(name, arguments: ["x-queue-type": "stream"], on: connection)
+        do {
+            return try declare(name, arguments: ["x-queue-type": "stream"], on: connection)
+        } catch let error as AMQPError where error.channel == declarationChannel && error.replyCode == 403 {
+            return false  // a user who may not configure the queue cannot ask so: taken for a queue
+        }
     }
 
     /// Whether job queue `name`, which exists, is known to take a channel-wide prefetch limit (`basic.qos` with
@@ -236,6 +240,14 @@ public enum Topology {
         }
     }
 
+    /// Whether exchange `name` exists: a passive declaration, which needs no permission.
+    /// - Throws: `AMQPError` when the connection fails.
+    public static func exchangeExists(_ name: String, on connection: AMQPConnection) throws -> Bool {
+        try onDeclarationChannel(connection, refusedWith: 404) {
+            try connection.declareExchange(name, type: "", passive: true, channel: declarationChannel)
+        } != nil
+    }
+
     /// Whether queue `name` exists, also when it is exclusive to another connection (which the broker does not
     /// show, 405).
     /// - Throws: `AMQPError` when the connection fails or the queue's node is down.
@@ -248,17 +260,25 @@ public enum Topology {
     }
 
     /// Declares queue `name` with `arguments`; returns `false` if the broker refuses because the queue exists with
-    /// other arguments (406).
+    /// other arguments (406 `inequivalent arg`). Its other refusals with 406, such as a virtual host's queue limit
+    /// (`vhost queue limit (N) is reached`), throw with the broker's words.
     private static func declare(_ name: String, arguments: AMQPTable, on connection: AMQPConnection) throws -> Bool {
-        try onDeclarationChannel(connection, refusedWith: 406) {
+        try onDeclarationChannel(connection, refusedWith: 406, when: isInequivalentArguments) {
             _ = try connection.declareQueue(name, arguments: arguments, channel: declarationChannel)
         } != nil
     }
 
+    /// Whether the broker refused a declaration because the queue exists with other arguments: RabbitMQ's
+    /// `PRECONDITION_FAILED - inequivalent arg 'x-max-priority' for queue …` (and a refusal without words).
+    static func isInequivalentArguments(_ error: AMQPError) -> Bool {
+        error.replyText.map { $0.contains("inequivalent arg") } ?? true
+    }
+
     /// Runs `declaration` on ``declarationChannel``, which the broker closes when it refuses one: `nil` when it
-    /// refuses with reply code `refusal`; any other failure throws.
+    /// refuses with reply code `refusal` (and the refusal is one `when` accepts); any other failure throws.
     private static func onDeclarationChannel<T>(
-        _ connection: AMQPConnection, refusedWith refusal: UInt16, _ declaration: () throws -> T
+        _ connection: AMQPConnection, refusedWith refusal: UInt16, when accepted: (AMQPError) -> Bool = { _ in true },
+        _ declaration: () throws -> T
     ) throws -> T? {
         try connection.openChannel(declarationChannel)
         let result: T
@@ -266,6 +286,7 @@ public enum Topology {
             result = try declaration()
         } catch let error as AMQPError
             where error.channel == declarationChannel && error.replyCode == refusal && !error.isQueueNodeDown
+            && accepted(error)
         {
             return nil
         }

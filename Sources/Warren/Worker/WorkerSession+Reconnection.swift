@@ -73,10 +73,26 @@ extension WorkerSession {
         }
     }
 
+    static let firstReconnectDelay = Duration.milliseconds(100)
+    /// How long a connection must have lived for its loss to start the backoff over.
+    static let steadyConnection = Duration.seconds(30)
+
     /// Reconnects with exponential backoff and jitter, trying each broker address in turn; meanwhile handles
     /// finished jobs and stop requests. Returns `false` when the worker stopped before it could reconnect.
+    ///
+    /// A connection lost within ``steadyConnection`` of being made (the broker refuses something the worker does
+    /// once connected, such as publishing a result to an exchange it may not write to) is not reopened at once: the
+    /// backoff goes on from where it was, so that a refusal that repeats costs a reconnect every
+    /// ``Worker/Configuration/maxReconnectDelay``, not ten a second.
     func reconnect() -> Bool {
-        var delay = Duration.milliseconds(100)
+        var delay = Self.firstReconnectDelay
+        if ContinuousClock.now - connectedAt < Self.steadyConnection {
+            delay = min(reconnectDelay * 2, configuration.maxReconnectDelay)
+            logger.warning(
+                "the connection was lost soon after it was made; waiting before reconnecting",
+                metadata: ["delayMs": "\(Int(delay / .milliseconds(1)))"])
+            guard waitWhileDisconnected(for: delay * Double.random(in: 0.75...1.25)) else { return false }
+        }
         var attempt = 0
         while true {
             let broker = worker.brokers.configurations[attempt % worker.brokers.configurations.count]
@@ -86,6 +102,8 @@ extension WorkerSession {
                 connection = fresh
                 generation += 1
                 try declareAndConsume()
+                connectedAt = .now
+                reconnectDelay = delay
                 logger.info("reconnected", metadata: ["broker": "\(broker.redactedURL)", "attempts": "\(attempt)"])
                 metrics.reconnected()
                 announceConnected()

@@ -63,13 +63,22 @@ extension WorkerSession {
         let delayQueue = Topology.delayQueue(for: queue, seconds: bucket)
         // Declared before every use, never cached: a delay queue deletes itself after an hour unused, and a publish
         // to a queue that is gone, or whose cluster node is down, would be confirmed and lost.
-        let kind = try Topology.declareDelayQueue(
-            for: queue, seconds: bucket, quorum: delayQueueKinds[delayQueue] ?? true, on: connection)
+        let again = { [unowned self] in
+            try delay(delivery, from: queue, milliseconds: milliseconds, attempt: attempt, notBefore: notBefore)
+        }
+        let kind: Bool?
+        do {
+            kind = try Topology.declareDelayQueue(
+                for: queue, seconds: bucket, quorum: delayQueueKinds[delayQueue] ?? true, on: connection)
+        } catch let error as AMQPError where error.code == .channelClosed && error.channel == Topology.declarationChannel {
+            // Refused, the connection open (no permission to configure it, the virtual host's queue limit reached):
+            // the job is held, not sent back to run again at once, over and over, without its attempt counted.
+            let why = "the broker refuses a delay queue; holding jobs to delay until it accepts it"
+            return try hold(why, ["queue": "\(delayQueue)", "error": "\(error)"], delivery, again)
+        }
         guard let kind else {
             let why = "a delay queue is on a cluster node that is down; holding jobs to delay until it returns"
-            return try hold(why, ["queue": "\(delayQueue)"], delivery) { [unowned self] in
-                try delay(delivery, from: queue, milliseconds: milliseconds, attempt: attempt, notBefore: notBefore)
-            }
+            return try hold(why, ["queue": "\(delayQueue)"], delivery, again)
         }
         delayQueueKinds[delayQueue] = kind
         var properties = delivery.properties

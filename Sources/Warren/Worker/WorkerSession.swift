@@ -27,6 +27,10 @@ final class WorkerSession {
     var connection: AMQPConnection
     /// Counts connections: a delivery tag is valid only on the connection of its generation.
     var generation = 1
+    /// When the live connection was made, and the backoff delay that reconnecting had reached then: a connection
+    /// lost again soon after (``WorkerSession+Reconnection``) continues the backoff rather than starting it over.
+    var connectedAt = ContinuousClock.now
+    var reconnectDelay = WorkerSession.firstReconnectDelay
     var inFlight: [String: InFlightJob] = [:]
     /// Whether a job with a deadline may be in flight. The deadline checks pass over every job in flight, each turn
     /// of the loop: only while this is set.

@@ -1,0 +1,195 @@
+import Foundation
+import Testing
+
+/// A broker that refuses part of what a worker or a producer does, to a user of its own or in a virtual host with
+/// limits: the refusal is reported in the broker's words, and no job runs again and again because of it.
+extension Integration {
+    @Suite struct Permissions {
+        /// A user of the test broker with `configure`, `write` and `read` permissions on `/`, and its URL; deleted
+        /// by `body`'s end.
+        private static func withUser(
+            configure: String, write: String = ".*", read: String = ".*", _ body: (_ user: String, _ url: String) throws -> Void
+        ) throws {
+            let user = TestEnvironment.uniqueName("perm-user")
+            try Chaos.brokerCtl(["add_user", user, "secret"])
+            defer { try? Chaos.brokerCtl(["delete_user", user]) }
+            try Chaos.brokerCtl(["set_permissions", "-p", "/", user, configure, write, read])
+            try body(user, try TestEnvironment.brokerURL.replacingOccurrences(of: "guest:guest@", with: "\(user):secret@"))
+        }
+
+        private static func startWorker(url: String, queue: String) throws -> ChildProcess {
+            let worker = try ChildProcess(
+                TestEnvironment.warrenBinary,
+                ["worker", "--url", url, "--queue", queue, "--worker-id", TestEnvironment.uniqueName("perm-worker")],
+                name: "worker with few permissions")
+            try worker.waitForStderr(containing: "worker started")
+            return worker
+        }
+
+        /// The `configure`, `write` and `read` expressions of `role`'s row in the README's permissions table.
+        private static func documentedPermissions(of role: String) throws -> [String] {
+            let readme = try String(
+                contentsOf: TestEnvironment.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+            let row = try #require(readme.split(separator: "\n").first { $0.hasPrefix("| \(role) |") })
+            let cells = row.replacingOccurrences(of: "\\|", with: "\u{0}").split(separator: "|").map {
+                $0.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "\u{0}", with: "|")
+            }
+            return try cells[2...4].map { cell in
+                try #require(cell.hasPrefix("`") && cell.hasSuffix("`") ? String(cell.dropFirst().dropLast()) : nil, "\(row)")
+            }
+        }
+
+        @Test("the README's producer and monitor permissions are all their commands need, and refuse the rest")
+        func documentedRoles() throws {
+            let queue = TestEnvironment.uniqueName("perm-roles")
+            defer { BrokerProbe.delete(queue) }
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            let state = ["WARREN_STATE_DIR": try TestEnvironment.temporaryDirectory().path]
+            let producer = try Self.documentedPermissions(of: "producer")
+            let monitor = try Self.documentedPermissions(of: "monitor")
+            #expect(producer == [#"^amq\.gen-.*$"#, #"^(amq\.default|warren\.control)$"#, #"^amq\.gen-.*$"#])
+            try Self.withUser(configure: producer[0], write: producer[1], read: producer[2]) { _, url in
+                func run(_ arguments: [String]) throws -> String {
+                    let output = try CLI.run(arguments + ["--url", url], environment: state)
+                    #expect(output.status == 0, "\(arguments): \(output.stderr)")
+                    return output.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+                }
+                let first = try run(["enqueue", "sleep", "--input", #"{"seconds":0.2}"#, "--queue", queue])
+                _ = try run(["enqueue", "echo", "--depends-on", first, "--queue", queue, "--wait"])
+                _ = try run(["enqueue", "echo", "--queue", queue, "--key", "roles", "--supersede"])
+                let graph = try TestEnvironment.temporaryDirectory().appendingPathComponent("graph.json")
+                try Data(#"{"jobs": [{"name": "a", "type": "echo"}, {"name": "b", "type": "echo", "dependsOn": ["a"]}]}"#.utf8)
+                    .write(to: graph)
+                _ = try run(["enqueue", "--graph", graph.path, "--queue", queue])
+                _ = try run(["cancel", first])
+                // A job queue no worker made needs configure.
+                let fresh = try CLI.run(["enqueue", "echo", "--queue", queue + "-new", "--url", url], environment: state)
+                #expect(fresh.status == 1 && fresh.stderr.contains("ACCESS_REFUSED"), "\(fresh.stderr)")
+            }
+            try Self.withUser(configure: monitor[0], write: monitor[1], read: monitor[2]) { _, url in
+                let status = try CLI.run(["status", "--queue", queue, "--url", url])
+                #expect(status.status == 0 && status.stdout.contains("queues=\(queue)"), "\(status.stdout)\(status.stderr)")
+                let results = try CLI.run(["results", "--url", url])
+                #expect(results.status == 0 && results.stdout.contains("succeeded"), "\(results.stderr)")
+                let dead = try CLI.run(["dead", "list", "--url", url])
+                #expect(dead.status == 0, "\(dead.stderr)")
+                let enqueue = try CLI.run(["enqueue", "echo", "--queue", queue, "--url", url])
+                #expect(enqueue.status == 1 && enqueue.stderr.contains("ACCESS_REFUSED"), "\(enqueue.stderr)")
+            }
+        }
+
+        @Test("a retry whose delay queue the broker refuses is held, not run again at once, until it is allowed")
+        func refusedDelayQueue() throws {
+            let url = try TestEnvironment.brokerURL
+            let queue = TestEnvironment.uniqueName("perm-delay")
+            defer { BrokerProbe.delete(queue) }
+            try Self.withUser(configure: #"^(?!warren\.delay\.).*"#) { user, restricted in
+                let worker = try Self.startWorker(url: restricted, queue: queue)
+                defer { worker.terminate() }
+                let waiting = try ChildProcess(
+                    TestEnvironment.warrenBinary,
+                    [
+                        "enqueue", "fail", "--input", #"{"retryable":true}"#, "--max-attempts", "2", "--queue", queue,
+                        "--wait", "--timeout", "60", "--json", "--url", url,
+                    ],
+                    name: "enqueue --wait")
+                defer { waiting.terminate() }
+                try worker.waitForStderr(containing: "the broker refuses a delay queue; holding jobs to delay until it accepts it")
+                #expect(worker.stderr.contains("ACCESS_REFUSED"), "\(worker.stderr)")
+                // Held through the next look at it (every 5 s), where it used to come back at once, over and over.
+                Thread.sleep(forTimeInterval: 6)
+                #expect(worker.stderr.components(separatedBy: "job failed; retrying").count == 2, "\(worker.stderr)")
+                #expect(!worker.stderr.contains("lost the broker"), "\(worker.stderr)")
+
+                try Chaos.brokerCtl(["set_permissions", "-p", "/", user, ".*", ".*", ".*"])
+                #expect(waiting.waitForExit() == 3, "the second attempt failed for good: \(waiting.stderr)")
+                #expect(waiting.stdout.contains(#""attempt":2"#), "\(waiting.stdout)")
+                #expect(worker.stderr.components(separatedBy: "job failed; retrying").count == 2, "\(worker.stderr)")
+            }
+        }
+
+        @Test("a result the broker refuses to take makes the worker reconnect with growing waits, and is kept for the job")
+        func refusedResultBacksOff() throws {
+            let url = try TestEnvironment.brokerURL
+            let queue = TestEnvironment.uniqueName("perm-result")
+            defer { BrokerProbe.delete(queue) }
+            try Self.withUser(configure: ".*") { user, restricted in
+                // The user may publish to the results exchange only with routing key `x`: no result's.
+                try Chaos.brokerCtl(["set_topic_permissions", "-p", "/", user, "warren.results", "^x$", ".*"])
+                let worker = try Self.startWorker(url: restricted, queue: queue)
+                defer { worker.terminate() }
+                // No reply queue: the result goes to the results exchange.
+                let enqueued = try CLI.run(["enqueue", "echo", "--input", "1", "--queue", queue, "--url", url])
+                let id = enqueued.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+                // Each loss soon after a reconnect waits twice as long as the one before.
+                for delay in [200, 400, 800] {
+                    let deadline = ContinuousClock.now + .seconds(30)
+                    while !worker.stderr.split(separator: "\n").contains(where: {
+                        $0.contains("delayMs=\(delay) ") && $0.hasSuffix("waiting before reconnecting")
+                    }) {
+                        try #require(ContinuousClock.now < deadline, "no wait of \(delay) ms:\n\(worker.stderr)")
+                        Thread.sleep(forTimeInterval: 0.05)
+                    }
+                }
+                #expect(!worker.stderr.contains("delayMs=100 "), "\(worker.stderr)")
+
+                try Chaos.brokerCtl(["clear_topic_permissions", "-p", "/", user])
+                let deadline = ContinuousClock.now + .seconds(60)
+                var stored = ""
+                while !stored.contains("succeeded \(id)") && ContinuousClock.now < deadline {
+                    stored = try CLI.run(["results", "--job", id, "--idle", "1", "--url", url]).stdout
+                }
+                #expect(stored.contains("succeeded \(id)"), "the result kept for the job came: \(worker.stderr)")
+            }
+        }
+
+        @Test("a connection limit is named as the broker names it, and a worker waits for a free connection")
+        func connectionLimit() throws {
+            let queue = TestEnvironment.uniqueName("perm-limit")
+            defer { BrokerProbe.delete(queue) }
+            try Self.withUser(configure: ".*") { user, restricted in
+                try Chaos.brokerCtl(["set_user_limits", user, #"{"max-connections": 1}"#])
+                let worker = try Self.startWorker(url: restricted, queue: queue)
+                defer { worker.terminate() }
+                let refused = try CLI.run(["enqueue", "echo", "--queue", queue, "--url", restricted])
+                #expect(refused.status == 1, "\(refused.stderr)")
+                #expect(refused.stderr.contains("a connection limit is reached"), "\(refused.stderr)")
+                #expect(refused.stderr.contains("user connection limit (1) is reached"), "\(refused.stderr)")
+                // A second worker waits for a connection, as for a broker not up yet, and connects once the first
+                // has gone.
+                let second = try ChildProcess(
+                    TestEnvironment.warrenBinary,
+                    ["worker", "--url", restricted, "--queue", queue, "--worker-id", TestEnvironment.uniqueName("perm-second")],
+                    name: "second worker")
+                defer { second.terminate() }
+                try second.waitForStderr(containing: "cannot connect; trying again")
+                worker.signal(SIGTERM)
+                #expect(worker.waitForExit() == 0)
+                try second.waitForStderr(containing: "worker started")
+            }
+        }
+
+        @Test("a virtual host's queue limit is reported in the broker's words, not as a deleted or foreign queue")
+        func queueLimit() throws {
+            let vhost = TestEnvironment.uniqueName("perm-vhost")
+            try Chaos.brokerCtl(["add_vhost", vhost])
+            defer { try? Chaos.brokerCtl(["delete_vhost", vhost]) }
+            try Chaos.brokerCtl(["set_permissions", "-p", vhost, "guest", ".*", ".*", ".*"])
+            let url = try TestEnvironment.brokerURL.replacingOccurrences(of: "/%2F", with: "/\(vhost)")
+            // Room for the dead-letter queue and one job queue.
+            try Chaos.brokerCtl(["set_vhost_limits", "-p", vhost, #"{"max-queues": 2}"#])
+            let first = try CLI.run(["enqueue", "echo", "--queue", "first", "--url", url])
+            #expect(first.status == 0, "\(first.stderr)")
+            for arguments in [
+                ["enqueue", "echo", "--queue", "second"],
+                ["enqueue", "echo", "--queue", "first", "--key", "k", "--unique-for", "1m"],
+            ] {
+                let refused = try CLI.run(arguments + ["--url", url])
+                #expect(refused.status == 1, "\(arguments): \(refused.stderr)")
+                #expect(refused.stderr.contains("queue limit in vhost '\(vhost)' (2) is reached"), "\(arguments): \(refused.stderr)")
+                #expect(!refused.stderr.contains("deleted") && !refused.stderr.contains("not as Warren declares"))
+            }
+        }
+    }
+}
