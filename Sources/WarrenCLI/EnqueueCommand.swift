@@ -345,13 +345,16 @@ final class StoredResults {
     }
 
     /// The first result stored for one of `jobIDs`.
-    /// - Throws: ``WarrenError`` (`timeout`) when none came by `deadline`.
+    /// - Throws: ``WarrenError`` (`timeout`) when none came by `deadline`; (`broker`) when the broker could not be
+    ///   reached again by then, with its last refusal (a user deleted meanwhile, say).
     func first(of jobIDs: Set<String>, until deadline: ContinuousClock.Instant) throws -> JobResult {
         var delay = Duration.milliseconds(100)
+        var unreachable: WarrenError?
         while ContinuousClock.now < deadline {
             do {
                 let reading = try reader ?? ResultReader(url: url, from: start)
                 reader = reading
+                unreachable = nil
                 guard let event = try reading.next(waitingUpTo: min(deadline - ContinuousClock.now, .seconds(1)))
                 else { continue }
                 guard case .result(let stored, let offset) = event else { continue }
@@ -360,9 +363,13 @@ final class StoredResults {
             } catch let error as WarrenError where error.code == .broker {
                 reader?.close()
                 reader = nil
+                unreachable = error
                 Thread.sleep(forTimeInterval: min(delay, max(deadline - ContinuousClock.now, .zero)) / .seconds(1))
                 delay = min(delay * 2, .seconds(5))
             }
+        }
+        if let unreachable {
+            throw WarrenError(.broker, "cannot read the results stream: \(unreachable.message)")
         }
         throw WarrenError(.timeout, "no result by the deadline")
     }

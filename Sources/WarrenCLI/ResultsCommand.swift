@@ -101,15 +101,23 @@ struct ResultsCommand: ParsableCommand {
     }
 
     /// Connects again, waiting 100 ms doubling to 5 s between attempts, for as long as it takes (until
-    /// interrupted), and reads on `from` there.
+    /// interrupted), and reads on `from` there. Says why it cannot, each time the reason changes.
     private func reconnect(after error: WarrenError, from start: ResultReader.Start) -> ResultReader {
         FileHandle.standardError.write(Data("warren: lost the broker (\(error.message)); reconnecting\n".utf8))
         var delay = 0.1
+        var said: String?
         while true {
             Thread.sleep(forTimeInterval: delay)
-            if let reader = try? ResultReader(url: broker.brokerURL, from: start, progress: true) {
+            do {
+                let reader = try ResultReader(url: broker.brokerURL, from: start, progress: true)
                 FileHandle.standardError.write(Data("warren: reconnected\n".utf8))
                 return reader
+            } catch {
+                let reason = (error as? WarrenError)?.message ?? "\(error)"
+                if reason != said {
+                    FileHandle.standardError.write(Data("warren: cannot reconnect (\(reason)); trying again\n".utf8))
+                    said = reason
+                }
             }
             delay = min(delay * 2, 5)
         }
