@@ -55,6 +55,7 @@ public struct AMQPConfiguration: Sendable, Hashable {
                 query[String(parts[0])] = value.removingPercentEncoding ?? value
             }
         }
+        let byHand = Self.partsDecodedByHand(&base)
         guard let buffer = strdup(base) else { throw AMQPError(.invalidURL, "out of memory") }
         defer { free(buffer) }
         var info = amqp_connection_info()
@@ -71,7 +72,55 @@ public struct AMQPConfiguration: Sendable, Hashable {
         user = String(cString: info.user)
         password = String(cString: info.password)
         usesTLS = info.ssl != 0
+        user = byHand.user ?? user
+        password = byHand.password ?? password
+        virtualHost = byHand.virtualHost ?? virtualHost
         try apply(query)
+    }
+
+    /// The user name, password and virtual host of `url` that librabbitmq 0.11 would refuse though a URI allows
+    /// them, decoded here: percent-escapes of bytes above 0x7F (UTF-8 text: `%C3%BC`, `ü`) and a `:` in the virtual
+    /// host (`/a:b`). Each such part is decoded, and replaced in `url` by a plain placeholder for librabbitmq to
+    /// parse the rest; a part with an escape that does not decode is left for librabbitmq to refuse.
+    private static func partsDecodedByHand(_ url: inout String) -> (user: String?, password: String?, virtualHost: String?) {
+        guard let scheme = url.range(of: "://") else { return (nil, nil, nil) }
+        let authorityEnd = url[scheme.upperBound...].firstIndex(of: "/") ?? url.endIndex
+        let hasHighEscape = { (part: Substring) in
+            part.split(separator: "%", omittingEmptySubsequences: false).dropFirst().contains {
+                guard let first = $0.first?.hexDigitValue else { return false }
+                return first >= 8
+            }
+        }
+        var decoded: (user: String?, password: String?, virtualHost: String?) = (nil, nil, nil)
+        var replacements: [(Range<String.Index>, String)] = []
+        if authorityEnd < url.endIndex {
+            let path = url[url.index(after: authorityEnd)...]
+            if path.contains(":") || hasHighEscape(path), let text = path.removingPercentEncoding {
+                decoded.virtualHost = text
+                replacements.append((path.startIndex..<path.endIndex, "v"))
+            }
+        }
+        if let at = url[scheme.upperBound..<authorityEnd].lastIndex(of: "@") {
+            let userInfo = url[scheme.upperBound..<at]
+            let colon = userInfo.firstIndex(of: ":")
+            let user = userInfo[..<(colon ?? userInfo.endIndex)]
+            if let colon {
+                let password = userInfo[userInfo.index(after: colon)...]
+                if hasHighEscape(password), let text = password.removingPercentEncoding {
+                    decoded.password = text
+                    replacements.append((password.startIndex..<password.endIndex, "p"))
+                }
+            }
+            if hasHighEscape(user), let text = user.removingPercentEncoding {
+                decoded.user = text
+                replacements.append((user.startIndex..<user.endIndex, "u"))
+            }
+        }
+        // From the end, so that the ranges before stay valid.
+        for (range, placeholder) in replacements.sorted(by: { $0.0.lowerBound > $1.0.lowerBound }) {
+            url.replaceSubrange(range, with: placeholder)
+        }
+        return decoded
     }
 
     /// Applies the query items of RabbitMQ's URI specification that Warren honours: `cacertfile` and

@@ -27,6 +27,19 @@ struct AMQPConfigurationTests {
         #expect(configuration.virtualHost == "v/h")
     }
 
+    @Test func utf8EscapesAndAColonInTheVirtualHostAreDecoded() throws {
+        // librabbitmq 0.11 refuses both, though a URI allows them (Python's urllib.parse.quote writes the first).
+        let configuration = try AMQPConfiguration(url: "amqp://j%C3%BCrgen:p%C3%A4ss%2Fw@localhost:5673/b%C3%BCro:1")
+        #expect(configuration.user == "jürgen")
+        #expect(configuration.password == "päss/w")
+        #expect(configuration.virtualHost == "büro:1")
+        #expect(configuration.host == "localhost" && configuration.port == 5673)
+        #expect(try AMQPConfiguration(url: "amqp://u:p@h/x%3Ay").virtualHost == "x:y")
+        #expect(try AMQPConfiguration(url: "amqp://u:%E2%82%AC@h/").password == "€")
+        #expect(throws: AMQPError.self) { try AMQPConfiguration(url: "amqp://u:p@h/%C3") }
+        #expect(throws: AMQPError.self) { try AMQPConfiguration(url: "amqp://u:p@h/a%ZZ:b") }
+    }
+
     @Test func defaultsFollowLibrabbitmq() throws {
         let configuration = try AMQPConfiguration(url: "amqp://localhost")
         #expect(configuration.host == "localhost")
