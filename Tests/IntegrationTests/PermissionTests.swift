@@ -144,6 +144,18 @@ extension Integration {
             }
         }
 
+        @Test("a scheduler the broker refuses to let set up exits 1 at once, as a worker does")
+        func refusedScheduler() throws {
+            try Self.withUser(configure: #"^(?!warren\.schedules$).*"#) { _, restricted in
+                let file = try TestEnvironment.temporaryDirectory().appendingPathComponent("schedules.json")
+                try Data(#"{"schedules": [{"name": "perm", "type": "echo", "every": 60}]}"#.utf8).write(to: file)
+                let scheduler = try CLI.run(["schedule", file.path, "--url", restricted])
+                #expect(scheduler.status == 1, "\(scheduler.stderr)")
+                #expect(scheduler.stderr.contains("cannot set up at"), "\(scheduler.stderr)")
+                #expect(scheduler.stderr.contains("ACCESS_REFUSED"), "\(scheduler.stderr)")
+            }
+        }
+
         @Test("a connection limit is named as the broker names it, and a worker waits for a free connection")
         func connectionLimit() throws {
             let queue = TestEnvironment.uniqueName("perm-limit")

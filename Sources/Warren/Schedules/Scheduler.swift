@@ -93,7 +93,9 @@ public final class Scheduler: Sendable {
     ///
     /// A lost connection is reopened with backoff, trying each broker address in turn, for as long as it takes.
     /// - Throws: ``WarrenError`` (`broker`) when no broker address accepts the first connection: at once for a
-    ///   refused password or an untrusted certificate, after ``Configuration/brokerWaitAtStart`` when none listens.
+    ///   refused password or an untrusted certificate, after ``Configuration/brokerWaitAtStart`` when none listens;
+    ///   at once when the broker refuses, on the first connection, to let it declare or consume `warren.schedules`
+    ///   or the dead letters (no permission, a virtual host's limit).
     public func runOnCurrentThread() throws {
         let session: SchedulerSession
         do {

@@ -57,11 +57,21 @@ final class SchedulerSession {
         (connection, producer) = try Self.connect(scheduler, patience: scheduler.configuration.brokerWaitAtStart)
         do {
             try start()
+        } catch let refusal as SetupRefused {
+            // Refused for good (no permission, a virtual host's limit), as a worker is: what trying again cannot mend.
+            connection.close()
+            producer.close()
+            throw WarrenError(.broker, "cannot set up at \(connection.configuration.redactedURL): \(refusal.error)")
         } catch {
-            // Connected, but the broker refused a declaration (the node of warren.schedules is down): as later, try
-            // again with backoff.
+            // Connected, but the broker could not take a declaration (the node of warren.schedules is down): as
+            // later, try again with backoff.
             startFailure = error
         }
+    }
+
+    /// The broker refused what ``start()`` declares or consumes: 403 `ACCESS_REFUSED` or 406 (a limit).
+    struct SetupRefused: Error {
+        let error: AMQPError
     }
 
     /// Opens the state connection (the first broker address that accepts) and the producer's; while no address
@@ -106,14 +116,19 @@ final class SchedulerSession {
     /// Declares and consumes `warren.schedules`, and publishes an empty state into it: the queue is then sure to
     /// hold a message, which makes the broker's active consumer the leader (an empty state adds nothing to the
     /// leader's).
+    /// - Throws: ``SetupRefused`` when the broker refuses the declarations for good.
     func start() throws {
         try brokerCall {
-            try connection.openChannel(Self.channel)
-            try connection.enableConfirms(channel: Self.channel)
-            try Topology.declareScheduleQueue(quorum: configuration.quorumQueues, on: connection, channel: Self.channel)
-            try Topology.declareDeadLetters(quorum: configuration.quorumQueues, on: connection, channel: Self.channel)
-            try connection.qos(prefetchCount: 100, channel: Self.channel)
-            try connection.consume(Topology.scheduleQueue, channel: Self.channel)
+            do {
+                try connection.openChannel(Self.channel)
+                try connection.enableConfirms(channel: Self.channel)
+                try Topology.declareScheduleQueue(quorum: configuration.quorumQueues, on: connection, channel: Self.channel)
+                try Topology.declareDeadLetters(quorum: configuration.quorumQueues, on: connection, channel: Self.channel)
+                try connection.qos(prefetchCount: 100, channel: Self.channel)
+                try connection.consume(Topology.scheduleQueue, channel: Self.channel)
+            } catch let error as AMQPError where error.replyCode == 403 || error.replyCode == 406 {
+                throw SetupRefused(error: error)
+            }
         }
         publishCount = 0
         confirmedCount = 0
