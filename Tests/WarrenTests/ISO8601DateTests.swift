@@ -50,6 +50,8 @@ struct ISO8601DateTests {
     @Test(arguments: [
         "2030-02-30T00:00:00Z", "2029-02-29T00:00:00Z", "2030-04-31T00:00:00Z", "2030-01-01T24:00:00Z",
         "2030-01-01T23:59:60Z", "2030-01-01T23:60:00Z", "2030-13-01T00:00:00Z", "1500-02-30T00:00:00Z",
+        // The days Foundation's calendar skips from the Julian to the Gregorian: it read them ten days on.
+        "1582-10-05T00:00:00Z", "1582-10-14T23:59:59Z",
     ])
     func refusesFieldsOutOfRange(_ text: String) {
         struct Stamp: Decodable { let at: Date }
@@ -58,7 +60,10 @@ struct ISO8601DateTests {
         #expect(decoded == nil, "\(text) read as \(decoded.map { "\($0.at)" } ?? "")")
     }
 
-    @Test(arguments: ["2028-02-29T00:00:00Z", "1500-02-29T12:00:00Z", "2030-12-31T23:59:59.999+05:00", "2030-01-01"])
+    @Test(arguments: [
+        "2028-02-29T00:00:00Z", "1500-02-29T12:00:00Z", "2030-12-31T23:59:59.999+05:00", "2030-01-01",
+        "1582-10-04T23:59:59Z", "1582-10-15T00:00:00Z",
+    ])
     func acceptsFieldsInRange(_ text: String) {
         #expect(ISO8601Date.hasFieldsInRange(text))
     }
@@ -96,5 +101,17 @@ struct ISO8601DateTests {
         // Before 1583 Foundation writes the date, and keeps the milliseconds too.
         let julian = try WireCoding.decoder.decode(Stamp.self, from: Data(#"{"at":"1500-03-01T10:20:30.813Z"}"#.utf8))
         #expect(WireCoding.text(of: julian.at) == "1500-03-01T10:20:30.813Z")
+    }
+
+    /// The last date of year 9999 that is written back as it was read: `.9994` is written `.999`; `.9995` would be
+    /// written as the year 10000, which the wire format has no room for.
+    @Test func theLastMillisecondOfYear9999() throws {
+        struct Stamp: Decodable { let at: Date }
+        for (text, accepted) in [("9999-12-31T23:59:59.999Z", true), ("9999-12-31T23:59:59.9994Z", true),
+                                 ("9999-12-31T23:59:59.9999Z", false)] {
+            let decoded = try? WireCoding.decoder.decode(Stamp.self, from: Data(#"{"at":"\#(text)"}"#.utf8))
+            #expect((decoded != nil) == accepted, "\(text)")
+            if let decoded { #expect(WireCoding.text(of: decoded.at) == "9999-12-31T23:59:59.999Z") }
+        }
     }
 }

@@ -90,7 +90,7 @@ enum ISO8601Date {
     private static let template = Array(#""0000-00-00T00:00:00.000Z""#.utf8)
 
     /// Whether text that starts `YYYY-MM-DDTHH:MM:SS` names fields that exist: a day its month has (a leap day
-    /// in Julian leap years before 1583, as Foundation's calendar counts them), hours below 24, minutes and seconds
+    /// in Julian leap years before 1583, as Foundation's calendar counts them; none of 5 … 14 October 1582), hours below 24, minutes and seconds
     /// below 60. Foundation's parser rolls such text over into the next day or month instead of refusing it. Text
     /// of another shape is left to Foundation: `true`.
     static func hasFieldsInRange(_ text: String) -> Bool {
@@ -103,6 +103,9 @@ enum ISO8601Date {
                 reader.skip(":"), let second = reader.number(digits: 2)
             else { return true }
             guard (1...12).contains(month) else { return false }
+            // Foundation's calendar goes from the Julian 4 October 1582 to the Gregorian 15th: the days between
+            // name none (it would read them ten days on).
+            if year == 1582 && month == 10 && (5...14).contains(day) { return false }
             let days = month == 2 && year < 1583 && year % 4 == 0 ? 29 : daysIn(month: month, year: year)
             return (1...days).contains(day) && hour < 24 && minute < 60 && second < 60
         }

@@ -38,7 +38,8 @@ package enum WireCoding {
             // result echoing such a date would be unreadable.
             guard dateRange.contains(date.timeIntervalSince1970) else {
                 throw DecodingError.dataCorruptedError(
-                    in: container, debugDescription: "date out of range: years 0001 to 9999 only")
+                    in: container,
+                    debugDescription: "date out of range: years 0001 to 9999 only, to the millisecond it is written with")
             }
             return date
         }
@@ -57,9 +58,10 @@ package enum WireCoding {
         return Date(timeIntervalSinceReferenceDate: rounded + 0.000_4).formatted(iso8601)
     }
 
-    /// Seconds since 1970 of the dates the wire format accepts: 0001-01-01T00:00:00Z ... 9999-12-31T23:59:59.999Z,
-    /// as Foundation's ISO 8601 style reads them (in the Julian calendar before 1582).
-    static let dateRange: ClosedRange<Double> = -62_135_769_600...253_402_300_799.999
+    /// Seconds since 1970 of the dates the wire format accepts: 0001-01-01T00:00:00Z up to what is written, rounded
+    /// to the millisecond, as 9999-12-31T23:59:59.999Z (`.9999` would be written as the year 10000), as
+    /// Foundation's ISO 8601 style reads them (in the Julian calendar before 1582).
+    static let dateRange: Range<Double> = -62_135_769_600..<253_402_300_799.9995
 
     /// The AMQP content type of every Warren message.
     static let contentType = "application/json"
