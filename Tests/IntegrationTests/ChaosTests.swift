@@ -210,6 +210,28 @@ extension Integration.Chaos {
         #expect(follower.process.isRunning)
     }
 
+    @Test("a worker stopped while its broker is away waits for it no longer than --grace once its job ended")
+    func stopWhileTheBrokerIsAway() throws {
+        let queue = TestEnvironment.uniqueName("stop-away")
+        defer { BrokerProbe.delete(queue) }
+        let worker = try CLI.startWorker(queue: queue, arguments: ["--grace", "2"])
+        defer { worker.terminate() }
+        let job = try Producer.forTests().enqueue(JobRequest(type: "sleep", input: ["seconds": 1], queue: queue))
+        try worker.waitForStart(of: job.id)
+        try Self.brokerCtl(["stop_app"])
+        var restarted = false
+        defer { if !restarted { try? Self.brokerCtl(["start_app"]) } }
+        try worker.waitForStderr(containing: "lost the broker; reconnecting")
+        worker.signal(SIGTERM)
+        // It used to wait twice the grace period, and then to the end of a backoff step (up to 30 s more); it exits
+        // while the broker is still away, dropping the result it kept.
+        #expect(worker.waitForExit() == 0, "\(worker.stderr)")
+        try Self.brokerCtl(["start_app"])
+        restarted = true
+        #expect(worker.stderr.contains("keeping its result for the redelivery"), "\(worker.stderr)")
+        #expect(worker.stderr.contains("dropping the results of jobs that ended after their delivery was lost"))
+    }
+
     @Test("a worker and a scheduler started before their broker wait for it, then work; SIGTERM ends the wait")
     func startBeforeTheBroker() throws {
         let queue = TestEnvironment.uniqueName("start-early")

@@ -147,13 +147,16 @@ extension WorkerSession {
             }
             enforceTimeLimits()
             if let stopDeadline, ContinuousClock.now >= stopDeadline { cancelAll(reason: "shutdown") }
-            // Results kept for their jobs' redeliveries are worth a reconnect, until the stop gives up on everything.
-            let keepsResults = !orphanResults.isEmpty && abandonDeadline.map { ContinuousClock.now < $0 } ?? true
+            // Results kept for their jobs' redeliveries are worth a reconnect, for as long as a stop lets jobs finish
+            // (`--grace`): past that, a broker still away would keep the worker from exiting for nothing.
+            let keepsResults = !orphanResults.isEmpty && stopDeadline.map { ContinuousClock.now < $0 } ?? true
             if stopDeadline != nil && (inFlight.isEmpty || abandonsJobs) && !keepsResults {
                 logJobsLeft()
                 return false
             }
-            let wakeAt = min(until, timeLimitCheckAt ?? until)
+            // A stop's deadlines end the wait too, not only the backoff's next try (up to 30 s later).
+            let wakeAt = [until, timeLimitCheckAt, stopDeadline, abandonDeadline].compactMap { $0 }
+                .filter { $0 > ContinuousClock.now }.min() ?? until
             worker.mailbox.sleep {
                 let timeout = wakeAt - ContinuousClock.now
                 worker.health.sleeping(for: timeout)
