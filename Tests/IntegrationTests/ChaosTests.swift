@@ -210,6 +210,25 @@ extension Integration.Chaos {
         #expect(follower.process.isRunning)
     }
 
+    @Test("a worker whose connection is closed again right after it reconnected looks for the broker at once")
+    func closedTwiceInARow() throws {
+        let queue = TestEnvironment.uniqueName("closed-twice")
+        defer { BrokerProbe.delete(queue) }
+        let id = TestEnvironment.uniqueName("closed-twice-worker")
+        let worker = try CLI.startWorker(queue: queue, id: id)
+        defer { worker.terminate() }
+        for time in 1...2 {
+            try Self.closeConnections(named: "warren worker \(id)", reason: "test: closed \(time)")
+            let deadline = ContinuousClock.now + .seconds(30)
+            while worker.stderr.components(separatedBy: "] reconnected").count <= time && ContinuousClock.now < deadline {
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+        }
+        #expect(worker.stderr.components(separatedBy: "] reconnected").count == 3, "\(worker.stderr)")
+        // A close by an operator (320 CONNECTION_FORCED), not a refusal: no wait before reconnecting.
+        #expect(!worker.stderr.contains("waiting before reconnecting"), "\(worker.stderr)")
+    }
+
     @Test("a worker stopped while its broker is away waits for it no longer than --grace once its job ended")
     func stopWhileTheBrokerIsAway() throws {
         let queue = TestEnvironment.uniqueName("stop-away")

@@ -59,6 +59,7 @@ extension WorkerSession {
             "lost the broker; reconnecting",
             metadata: ["broker": "\(connection.configuration.redactedURL)", "error": "\(error)"])
         connection.close()
+        lostToRefusal = error.code == .channelClosed || (error.code == .connectionClosed && error.replyCode != 320)
         worker.health.disconnected(error)
         metrics.brokerConnection(connected: false, blocked: false)
         // Whether the broker stored these results is unknown: keep them for the redelivery.
@@ -80,18 +81,21 @@ extension WorkerSession {
     /// Reconnects with exponential backoff and jitter, trying each broker address in turn; meanwhile handles
     /// finished jobs and stop requests. Returns `false` when the worker stopped before it could reconnect.
     ///
-    /// A connection lost within ``steadyConnection`` of being made (the broker refuses something the worker does
-    /// once connected, such as publishing a result to an exchange it may not write to) is not reopened at once: the
-    /// backoff goes on from where it was, so that a refusal that repeats costs a reconnect every
-    /// ``Worker/Configuration/maxReconnectDelay``, not ten a second.
+    /// A connection the broker closed, refusing something the worker does once connected (publishing a result to an
+    /// exchange it may not write to), within ``steadyConnection`` of being made is not reopened at once: the
+    /// backoff goes on from the last wait, doubled, so that a refusal that repeats costs a reconnect every
+    /// ``Worker/Configuration/maxReconnectDelay``, not ten a second. A broker that went away (restarted, say) is
+    /// looked for again at once, however soon.
     func reconnect() -> Bool {
         var delay = Self.firstReconnectDelay
-        if ContinuousClock.now - connectedAt < Self.steadyConnection {
-            delay = min(reconnectDelay * 2, configuration.maxReconnectDelay)
+        var waited = Duration.zero
+        if lostToRefusal, ContinuousClock.now - connectedAt < Self.steadyConnection {
+            waited = min(reconnectDelay * 2, configuration.maxReconnectDelay)
             logger.warning(
                 "the connection was lost soon after it was made; waiting before reconnecting",
-                metadata: ["delayMs": "\(Int(delay / .milliseconds(1)))"])
-            guard waitWhileDisconnected(for: delay * Double.random(in: 0.75...1.25)) else { return false }
+                metadata: ["delayMs": "\(Int(waited / .milliseconds(1)))"])
+            guard waitWhileDisconnected(for: waited * Double.random(in: 0.75...1.25)) else { return false }
+            delay = min(waited * 2, configuration.maxReconnectDelay)
         }
         var attempt = 0
         while true {
@@ -103,7 +107,7 @@ extension WorkerSession {
                 generation += 1
                 try declareAndConsume()
                 connectedAt = .now
-                reconnectDelay = delay
+                reconnectDelay = max(waited, Self.firstReconnectDelay)
                 logger.info("reconnected", metadata: ["broker": "\(broker.redactedURL)", "attempts": "\(attempt)"])
                 metrics.reconnected()
                 announceConnected()
@@ -116,6 +120,7 @@ extension WorkerSession {
             }
             let jittered = delay * Double.random(in: 0.75...1.25)
             guard waitWhileDisconnected(for: jittered) else { return false }
+            waited = delay
             delay = min(delay * 2, configuration.maxReconnectDelay)
         }
     }

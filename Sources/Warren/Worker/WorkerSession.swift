@@ -27,10 +27,13 @@ final class WorkerSession {
     var connection: AMQPConnection
     /// Counts connections: a delivery tag is valid only on the connection of its generation.
     var generation = 1
-    /// When the live connection was made, and the backoff delay that reconnecting had reached then: a connection
-    /// lost again soon after (``WorkerSession+Reconnection``) continues the backoff rather than starting it over.
+    /// When the live connection was made, and the last wait before it: a connection the broker closes again soon
+    /// after, refusing something (``WorkerSession+Reconnection``), continues the backoff rather than starting it over.
     var connectedAt = ContinuousClock.now
     var reconnectDelay = WorkerSession.firstReconnectDelay
+    /// Whether the broker closed the last connection lost, or a channel of it, for something it refused (an
+    /// `ACCESS_REFUSED`, say), rather than going away (a shutdown, a broken socket, missed heartbeats).
+    var lostToRefusal = false
     var inFlight: [String: InFlightJob] = [:]
     /// Whether a job with a deadline may be in flight. The deadline checks pass over every job in flight, each turn
     /// of the loop: only while this is set.
