@@ -1,3 +1,5 @@
+import AMQP
+
 /// An error from Warren itself: configuration, broker or wire-format problems, with a message a person can act on.
 public struct WarrenError: Error, Sendable, CustomStringConvertible {
     /// What kind of failure this is. Extensible: match on the static members.
@@ -29,11 +31,20 @@ public struct WarrenError: Error, Sendable, CustomStringConvertible {
     /// For an `enqueue` that failed after handing jobs to the broker (`broker`, `timeout`): the ids of the jobs it
     /// handed over whose confirm did not come. They may be enqueued all the same; `cancel(jobIDs:)` takes them back.
     public var unconfirmedJobIDs: [String] = []
+    /// For a `broker` error where the broker refused what was asked (403 `ACCESS_REFUSED`: the user lacks a
+    /// permission), rather than went away: trying again changes nothing until an operator does.
+    public var isAccessRefused = false
 
     public init(_ code: Code, _ message: String, unconfirmedJobIDs: [String] = []) {
         self.code = code
         self.message = message
         self.unconfirmedJobIDs = unconfirmedJobIDs
+    }
+
+    /// A `broker` error for `error`, in its words.
+    init(broker error: AMQPError) {
+        self.init(.broker, error.description)
+        isAccessRefused = error.replyCode == 403
     }
 
     public var description: String { message }

@@ -363,6 +363,8 @@ final class StoredResults {
             } catch let error as WarrenError where error.code == .broker {
                 reader?.close()
                 reader = nil
+                // A permission missing (read on warren.results) stays missing until the deadline.
+                if error.isAccessRefused { throw WarrenError(.broker, "cannot read the results stream: \(error.message)") }
                 unreachable = error
                 Thread.sleep(forTimeInterval: min(delay, max(deadline - ContinuousClock.now, .zero)) / .seconds(1))
                 delay = min(delay * 2, .seconds(5))

@@ -74,7 +74,7 @@ public final class ResultReader {
                 }
             }
         } catch let error as AMQPError {
-            throw WarrenError(.broker, error.description)
+            throw WarrenError(broker: error)
         }
     }
 
@@ -125,7 +125,7 @@ public final class ResultReader {
                 connection.waitForActivity(wakeUp: nil, timeout: min(left, .seconds(1)))
             }
         } catch let error as AMQPError {
-            throw WarrenError(.broker, error.description)
+            throw WarrenError(broker: error)
         }
     }
 
