@@ -34,7 +34,10 @@ struct Instant: ExpressibleByArgument {
 
     init?(argument: String) {
         let styles = [Date.ISO8601FormatStyle(includingFractionalSeconds: true), Date.ISO8601FormatStyle()]
-        guard let date = styles.lazy.compactMap({ try? $0.parse(argument) }).first else { return nil }
+        // A day or time that does not exist (2027-02-30, 24:30) is refused, not moved to another as Foundation would.
+        guard WireCoding.namesExistingTime(argument),
+            let date = styles.lazy.compactMap({ try? $0.parse(argument) }).first
+        else { return nil }
         self.date = date
     }
 }

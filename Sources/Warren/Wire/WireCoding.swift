@@ -48,6 +48,12 @@ package enum WireCoding {
 
     static let iso8601 = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
 
+    /// Whether ISO 8601 text names a day and a time that exist (``ISO8601Date/hasFieldsInRange(_:)``): Foundation's
+    /// parser reads `2027-02-30` as 2 March, and `24:30` as the next day.
+    package static func namesExistingTime(_ text: String) -> Bool {
+        ISO8601Date.hasFieldsInRange(text)
+    }
+
     /// A date as the wire format writes it, rounded to the nearest millisecond (``ISO8601Date/append(_:to:)``).
     /// Before 1583, where Foundation's calendar turns Julian, Foundation writes it: it cuts the fraction to the
     /// millisecond, so the date is first rounded and then moved 0.4 ms later, which the cut drops.
