@@ -21,6 +21,22 @@ enum StateDirectory {
         return WarrenError(.system, "cannot \(action) \(what) '\(path)': \(reason)\(hint(for: path))")
     }
 
+    /// Creates `directory` and its missing parents, as `mkdir -p` does: `nil`, or why not, in the system's words
+    /// (`Not a directory` for a parent that is a file, where Foundation says only "The operation could not be
+    /// completed").
+    static func create(_ directory: String) -> String? {
+        var path = directory.hasPrefix("/") ? "" : "."
+        for component in directory.split(separator: "/") {
+            path += "/" + component
+            if mkdir(path, 0o755) != 0 && errno != EEXIST { return String(cString: strerror(errno)) }
+        }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            return String(cString: strerror(ENOTDIR))
+        }
+        return nil
+    }
+
     /// How the state directory holding `path` was chosen, for error messages; empty for a path outside it.
     static func hint(for path: String) -> String {
         let directory = Self.path

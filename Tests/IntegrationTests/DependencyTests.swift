@@ -335,7 +335,7 @@ extension Integration {
             try Data().write(to: URL(fileURLWithPath: file))
             for (dependencies, refusal) in [
                 (["--depends-on", id], "cannot open the job journal '\(file)/journal': Not a directory"),
-                ([], "cannot create the directory of the sequence file '\(file)/sequence': "),
+                ([], "cannot create the directory of the sequence file '\(file)/sequence': Not a directory"),
             ] {
                 let unusable = try CLI.run(
                     ["enqueue", "echo", "--queue", queue, "--url", url] + dependencies,

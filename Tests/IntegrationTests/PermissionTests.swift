@@ -48,7 +48,7 @@ extension Integration {
             let state = ["WARREN_STATE_DIR": try TestEnvironment.temporaryDirectory().path]
             let producer = try Self.documentedPermissions(of: "producer")
             let monitor = try Self.documentedPermissions(of: "monitor")
-            #expect(producer == [#"^amq\.gen-.*$"#, #"^(amq\.default|warren\.control)$"#, #"^amq\.gen-.*$"#])
+            #expect(producer == [#"^amq\.gen-.*$"#, #"^(amq\.default|warren\.control)$"#, #"^(amq\.gen-.*|warren\.results)$"#])
             try Self.withUser(configure: producer[0], write: producer[1], read: producer[2]) { _, url in
                 func run(_ arguments: [String]) throws -> String {
                     let output = try CLI.run(arguments + ["--url", url], environment: state)
@@ -63,6 +63,19 @@ extension Integration {
                     .write(to: graph)
                 _ = try run(["enqueue", "--graph", graph.path, "--queue", queue])
                 _ = try run(["cancel", first])
+                // --wait that loses its connection reads the result from the results stream.
+                let waiting = try ChildProcess(
+                    TestEnvironment.warrenBinary,
+                    ["enqueue", "sleep", "--input", #"{"seconds":1}"#, "--queue", queue, "--wait", "--url", url],
+                    environment: state, name: "enqueue --wait as producer")
+                defer { waiting.terminate() }
+                let printed = ContinuousClock.now + .seconds(30)
+                while waiting.stdout.isEmpty && ContinuousClock.now < printed { Thread.sleep(forTimeInterval: 0.02) }
+                try worker.waitForStart(of: waiting.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+                try Integration.Chaos.closeConnections(
+                    named: "warren producer \(waiting.process.processIdentifier)", reason: "test: the producer loses the broker")
+                #expect(waiting.waitForExit() == 0, "\(waiting.stderr)")
+                #expect(waiting.stderr.contains("reading their results from the results stream"), "\(waiting.stderr)")
                 // A job queue no worker made needs configure.
                 let fresh = try CLI.run(["enqueue", "echo", "--queue", queue + "-new", "--url", url], environment: state)
                 #expect(fresh.status == 1 && fresh.stderr.contains("ACCESS_REFUSED"), "\(fresh.stderr)")
@@ -191,17 +204,21 @@ extension Integration {
             let url = try TestEnvironment.brokerURL.replacingOccurrences(of: "/%2F", with: "/\(vhost)")
             // Room for the dead-letter queue and one job queue.
             try Chaos.brokerCtl(["set_vhost_limits", "-p", vhost, #"{"max-queues": 2}"#])
-            let first = try CLI.run(["enqueue", "echo", "--queue", "first", "--url", url])
+            let state = try TestEnvironment.temporaryDirectory()
+            let first = try CLI.run(["enqueue", "echo", "--queue", "first", "--url", url], environment: ["WARREN_STATE_DIR": state.path])
             #expect(first.status == 0, "\(first.stderr)")
             for arguments in [
                 ["enqueue", "echo", "--queue", "second"],
                 ["enqueue", "echo", "--queue", "first", "--key", "k", "--unique-for", "1m"],
             ] {
-                let refused = try CLI.run(arguments + ["--url", url])
+                let refused = try CLI.run(arguments + ["--url", url], environment: ["WARREN_STATE_DIR": state.path])
                 #expect(refused.status == 1, "\(arguments): \(refused.stderr)")
                 #expect(refused.stderr.contains("queue limit in vhost '\(vhost)' (2) is reached"), "\(arguments): \(refused.stderr)")
                 #expect(!refused.stderr.contains("deleted") && !refused.stderr.contains("not as Warren declares"))
             }
+            // The journal knows the job enqueued, not those refused before they left (dependents would wait forever).
+            let journal = try String(contentsOf: state.appendingPathComponent("journal"), encoding: .utf8)
+            #expect(journal == first.stdout, "\(journal)")
         }
     }
 }

@@ -251,7 +251,7 @@ struct SequenceStoreTests {
         let error = #expect(throws: (any Error).self) { try SequenceStore(path: path).next() }
         let warrenError = try #require(error as? WarrenError)
         #expect(warrenError.code == .system)
-        #expect(warrenError.message.hasPrefix("cannot create the directory of the sequence file '\(path)': "))
+        #expect(warrenError.message == "cannot create the directory of the sequence file '\(path)': Not a directory")
     }
 
     @Test func errorsInTheStateDirectorySayHowItWasChosen() {

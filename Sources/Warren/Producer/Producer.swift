@@ -209,15 +209,16 @@ public final class Producer {
                 requireSuccess: request.requireSuccess ? true : nil)
             jobs.append((request, descriptor, try descriptor.encoded()))
         }
-        // Recorded before they leave: a journal that cannot be written fails a call that published nothing, and a
-        // job the broker may hold (unconfirmed, or confirmed beside a refused one) is known to later dependents.
-        try journal.append(ordered.map(\.id))
         // Every queue the jobs go to is declared before the first leaves: one the broker refuses (no permission to
         // configure it, the virtual host's queue limit) fails a call that published nothing, not half a graph.
         var queues: Set<String> = []
         for request in ordered where queues.insert(request.queue).inserted {
             try declareJobQueue(request.queue)
         }
+        // Recorded just before they leave: a journal that cannot be written fails a call that published nothing,
+        // and a job the broker may hold (unconfirmed, or confirmed beside a refused one) is known to later
+        // dependents.
+        try journal.append(ordered.map(\.id))
         // The jobs leave with one `send` rather than three system calls each: sent as soon as they are written
         // (and on the way out when a publish fails).
         connection.holdOutput()

@@ -126,14 +126,10 @@ public struct SequenceStore: Sendable {
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         if descriptor >= 0 { return descriptor }
         guard errno == ENOENT || errno == ENOTDIR else { throw failure("open") }
-        do {
-            try FileManager.default.createDirectory(
-                atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        } catch {
+        if let reason = StateDirectory.create((path as NSString).deletingLastPathComponent) {
             throw WarrenError(
                 .system,
-                "cannot create the directory of the sequence file '\(path)': \(error.localizedDescription)"
-                    + StateDirectory.hint(for: path))
+                "cannot create the directory of the sequence file '\(path)': \(reason)" + StateDirectory.hint(for: path))
         }
         let created = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard created >= 0 else { throw failure("open") }

@@ -45,12 +45,10 @@ final class CrashJournal: @unchecked Sendable {
     ///   - slots: How many jobs may execute at once (more make the file grow).
     /// - Throws: ``WarrenError`` (`system`) when the directory or the file cannot be created.
     init(directory: String, broker: String, workerID: String, slots: Int) throws {
-        do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        } catch {
+        if let reason = StateDirectory.create(directory) {
             throw WarrenError(
                 .system,
-                "cannot create the crash journal directory '\(directory)': \(error.localizedDescription)"
+                "cannot create the crash journal directory '\(directory)': \(reason)"
                     + StateDirectory.hint(for: directory + "/"))
         }
         id = UUID().uuidString.lowercased()
