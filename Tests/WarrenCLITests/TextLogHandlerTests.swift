@@ -27,9 +27,8 @@ struct TextLogHandlerTests {
         let before = Date()
         let stamp = TextLogFormat.timestamp()
         let after = Date()
-        let parsed = try #require(
-            try Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(
-                stamp.replacingOccurrences(of: #"([+-]\d\d)(\d\d)$"#, with: "$1:$2", options: .regularExpression)))
+        let parsed = try Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(
+            stamp.replacingOccurrences(of: #"([+-]\d\d)(\d\d)$"#, with: "$1:$2", options: .regularExpression))
         // Cut to the millisecond, never rounded up, never a coarse clock's second before.
         #expect(parsed >= before.addingTimeInterval(-0.001) && parsed <= after, "\(stamp)")
     }
