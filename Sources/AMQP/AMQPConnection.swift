@@ -217,7 +217,8 @@ public final class AMQPConnection {
                 .connectionLost,
                 loggedIn
                     ? "cannot \(action): no answer from the broker within \(configuration.rpcTimeout) (does it block "
-                        + "this connection, under a memory or disk alarm?)"
+                        + "this connection, under a memory or disk alarm, or has its cluster lost the majority of its "
+                        + "nodes, which streams and quorum queues need?)"
                     : "cannot \(action): no answer from the broker in time (is it an AMQP broker, and does it run?)")
         }
         let lost = [AMQP_STATUS_CONNECTION_CLOSED, AMQP_STATUS_SOCKET_ERROR, AMQP_STATUS_SOCKET_CLOSED,
