@@ -159,7 +159,13 @@ extension Integration {
 
         @Test("a scheduler the broker refuses to let set up exits 1 at once, as a worker does")
         func refusedScheduler() throws {
-            try Self.withUser(configure: #"^(?!warren\.schedules$).*"#) { _, restricted in
+            // A virtual host of its own, where warren.schedules does not exist yet (one that does is only looked up).
+            let vhost = TestEnvironment.uniqueName("perm-schedules")
+            try Chaos.brokerCtl(["add_vhost", vhost])
+            defer { try? Chaos.brokerCtl(["delete_vhost", vhost]) }
+            try Self.withUser(configure: #"^(?!warren\.schedules$).*"#) { user, url in
+                try Chaos.brokerCtl(["set_permissions", "-p", vhost, user, #"^(?!warren\.schedules$).*"#, ".*", ".*"])
+                let restricted = url.replacingOccurrences(of: "/%2F", with: "/\(vhost)")
                 let file = try TestEnvironment.temporaryDirectory().appendingPathComponent("schedules.json")
                 try Data(#"{"schedules": [{"name": "perm", "type": "echo", "every": 60}]}"#.utf8).write(to: file)
                 let scheduler = try CLI.run(["schedule", file.path, "--url", restricted])
