@@ -221,5 +221,28 @@ extension Integration {
             #expect(worker.process.isRunning, "the worker died: \(worker.stderr.suffix(2000))")
             #expect(!worker.stderr.contains("reconnect"), "hostile input cost the worker its connection")
         }
+
+        @Test("status requests no reply can go to, or dated ahead, are ignored, and cost no worker its connection")
+        func hostileStatusRequests() throws {
+            let url = try TestEnvironment.brokerURL
+            let queue = TestEnvironment.uniqueName("hostile-status")
+            defer { BrokerProbe.delete(queue) }
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            let now = WireCoding.text(of: Date())
+            for (replyTo, sentAt) in [
+                (String(repeating: "q", count: 300), now), ("amq.rabbitmq.reply-to.abc.def", now),
+                (String(repeating: "q", count: 300), "2099-01-01T00:00:00Z"),
+            ] {
+                let request = #"{"version":1,"kind":"status","replyTo":"\#(replyTo)","sentAt":"\#(sentAt)"}"#
+                try ForeignPublisher.publish(Array(request.utf8), url: url, exchange: Topology.controlExchange, routingKey: "")
+            }
+            try worker.waitForStderr(containing: "ignoring a status request: its replyTo is a direct reply-to pseudo-queue")
+            // Jobs still run, and a worker started now, which replays the requests, starts.
+            #expect(try CLI.run(["enqueue", "echo", "--queue", queue, "--wait", "--url", url]).status == 0)
+            let late = try CLI.startWorker(queue: queue)
+            defer { late.terminate() }
+            #expect(!worker.stderr.contains("reconnect"), "\(worker.stderr.suffix(2000))")
+        }
     }
 }

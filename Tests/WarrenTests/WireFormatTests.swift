@@ -282,6 +282,15 @@ struct WireFormatTests {
         #expect(!message.isFresh)
         message.sentAt = nil
         #expect(!message.isFresh, "a request without sentAt is never answered (§4.4): it may be replayed for a day")
+        message.sentAt = Date(timeIntervalSinceNow: 3600)
+        #expect(!message.isFresh, "a date ahead of the clock would keep a request fresh for as long as the stream")
+    }
+
+    @Test func aStatusRequestsReplyToMustBeRoutable() {
+        #expect(ControlMessage.status(replyTo: "amq.gen-JzTY20BRgKO-HjmUJj0wLg").replyToProblem == nil)
+        for refused in [String(repeating: "q", count: 256), "", "amq.rabbitmq.reply-to.abc.def", "amq.rabbitmq.reply-to"] {
+            #expect(ControlMessage.status(replyTo: refused).replyToProblem != nil, "\(refused.prefix(30))")
+        }
     }
 
     @Test func aWorkerStatusListsItsJobsOnlyWhenAsked() throws {

@@ -145,10 +145,25 @@ public struct ControlMessage: Sendable, Hashable, Codable {
         width = try? container.decodeIfPresent(Int.self, forKey: .width)
     }
 
-    /// Whether it was sent less than 30 s ago by the receiver's clock: workers answer only such `status` requests,
-    /// and not the older ones they read again from the stream when they start.
+    /// How many cancelled job ids (and keys) a worker keeps: the oldest are forgotten past that (§4.2).
+    package static let cancellationsRemembered = 100_000
+
+    /// Whether it was sent less than 30 s ago by the receiver's clock, and not more than 30 s ahead of it (a clock
+    /// that far ahead, or a forged date, would make a request fresh for as long as the stream keeps it): workers
+    /// answer only such `status` requests, and not the older ones they read again from the stream when they start.
     var isFresh: Bool {
-        (sentAt?.timeIntervalSinceNow ?? -.infinity) > -30
+        guard let age = sentAt.map({ -$0.timeIntervalSinceNow }) else { return false }
+        return age < 30 && age > -30
+    }
+
+    /// Why a `status` request's `replyTo` cannot be answered, or `nil`: a name the broker would refuse to route to
+    /// (over 255 bytes, the limit of a routing key), or one of RabbitMQ's direct reply-to pseudo-queues
+    /// (`amq.rabbitmq.reply-to.…`), whose publish from another connection closes the worker's channel.
+    var replyToProblem: String? {
+        guard let replyTo else { return "it names no replyTo" }
+        if replyTo.isEmpty || replyTo.utf8.count > 255 { return "its replyTo is not 1 to 255 bytes long" }
+        if replyTo.hasPrefix("amq.rabbitmq.reply-to") { return "its replyTo is a direct reply-to pseudo-queue" }
+        return nil
     }
 
     /// The cancellation recorded in the results of the jobs this message cancels. Only `superseded` (with a key)

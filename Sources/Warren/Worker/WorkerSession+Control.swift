@@ -77,10 +77,16 @@ extension WorkerSession {
         switch message.kind {
         case "cancel", "cancelAll":
             cancellations.record(message)
+            // The message's own ids count too: past the registry's capacity (a message of more than 100,000 ids)
+            // its first ones are forgotten as soon as recorded, and a job this worker holds must still see them.
+            let named = message.jobIDs.isEmpty ? [] : Set(message.jobIDs)
             // A job cancelled already (its time limit, an earlier message) keeps its first cancellation.
-            let cancelled = inFlight.values.compactMap { job in
-                job.operation.job.isCancelled
-                    ? nil : cancellations.cancellation(of: job.descriptor, queue: job.queue).map { (job, $0) }
+            let cancelled = inFlight.values.compactMap { job -> (InFlightJob, Cancellation)? in
+                guard !job.operation.job.isCancelled else { return nil }
+                let cancellation =
+                    cancellations.cancellation(of: job.descriptor, queue: job.queue)
+                    ?? (named.contains(job.descriptor.id) ? message.cancellation : nil)
+                return cancellation.map { (job, $0) }
             }
             // Jobs that have not started go first, and the log lines after: a cancelled executing job frees its
             // place in its local queue, where a job waiting behind it would start before its own cancellation.
@@ -112,6 +118,12 @@ extension WorkerSession {
         case "status":
             // A request replayed from the stream at start-up is long answered: only fresh ones get a reply.
             guard let replyTo = message.replyTo, message.isFresh else { return nil }
+            // A reply the broker would refuse (or crash the channel on) costs the worker its connection, and the
+            // request, replayed from the stream, would do it again.
+            if let problem = message.replyToProblem {
+                logger.warning("ignoring a status request: \(problem)")
+                return nil
+            }
             _ = try publish(
                 Array(try WireCoding.encoder.encode(status(listingJobs: message.jobs))), exchange: "", routingKey: replyTo,
                 properties: MessageProperties(contentType: WireCoding.contentType, type: "warren.status"))
