@@ -78,6 +78,13 @@ struct CancelCommand: ParsableCommand {
             // A job that already ended, or never was, is not affected: only a result tells.
             let jobs = "\(jobIDs.count) job\(jobIDs.count == 1 ? "" : "s")"
             print("cancellation sent for \(jobs) (one that already ended keeps its result)")
+            if jobIDs.count > ControlMessage.cancellationsRemembered {
+                FileHandle.standardError.write(
+                    Data(
+                        ("warren: warning: workers remember the newest \(ControlMessage.cancellationsRemembered) cancelled ids: the "
+                            + "jobs they hold are cancelled, but of those still in the broker only the last "
+                            + "\(ControlMessage.cancellationsRemembered) listed are (docs/wire-format.md §4.2)\n").utf8))
+            }
         }
         if all {
             try producer.cancelAll(queue: queue)

@@ -17,7 +17,7 @@ struct CancellationRegistry {
     /// `cancel --all`: by broker queue, `""` standing for every queue.
     private var cancelledBefore: [String: (before: UInt64, cancellation: Cancellation)] = [:]
 
-    init(capacity: Int = 100_000) {
+    init(capacity: Int = ControlMessage.cancellationsRemembered) {
         self.capacity = capacity
     }
 
