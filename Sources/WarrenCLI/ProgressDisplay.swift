@@ -14,7 +14,9 @@ final class ProgressDisplay {
         if isTerminal {
             let filled = Int(report.fraction * 30)
             let bar = String(repeating: "█", count: filled) + String(repeating: "·", count: 30 - filled)
-            write("\r\u{1B}[2K[\(bar)] \(percent)% \(report.message ?? "")")
+            // The message is the job's text (or a forger's, in the reply queue): escaped, so that it cannot set the
+            // terminal's title or clear it.
+            write("\r\u{1B}[2K[\(bar)] \(percent)% \(ResultPrinter.printable(report.message ?? ""))")
             drewBar = true
         } else {
             write(ResultPrinter.line(report) + "\n")

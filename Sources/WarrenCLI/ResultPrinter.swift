@@ -83,7 +83,9 @@ enum ResultPrinter {
 
     /// A progress fraction as a whole percentage: `42%`.
     static func percent(_ fraction: Double) -> String {
-        "\(Int((fraction * 100).rounded()))%"
+        // Clamped: a status reply's progress is another process's word (1e300 would trap converting to Int).
+        guard fraction.isFinite else { return "?%" }
+        return "\(Int((min(max(fraction, 0), 1) * 100).rounded()))%"
     }
 
     static func json(_ result: JobResult, verdict: StaleResultFilter.Verdict, offset: UInt64? = nil) throws -> String {

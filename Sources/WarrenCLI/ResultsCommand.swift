@@ -90,7 +90,7 @@ struct ResultsCommand: ParsableCommand {
                         : ResultPrinter.line(result, verdict: verdict))
             case .result(.failure(let error), let offset):
                 FileHandle.standardError.write(
-                    Data("warren: at offset \(offset.map(String.init) ?? "?"): \(error.message)\n".utf8))
+                    Data("warren: at offset \(offset.map(String.init) ?? "?"): \(ResultPrinter.printable(error.message))\n".utf8))
             case .progress(let report):
                 // A report names no key: with --key, only those of the --job ids print.
                 guard job.contains(report.jobID) || (job.isEmpty && key.isEmpty) else { continue }

@@ -59,7 +59,9 @@ struct StatusCommand: ParsableCommand {
         } catch let error as WarrenError where error.code == .timeout {
             workersUnknown = error
         }
-        let asked = Set(queue + statuses.flatMap(\.queues))
+        // Names a reply lists are another process's word: one that no queue can have (over 255 bytes) is not looked
+        // up, which the broker would answer by closing the connection.
+        let asked = Set(queue + statuses.flatMap(\.queues).filter { !$0.isEmpty && $0.utf8.count <= 255 })
         // warren.default too, consumed or not (a backlog nobody takes is what to see), unless it does not exist and
         // other queues are shown.
         let queues = try asked.union([Topology.defaultQueue]).sorted().map { name in
@@ -105,9 +107,9 @@ struct StatusCommand: ParsableCommand {
             switch status {
             case .success(let status?):
                 print(
-                    "queue \(name) waiting=\(status.waiting) delayed=\(status.delayed) consumers=\(status.consumers)")
-            case .success(nil): print("queue \(name): no such queue")
-            case .failure(let error): print("queue \(name): unreachable: \(error.message)")
+                    "queue \(ResultPrinter.printable(name)) waiting=\(status.waiting) delayed=\(status.delayed) consumers=\(status.consumers)")
+            case .success(nil): print("queue \(ResultPrinter.printable(name)): no such queue")
+            case .failure(let error): print("queue \(ResultPrinter.printable(name)): unreachable: \(ResultPrinter.printable(error.message))")
             }
         }
         switch deadLetters {
@@ -188,7 +190,12 @@ struct StatusCommand: ParsableCommand {
     }
 
     /// A time limit as `warren worker --time-limit` takes it: `250ms`, `1.5s`, `30s`, `10m`, `2h`, `1d`, `90m`.
+    private static let aYear = 31_536_000.0
+    private static let aHundredYears = 3_153_600_000.0
+
     static func timeLimit(_ seconds: Double) -> String {
+        // A reply is another process's word: a value no Int holds (1e300, NaN) prints as a year, not a trap.
+        guard seconds.isFinite, (0...Self.aYear).contains(seconds) else { return seconds > 0 ? ">1y" : "?" }
         let milliseconds = Int((seconds * 1000).rounded())
         if milliseconds < 1000 { return "\(milliseconds)ms" }
         guard milliseconds % 1000 == 0 else { return "\(Double(milliseconds) / 1000)s" }
@@ -199,6 +206,7 @@ struct StatusCommand: ParsableCommand {
 
     /// `2.5s` (under 10 s), `42s`, `3m12s`, `2h5m`.
     static func duration(_ seconds: Double) -> String {
+        guard seconds.isFinite, seconds <= Self.aHundredYears else { return seconds > 0 ? ">100y" : "?" }
         if seconds < 10 { return "\((seconds * 10).rounded(.down) / 10)s" }
         let total = Int(seconds)
         if total < 60 { return "\(total)s" }

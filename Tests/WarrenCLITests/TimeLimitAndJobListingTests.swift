@@ -73,6 +73,10 @@ struct TimeLimitAndJobListingTests {
             key: nil, sequence: 5, attempt: 2, heldSeconds: 400, executingSeconds: 75, progress: 0.424,
             progressMessage: "adding 7", timeLimitSeconds: 3600, cancelled: "timeLimit")
         #expect([0.25, 0.001, 1.5, 30, 600, 5400, 86_400].map(StatusCommand.timeLimit) == ["250ms", "1ms", "1.5s", "30s", "10m", "90m", "1d"])
+        // A status reply is another process's word: values no Int holds print, rather than trap.
+        #expect([1e300, .nan, -.infinity].map(StatusCommand.timeLimit) == [">1y", "?", "?"])
+        #expect([1e300, .infinity, .nan].map(StatusCommand.duration) == [">100y", ">100y", "?"])
+        #expect([1e300, -5, .nan, 0.425].map(ResultPrinter.percent) == ["100%", "0%", "?%", "43%"])
         #expect(
             StatusCommand.jobLine(job)
                 == "job j-1 type=sum executing for 1m15s attempt=2 priority=high queue=warren.default local=cpu "
