@@ -52,6 +52,9 @@ struct ISO8601DateTests {
         "2030-01-01T23:59:60Z", "2030-01-01T23:60:00Z", "2030-13-01T00:00:00Z", "1500-02-30T00:00:00Z",
         // The days Foundation's calendar skips from the Julian to the Gregorian: it read them ten days on.
         "1582-10-05T00:00:00Z", "1582-10-14T23:59:59Z",
+        // Fields of one digit, which Foundation reads and rolls over the same way; an offset's minutes.
+        "2027-2-30T10:00:00Z", "2027-02-31T1:00:00Z", "2027-02-28T9:75:00Z", "2027-02-28T24:0:00Z",
+        "2027-02-28T10:0:75Z", "1582-10-5T10:00:00Z", "2027-02-28T10:00:00+05:75",
     ])
     func refusesFieldsOutOfRange(_ text: String) {
         struct Stamp: Decodable { let at: Date }
@@ -62,7 +65,8 @@ struct ISO8601DateTests {
 
     @Test(arguments: [
         "2028-02-29T00:00:00Z", "1500-02-29T12:00:00Z", "2030-12-31T23:59:59.999+05:00", "2030-01-01",
-        "1582-10-04T23:59:59Z", "1582-10-15T00:00:00Z",
+        "1582-10-04T23:59:59Z", "1582-10-15T00:00:00Z", "2027-2-28T9:05:00Z", "2027-02-28T10:00:00.5+05:30",
+        "2027-02-28T10:00:00-0530",
     ])
     func acceptsFieldsInRange(_ text: String) {
         #expect(ISO8601Date.hasFieldsInRange(text))

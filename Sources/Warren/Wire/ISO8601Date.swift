@@ -97,12 +97,20 @@ enum ISO8601Date {
         var text = text
         return text.withUTF8 { bytes in
             var reader = DigitReader(text: bytes)
-            guard let year = reader.number(digits: 4), reader.skip("-"), let month = reader.number(digits: 2),
-                reader.skip("-"), let day = reader.number(digits: 2), reader.skip("T"),
-                let hour = reader.number(digits: 2), reader.skip(":"), let minute = reader.number(digits: 2),
-                reader.skip(":"), let second = reader.number(digits: 2)
+            // Fields of one digit too (`2027-2-30T9:75:00Z`), which Foundation also reads, and rolls over alike.
+            guard let year = reader.number(digits: 4), reader.skip("-"), let month = reader.number(upTo: 2),
+                reader.skip("-"), let day = reader.number(upTo: 2), reader.skip("T"),
+                let hour = reader.number(upTo: 2), reader.skip(":"), let minute = reader.number(upTo: 2),
+                reader.skip(":"), let second = reader.number(upTo: 2)
             else { return true }
             guard (1...12).contains(month) else { return false }
+            // An offset's minutes (`+05:75`) too.
+            if reader.skip(".") { while reader.number(digits: 1) != nil {} }
+            if reader.skip("+") || reader.skip("-") {
+                guard reader.number(upTo: 2) != nil else { return false }
+                _ = reader.skip(":")
+                guard let offsetMinutes = reader.number(upTo: 2), offsetMinutes < 60 else { return false }
+            }
             // Foundation's calendar goes from the Julian 4 October 1582 to the Gregorian 15th: the days between
             // name none (it would read them ten days on).
             if year == 1582 && month == 10 && (5...14).contains(day) { return false }
@@ -158,6 +166,20 @@ enum ISO8601Date {
             guard position < text.count, text[position] == UInt8(ascii: separator) else { return false }
             position += 1
             return true
+        }
+
+        /// The value of the next 1 to `limit` ASCII digits (as many as there are); `nil` if none comes next.
+        mutating func number(upTo limit: Int) -> Int? {
+            var value: Int?
+            var count = 0
+            while count < limit, position < text.count,
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(text[position])
+            {
+                value = (value ?? 0) * 10 + Int(text[position] - UInt8(ascii: "0"))
+                position += 1
+                count += 1
+            }
+            return value
         }
 
         /// The value of the next `digits` bytes if they are all ASCII digits; otherwise `nil`, consuming nothing.
