@@ -31,6 +31,9 @@ public struct WarrenError: Error, Sendable, CustomStringConvertible {
     /// For an `enqueue` that failed after handing jobs to the broker (`broker`, `timeout`): the ids of the jobs it
     /// handed over whose confirm did not come. They may be enqueued all the same; `cancel(jobIDs:)` takes them back.
     public var unconfirmedJobIDs: [String] = []
+    /// For an `enqueue` that failed because the broker refused some of its jobs (`basic.nack`, `basic.return`):
+    /// the ids of the others, which it confirmed: they are enqueued.
+    public var enqueuedJobIDs: [String] = []
     /// For a `broker` error where the broker refused what was asked (403 `ACCESS_REFUSED`: the user lacks a
     /// permission), rather than went away: trying again changes nothing until an operator does.
     public var isAccessRefused = false

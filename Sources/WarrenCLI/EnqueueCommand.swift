@@ -199,6 +199,16 @@ struct EnqueueCommand: ParsableCommand {
         } catch let error as WarrenError where error.code == .duplicate {
             FileHandle.standardError.write(Data("warren: \(error.message)\n".utf8))
             throw ExitCode.duplicate
+        } catch let error as WarrenError where !error.enqueuedJobIDs.isEmpty {
+            // The broker refused some jobs and took the others: those are enqueued, and named as enqueued ones are.
+            for id in error.enqueuedJobIDs {
+                let shown = json ? try ResultPrinter.json(["id": JSONValue.string(id), "confirmed": true]) : id
+                print(names[id].map { "\($0) \(shown)" } ?? shown)
+            }
+            fflush(nil)
+            FileHandle.standardError.write(
+                Data("warren: \(error.message) (the ids of the enqueued jobs are on standard output)\n".utf8))
+            throw ExitCode.failure
         } catch let error as WarrenError where !error.unconfirmedJobIDs.isEmpty {
             // Jobs that may be enqueued are named as enqueued ones are, so that whoever keeps the output can take
             // them back (warren cancel --ids-from) or look for their results.

@@ -1,3 +1,4 @@
+import AMQP
 import Foundation
 import Testing
 
@@ -198,6 +199,48 @@ extension Integration {
                 worker.signal(SIGTERM)
                 #expect(worker.waitForExit() == 0)
                 try second.waitForStderr(containing: "worker started")
+            }
+        }
+
+        @Test("a graph the broker partly refuses prints the jobs it took; jobs it refused are unknown to dependents")
+        func partlyRefusedGraph() throws {
+            let url = try TestEnvironment.brokerURL
+            let open = TestEnvironment.uniqueName("perm-open")
+            let full = TestEnvironment.uniqueName("perm-full")
+            defer { [open, full].forEach(BrokerProbe.delete) }
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: url))
+            defer { connection.close() }
+            try connection.openChannel(1)
+            _ = try connection.declareQueue(
+                full, durable: false, arguments: ["x-max-length": .int(0), "x-overflow": "reject-publish"], channel: 1)
+            let state = try TestEnvironment.temporaryDirectory()
+            let environment = ["WARREN_STATE_DIR": state.path]
+            let graph = state.appendingPathComponent("graph.json")
+            try Data(
+                #"{"jobs": [{"name": "a", "type": "echo", "queue": "\#(open)"}, {"name": "b", "type": "echo", "queue": "\#(full)"}]}"#
+                    .utf8
+            ).write(to: graph)
+            let enqueued = try CLI.run(["enqueue", "--graph", graph.path, "--url", url], environment: environment)
+            #expect(enqueued.status == 1, "\(enqueued.stderr)")
+            #expect(enqueued.stderr.contains("the broker refused 1 job for queue '\(full)'"), "\(enqueued.stderr)")
+            let lines = enqueued.stdout.split(separator: "\n")
+            #expect(lines.count == 1 && lines.first?.hasPrefix("a ") == true, "\(enqueued.stdout)")
+            let a = String(lines.first?.dropFirst(2) ?? "")
+            #expect(try BrokerProbe.depth(of: open) == 1)
+            // b's id was taken back from the journal: a dependent of b is refused, one of a is not.
+            let journal = try String(contentsOf: state.appendingPathComponent("journal"), encoding: .utf8)
+            let b = try #require(journal.split(separator: "\n").first { $0.hasPrefix("~") }?.dropFirst())
+            let onB = try CLI.run(["enqueue", "echo", "--depends-on", String(b), "--queue", open, "--url", url], environment: environment)
+            #expect(onB.status == 64 && onB.stderr.contains("unknown job \(b)"), "\(onB.stderr)")
+            let onA = try CLI.run(["enqueue", "echo", "--depends-on", a, "--queue", open, "--url", url], environment: environment)
+            #expect(onA.status == 0, "\(onA.stderr)")
+
+            // A user who may not write to the default exchange has no job taken, and the journal knows it.
+            try Self.withUser(configure: ".*", write: #"^warren\.control$"#) { _, restricted in
+                let refused = try CLI.run(["enqueue", "echo", "--queue", open, "--url", restricted], environment: environment)
+                #expect(refused.status == 1, "\(refused.stderr)")
+                #expect(refused.stderr.contains("no job of the call was enqueued"), "\(refused.stderr)")
+                #expect(refused.stdout.isEmpty, "no id is printed as enqueued or unconfirmed: \(refused.stdout)")
             }
         }
 

@@ -29,7 +29,15 @@ struct JobJournal: Sendable {
         }
     }
 
-    /// The ids among `ids` that this host enqueued: none when there is no journal yet (nor its directory).
+    /// Records `ids`, recorded as they were about to leave, as refused by the broker after all (a `basic.nack`, a
+    /// return, an `ACCESS_REFUSED`): a line `~ID` each (`~` is in no job id), which takes the id back for
+    /// ``known(_:)``.
+    func retract(_ ids: [String]) throws {
+        try append(ids.map { "~" + $0 })
+    }
+
+    /// The ids among `ids` that this host enqueued: none when there is no journal yet (nor its directory). An id's
+    /// last line counts: `ID` recorded it, `~ID` took it back.
     func known(_ ids: Set<String>) throws -> Set<String> {
         guard !ids.isEmpty else { return [] }
         guard access(path, F_OK) == 0 else {
@@ -39,8 +47,14 @@ struct JobJournal: Sendable {
             throw failure("open")
         }
         return try withLockedFile { descriptor in
-            let lines = try read(descriptor).split(separator: UInt8(ascii: "\n"))
-            return Set(lines.map { String(decoding: $0, as: UTF8.self) }).intersection(ids)
+            var known: Set<String> = []
+            for line in try read(descriptor).split(separator: UInt8(ascii: "\n")) {
+                let retracted = line.first == UInt8(ascii: "~")
+                let id = String(decoding: retracted ? line.dropFirst() : line[...], as: UTF8.self)
+                guard ids.contains(id) else { continue }
+                if retracted { known.remove(id) } else { known.insert(id) }
+            }
+            return known
         }
     }
 

@@ -255,6 +255,15 @@ public final class Producer {
                 "the broker did not confirm \(Self.jobs(ids)) within 30 s (\(WarrenError.unconfirmedCauses)): "
                     + Self.mayBeEnqueued(ids.count), unconfirmedJobIDs: ids)
         } catch let error as AMQPError where published {
+            try? journal.retract(ordered.dropFirst(handed).map(\.id))
+            if error.replyCode == 403, error.replyText?.contains("exchange 'amq.default'") == true {
+                // Every job goes through the default exchange, which this user may not write to: none was taken.
+                try? journal.retract(ordered.prefix(handed).map(\.id))
+                try? releaseUniqueLocks(of: locked)
+                var refusal = WarrenError(broker: error)
+                refusal.message += "; no job of the call was enqueued"
+                throw refusal
+            }
             // The jobs handed to the connection may have reached the broker; the others of the call did not.
             let ids = ordered.prefix(handed).map(\.id)
             throw WarrenError(
@@ -267,18 +276,30 @@ public final class Producer {
         let refusedJobs = refused.compactMap { numbers[$0] }
         let returned = Set(returnedQueues)
         let lost = Set(refusedJobs.map(\.id) + ordered.filter { returned.contains($0.queue) }.map(\.id))
-        if !lost.isEmpty { try? releaseUniqueLocks(of: locked.filter { lost.contains($0.id) }) }
+        if !lost.isEmpty {
+            try? releaseUniqueLocks(of: locked.filter { lost.contains($0.id) })
+            // Not enqueued after all: a later dependent of theirs is refused as unknown, not parked for ever.
+            try? journal.retract(ordered.map(\.id).filter(lost.contains))
+        }
+        let enqueued = ordered.map(\.id).filter { !lost.contains($0) }
         if let job = refusedJobs.first {
-            throw WarrenError(
+            var refusal = WarrenError(
                 .broker,
                 "the broker refused \(refusedJobs.count) job\(refusedJobs.count == 1 ? "" : "s") for queue "
                     + "'\(job.queue)' (basic.nack: the queue is at its length limit, with x-overflow reject-publish, "
                     + "or is a quorum queue that has lost the majority of its nodes); "
                     + "\(refusedJobs.count == 1 ? "it was" : "they were") not enqueued"
                     + (ordered.count > refusedJobs.count ? ", the others of the call were" : ""))
+            refusal.enqueuedJobIDs = enqueued
+            throw refusal
         }
         guard refused.isEmpty else { throw WarrenError(.broker, "the broker refused a published message (basic.nack)") }
-        try checkNothingReturned()
+        do {
+            try checkNothingReturned()
+        } catch var error as WarrenError {
+            error.enqueuedJobIDs = enqueued
+            throw error
+        }
         return jobs.map(\.descriptor)
     }
 
