@@ -313,6 +313,10 @@ struct WireFormatTests {
         #expect(job["timeLimitSeconds"] as? Double == 30)
         #expect(object["moreJobs"] as? Int == 4)
         #expect(try WorkerStatus.decode(Array(WireCoding.encoder.encode(listed))) == listed)
+        // A state this build does not know (a newer worker's) reads as itself: the reply is not dropped (§4.4).
+        let newer = String(decoding: try WireCoding.encoder.encode(listed), as: UTF8.self)
+            .replacingOccurrences(of: "waitingForTurn", with: "sleepingForever")
+        #expect(try WorkerStatus.decode(Array(newer.utf8)).jobs?.first?.state.rawValue == "sleepingForever")
     }
 
     @Test func supersedeCancellationNamesTheKeyAndSequence() {

@@ -16,18 +16,22 @@ public struct WorkerStatus: Sendable, Hashable, Codable {
 
     /// One job a worker holds, as `warren status --jobs` lists it (Celery's `inspect active` and `reserved`).
     public struct Job: Sendable, Hashable, Codable {
-        /// Where a held job is: running, or what it waits for.
-        public enum State: String, Sendable, Hashable, Codable {
+        /// Where a held job is: running, or what it waits for. Extensible, as the wire format's readers must be
+        /// (§4.4): a state a newer worker reports reads as itself, its ``rawValue``.
+        public struct State: RawRepresentable, Sendable, Hashable, Codable {
+            public let rawValue: String
+            public init(rawValue: String) { self.rawValue = rawValue }
+
             /// Its code runs (or has just returned).
-            case executing
+            public static let executing = State(rawValue: "executing")
             /// In its local queue, waiting for a thread (or, on one, for its turn under a rate limit).
-            case waiting
+            public static let waiting = State(rawValue: "waiting")
             /// Parked until the jobs it depends on end.
-            case waitingForDependencies
+            public static let waitingForDependencies = State(rawValue: "waitingForDependencies")
             /// Waiting for its turn under its type's rate limit, before its local queue.
-            case waitingForTurn
+            public static let waitingForTurn = State(rawValue: "waitingForTurn")
             /// Waiting for the worker to be idle: it was executing when a worker died, and runs alone.
-            case waitingToRunAlone
+            public static let waitingToRunAlone = State(rawValue: "waitingToRunAlone")
         }
 
         public var id: String
