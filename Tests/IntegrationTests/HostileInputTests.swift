@@ -222,6 +222,35 @@ extension Integration {
             #expect(!worker.stderr.contains("reconnect"), "hostile input cost the worker its connection")
         }
 
+        @Test("a control message over 8 MiB is ignored; a cancel of many ids goes out in parts and still cancels")
+        func largeControlMessages() throws {
+            // A virtual host of its own: its control stream keeps the large message a day, which every worker the
+            // other tests start would read.
+            let vhost = TestEnvironment.uniqueName("hostile-large-control")
+            try Chaos.brokerCtl(["add_vhost", vhost])
+            defer { try? Chaos.brokerCtl(["delete_vhost", vhost]) }
+            try Chaos.brokerCtl(["set_permissions", "-p", vhost, "guest", ".*", ".*", ".*"])
+            let url = try TestEnvironment.brokerURL.replacingOccurrences(of: "/%2F", with: "/\(vhost)")
+            let queue = "jobs"
+            let worker = try ChildProcess(
+                TestEnvironment.warrenBinary,
+                ["worker", "--url", url, "--queue", queue, "--log-level", "debug", "--worker-id", vhost],
+                name: "worker in \(vhost)")
+            defer { worker.terminate() }
+            try worker.waitForStderr(containing: "worker started")
+            let huge = #"{"version":1,"kind":"cancel","jobIds":["\#(String(repeating: "x", count: 9 << 20))"]}"#
+            try ForeignPublisher.publish(Array(huge.utf8), url: url, exchange: Topology.controlExchange, routingKey: "")
+            try worker.waitForStderr(containing: "ignoring a control message larger than 8388608 bytes")
+
+            let producer = try Producer.forTests(url: url)
+            let sleeper = try producer.enqueue(JobRequest(type: "sleep", input: ["seconds": 3600], queue: queue), watch: true)
+            try worker.waitForStart(of: sleeper.id)
+            // Its id first, then 25,000 others: three messages, the first holding it.
+            try producer.cancel(jobIDs: [sleeper.id] + (0..<25_000).map { "unknown-\($0)" })
+            #expect(try producer.waitForResult(of: sleeper.id, timeout: .seconds(60)).status == .cancelled)
+            #expect(!worker.stderr.contains("reconnect"), "\(worker.stderr.suffix(2000))")
+        }
+
         @Test("status requests no reply can go to, or dated ahead, are ignored, and cost no worker its connection")
         func hostileStatusRequests() throws {
             let url = try TestEnvironment.brokerURL

@@ -318,7 +318,11 @@ public final class Producer {
     /// start) or still in the broker (they are not run when delivered). Each ends with one `cancelled` result.
     public func cancel(jobIDs: [String]) throws {
         try brokerCall {
-            try publishControl(.cancel(jobIDs: jobIDs))
+            // In messages of at most 10,000 ids: workers read none larger than 8 MiB.
+            for start in stride(from: 0, to: jobIDs.count, by: ControlMessage.idsPerCancel) {
+                let end = min(start + ControlMessage.idsPerCancel, jobIDs.count)
+                try publishControl(.cancel(jobIDs: Array(jobIDs[start..<end])))
+            }
             try waitForConfirms()
         }
     }

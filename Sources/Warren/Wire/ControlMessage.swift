@@ -147,6 +147,10 @@ public struct ControlMessage: Sendable, Hashable, Codable {
 
     /// How many cancelled job ids (and keys) a worker keeps: the oldest are forgotten past that (§4.2).
     package static let cancellationsRemembered = 100_000
+    /// The largest control message a worker reads (8 MiB); it ignores larger ones, logged (§4.2).
+    package static let maxBytes = 8 << 20
+    /// How many job ids a producer puts in one `cancel` message: about 400 KB, far below ``maxBytes``.
+    static let idsPerCancel = 10_000
 
     /// Whether it was sent less than 30 s ago by the receiver's clock, and not more than 30 s ahead of it (a clock
     /// that far ahead, or a forged date, would make a request fresh for as long as the stream keeps it): workers

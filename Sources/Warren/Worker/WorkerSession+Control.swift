@@ -63,6 +63,14 @@ extension WorkerSession {
     @discardableResult
     func handleControl(_ delivery: Delivery) throws -> String? {
         try connection.ack(delivery.deliveryTag, channel: Self.controlChannel)
+        // Every worker reads every control message, again at each start for a day: one of tens of megabytes (a
+        // million ids) would cost each of them hundreds of megabytes, and seconds at each start.
+        guard delivery.body.count <= ControlMessage.maxBytes else {
+            logger.warning(
+                "ignoring a control message larger than \(ControlMessage.maxBytes) bytes",
+                metadata: ["bytes": "\(delivery.body.count)"])
+            return nil
+        }
         let message: ControlMessage
         do {
             message = try WireCoding.decoder.decode(ControlMessage.self, from: Data(delivery.body))
