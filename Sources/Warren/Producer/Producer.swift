@@ -272,6 +272,10 @@ public final class Producer {
                     + Self.mayBeEnqueued(ids.count)
                     + (handed < ordered.count ? "; the \(ordered.count - handed) after them were not enqueued" : ""),
                 unconfirmedJobIDs: ids)
+        } catch where !published {
+            // Refused before the first job left (a supersede's control message): none of them was enqueued.
+            try? journal.retract(ordered.map(\.id))
+            throw error
         }
         let refusedJobs = refused.compactMap { numbers[$0] }
         let returned = Set(returnedQueues)
