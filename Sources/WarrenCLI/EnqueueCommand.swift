@@ -199,26 +199,18 @@ struct EnqueueCommand: ParsableCommand {
         } catch let error as WarrenError where error.code == .duplicate {
             FileHandle.standardError.write(Data("warren: \(error.message)\n".utf8))
             throw ExitCode.duplicate
-        } catch let error as WarrenError where !error.enqueuedJobIDs.isEmpty {
-            // The broker refused some jobs and took the others: those are enqueued, and named as enqueued ones are.
-            for id in error.enqueuedJobIDs {
-                let shown = json ? try ResultPrinter.json(["id": JSONValue.string(id), "confirmed": true]) : id
+        } catch let error as WarrenError where !error.enqueuedJobIDs.isEmpty || !error.unconfirmedJobIDs.isEmpty {
+            // Jobs the broker took beside refused ones, or may have taken (unconfirmed), are named as enqueued ones
+            // are, so that whoever keeps the output can follow them, or take them back (warren cancel --ids-from).
+            let confirmed = !error.enqueuedJobIDs.isEmpty
+            for id in confirmed ? error.enqueuedJobIDs : error.unconfirmedJobIDs {
+                let shown = json ? try ResultPrinter.json(["id": JSONValue.string(id), "confirmed": .bool(confirmed)]) : id
                 print(names[id].map { "\($0) \(shown)" } ?? shown)
             }
             fflush(nil)
+            let which = confirmed ? "enqueued" : "unconfirmed"
             FileHandle.standardError.write(
-                Data("warren: \(error.message) (the ids of the enqueued jobs are on standard output)\n".utf8))
-            throw ExitCode.failure
-        } catch let error as WarrenError where !error.unconfirmedJobIDs.isEmpty {
-            // Jobs that may be enqueued are named as enqueued ones are, so that whoever keeps the output can take
-            // them back (warren cancel --ids-from) or look for their results.
-            for id in error.unconfirmedJobIDs {
-                let shown = json ? try ResultPrinter.json(["id": JSONValue.string(id), "confirmed": false]) : id
-                print(names[id].map { "\($0) \(shown)" } ?? shown)
-            }
-            fflush(nil)
-            FileHandle.standardError.write(
-                Data("warren: \(error.message) (the ids of the unconfirmed jobs are on standard output)\n".utf8))
+                Data("warren: \(error.message) (the ids of the \(which) jobs are on standard output)\n".utf8))
             throw ExitCode.failure
         }
         for descriptor in descriptors {
