@@ -242,17 +242,6 @@ extension Integration {
                 #expect(refused.stderr.contains("no job of the call was enqueued"), "\(refused.stderr)")
                 #expect(refused.stdout.isEmpty, "no id is printed as enqueued or unconfirmed: \(refused.stdout)")
             }
-            // Nor one who may not write to warren.control, with --supersede: its job is taken back from the journal.
-            let before = try String(contentsOf: state.appendingPathComponent("journal"), encoding: .utf8)
-            try Self.withUser(configure: ".*", write: #"^amq\.default$"#) { _, restricted in
-                let refused = try CLI.run(
-                    ["enqueue", "echo", "--key", "k", "--supersede", "--queue", open, "--url", restricted],
-                    environment: environment)
-                #expect(refused.status == 1 && refused.stderr.contains("ACCESS_REFUSED"), "\(refused.stderr)")
-            }
-            let added = try String(contentsOf: state.appendingPathComponent("journal"), encoding: .utf8)
-                .dropFirst(before.count).split(separator: "\n")
-            #expect(added.count == 2 && added[1] == "~" + added[0], "\(added)")
         }
 
         @Test("a virtual host's queue limit is reported in the broker's words, not as a deleted or foreign queue")
