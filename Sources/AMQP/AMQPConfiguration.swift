@@ -82,7 +82,9 @@ public struct AMQPConfiguration: Sendable, Hashable {
     /// them, decoded here: percent-escapes of bytes above 0x7F (UTF-8 text: `%C3%BC`, `ü`) and a `:` in the virtual
     /// host (`/a:b`). Each such part is decoded, and replaced in `url` by a plain placeholder for librabbitmq to
     /// parse the rest; a part with an escape that does not decode is left for librabbitmq to refuse.
-    private static func partsDecodedByHand(_ url: inout String) -> (user: String?, password: String?, virtualHost: String?) {
+    private static func partsDecodedByHand(
+        _ url: inout String
+    ) -> (user: String?, password: String?, virtualHost: String?) {
         guard let scheme = url.range(of: "://") else { return (nil, nil, nil) }
         let authorityEnd = url[scheme.upperBound...].firstIndex(of: "/") ?? url.endIndex
         let hasHighEscape = { (part: Substring) in

@@ -128,7 +128,8 @@ public final class AMQPConnection {
             throw AMQPError(
                 .connectionFailed,
                 "cannot connect to \(where_): the connection closed before the broker let this client log in "
-                    + "(is a broker starting there, or behind a proxy?\(configuration.usesTLS ? "" : " Or is it a TLS port, for amqps://?"))")
+                    + "(is a broker starting there, or behind a proxy?"
+                    + (configuration.usesTLS ? ")" : " Or is it a TLS port, for amqps://?)"))
         }
         try check(reply, "log in to \(where_)")
         let limit = configuration.rpcTimeout.components

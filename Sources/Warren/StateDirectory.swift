@@ -42,6 +42,7 @@ enum StateDirectory {
         let directory = Self.path
         guard path.hasPrefix(directory.hasSuffix("/") ? directory : directory + "/") else { return "" }
         let chosen = ProcessInfo.processInfo.environment["WARREN_STATE_DIR"].map { !$0.isEmpty } ?? false
-        return chosen ? " (the state directory, from WARREN_STATE_DIR)" : " (set WARREN_STATE_DIR for another state directory)"
+        return chosen
+            ? " (the state directory, from WARREN_STATE_DIR)" : " (set WARREN_STATE_DIR for another state directory)"
     }
 }

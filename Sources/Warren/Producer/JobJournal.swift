@@ -1,8 +1,9 @@
 import Foundation
 import Glibc
 
-/// The ids of the jobs this host's producers enqueued (recorded as they are handed to the broker), so that a new job may depend on them and an unknown id
-/// is caught before anything is published. Kept next to the sequence file, trimmed to the newest half past 8 MiB.
+/// The ids of the jobs this host's producers enqueued (recorded as they are handed to the broker), so that a new job
+/// may depend on them and an unknown id is caught before anything is published. Kept next to the sequence file,
+/// trimmed to the newest half past 8 MiB.
 ///
 /// Thread safety: immutable; an exclusive `flock` serialises concurrent writers, threads and processes alike.
 struct JobJournal: Sendable {

@@ -129,7 +129,8 @@ public struct SequenceStore: Sendable {
         if let reason = StateDirectory.create((path as NSString).deletingLastPathComponent) {
             throw WarrenError(
                 .system,
-                "cannot create the directory of the sequence file '\(path)': \(reason)" + StateDirectory.hint(for: path))
+                "cannot create the directory of the sequence file '\(path)': \(reason)"
+                    + StateDirectory.hint(for: path))
         }
         let created = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard created >= 0 else { throw failure("open") }

@@ -122,8 +122,9 @@ final class SchedulerSession {
             do {
                 try connection.openChannel(Self.channel)
                 try connection.enableConfirms(channel: Self.channel)
-                try Topology.declareScheduleQueue(quorum: configuration.quorumQueues, on: connection, channel: Self.channel)
-                try Topology.declareDeadLetters(quorum: configuration.quorumQueues, on: connection, channel: Self.channel)
+                let quorum = configuration.quorumQueues
+                try Topology.declareScheduleQueue(quorum: quorum, on: connection, channel: Self.channel)
+                try Topology.declareDeadLetters(quorum: quorum, on: connection, channel: Self.channel)
                 try connection.qos(prefetchCount: 100, channel: Self.channel)
                 try connection.consume(Topology.scheduleQueue, channel: Self.channel)
             } catch let error as AMQPError where error.replyCode == 403 || error.replyCode == 406 {

@@ -90,9 +90,9 @@ enum ISO8601Date {
     private static let template = Array(#""0000-00-00T00:00:00.000Z""#.utf8)
 
     /// Whether text that starts `YYYY-MM-DDTHH:MM:SS` names fields that exist: a day its month has (a leap day
-    /// in Julian leap years before 1583, as Foundation's calendar counts them; none of 5 … 14 October 1582), hours below 24, minutes and seconds
-    /// below 60. Foundation's parser rolls such text over into the next day or month instead of refusing it. Text
-    /// of another shape is left to Foundation: `true`.
+    /// in Julian leap years before 1583, as Foundation's calendar counts them; none of 5 … 14 October 1582),
+    /// hours below 24, minutes and seconds below 60. Foundation's parser rolls such text over into the next day or
+    /// month instead of refusing it. Text of another shape is left to Foundation: `true`.
     static func hasFieldsInRange(_ text: String) -> Bool {
         var text = text
         return text.withUTF8 { bytes in

@@ -39,7 +39,8 @@ package enum WireCoding {
             guard dateRange.contains(date.timeIntervalSince1970) else {
                 throw DecodingError.dataCorruptedError(
                     in: container,
-                    debugDescription: "date out of range: years 0001 to 9999 only, to the millisecond it is written with")
+                    debugDescription:
+                        "date out of range: years 0001 to 9999 only, to the millisecond it is written with")
             }
             return date
         }

@@ -70,7 +70,9 @@ extension WorkerSession {
         do {
             kind = try Topology.declareDelayQueue(
                 for: queue, seconds: bucket, quorum: delayQueueKinds[delayQueue] ?? true, on: connection)
-        } catch let error as AMQPError where error.code == .channelClosed && error.channel == Topology.declarationChannel {
+        } catch let error as AMQPError
+            where error.code == .channelClosed && error.channel == Topology.declarationChannel
+        {
             // Refused, the connection open (no permission to configure it, the virtual host's queue limit reached):
             // the job is held, not sent back to run again at once, over and over, without its attempt counted.
             let why = "the broker refuses a delay queue; holding jobs to delay until it accepts it"
