@@ -28,6 +28,10 @@ final class MetricsServer: Sendable {
     /// scraper's kept-alive connection survives, but abandoned connections do not pile up.
     static let idleTimeout = TimeAmount.minutes(5)
 
+    /// How long a request may take to arrive whole, from its first byte: a scraper sends its request at once, so a
+    /// client sending a byte now and then cannot hold a connection (one of ``maxConnections``) for longer.
+    static let requestTimeout = TimeAmount.seconds(10)
+
     /// The most connections served at once; one more is closed as it opens, so that clients holding connections
     /// open (the endpoint may listen on every interface) cannot take the process's file descriptors and memory.
     static let maxConnections = 256
@@ -60,6 +64,7 @@ final class MetricsServer: Sendable {
                 return channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
                     try pipeline.addHandler(IdleStateHandler(allTimeout: idleTimeout))
+                    try pipeline.addHandler(RequestDeadline())
                     try pipeline.configureHTTPServerPipeline(withErrorHandling: true)
                     try pipeline.addHandler(MetricsHandler(registry: registry, health: health))
                 }
@@ -175,6 +180,43 @@ private final class MetricsHandler: ChannelInboundHandler {
             let channel = context.channel
             written.whenComplete { _ in channel.close(promise: nil) }
         }
+    }
+}
+
+/// Closes a connection whose request has not arrived whole ``MetricsServer/requestTimeout`` after its first byte.
+/// It sits next to the socket, below NIO's HTTP decoder: the first bytes read while no request is pending start the
+/// clock, and the answer, the first bytes written after them, stops it.
+///
+/// Thread safety: confined to its channel's event loop, as every NIO handler.
+private final class RequestDeadline: ChannelDuplexHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundIn = IOData
+    typealias OutboundOut = IOData
+
+    private var deadline: Scheduled<Void>?
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if deadline == nil {
+            let channel = context.channel
+            deadline = context.eventLoop.scheduleTask(in: MetricsServer.requestTimeout) { channel.close(promise: nil) }
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        stop()
+        context.write(data, promise: promise)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        stop()
+        context.fireChannelInactive()
+    }
+
+    private func stop() {
+        deadline?.cancel()
+        deadline = nil
     }
 }
 

@@ -158,7 +158,7 @@ extension Integration {
 
             // Idle connections beyond the limit are closed as they open; once they go, scrapes are served again.
             let port = try #require(url.port)
-            let held = try (0..<(256 + 8)).map { _ in try IdleConnection(port: port) }
+            let held = try (0..<(256 + 8)).map { _ in try RawConnection(port: port) }
             var refused = 0
             let deadline = ContinuousClock.now + .seconds(30)
             while refused < 8, ContinuousClock.now < deadline {
@@ -180,6 +180,34 @@ extension Integration {
             ])
             #expect(named.status != 0)
             #expect(named.stderr.contains("--metrics-host localhost: not an IPv4 address"), "\(named.stderr)")
+        }
+
+        @Test("a request that does not arrive whole soon after its first byte loses its connection; a kept-alive one stays")
+        func requestDeadline() async throws {
+            let queue = TestEnvironment.uniqueName("metrics-slow")
+            defer { BrokerProbe.delete(queue) }
+            let worker = try CLI.startWorker(queue: queue, arguments: ["--metrics-port", "0"])
+            defer { worker.terminate() }
+            let port = try #require(try worker.metricsURL().port)
+            let kept = try RawConnection(port: port)
+            defer { kept.close() }
+            #expect(kept.send("GET /livez HTTP/1.1\r\nHost: warren\r\n\r\n"))
+            #expect(kept.received().hasPrefix("HTTP/1.1 200 OK"))
+
+            // A client that sends a header line now and then, never ending its request, keeps the connection only
+            // until the request's time is up, although it is never idle.
+            let slow = try RawConnection(port: port)
+            defer { slow.close() }
+            var sending = slow.send("GET /metrics HTTP/1.1\r\nHost: warren\r\n")
+            let giveUp = ContinuousClock.now + .seconds(60)
+            while sending, !slow.closedByPeer(), ContinuousClock.now < giveUp {
+                try await Task.sleep(for: .milliseconds(500))
+                sending = slow.send("X-Slow: 1\r\n")
+            }
+            #expect(!sending || slow.closedByPeer(), "the dripping request kept its connection for 60 s")
+            #expect(!kept.closedByPeer(), "a kept-alive connection between requests is no slow request")
+            #expect(kept.send("GET /readyz HTTP/1.1\r\nHost: warren\r\n\r\n"))
+            #expect(kept.received().hasPrefix("HTTP/1.1 "))
         }
 
         @Test("the exposition text reader accepts what Prometheus accepts and rejects what it does not")
@@ -229,8 +257,8 @@ extension Integration {
     }
 }
 
-/// A TCP connection to the local host that sends nothing.
-private final class IdleConnection {
+/// A TCP connection to the local host that sends only what it is told.
+private final class RawConnection {
     private let socket: Int32
 
     init(port: Int) throws {
@@ -245,6 +273,21 @@ private final class IdleConnection {
             }
         }
         guard socket >= 0, connected == 0 else { throw POSIXError(.ECONNREFUSED) }
+    }
+
+    /// Sends `text`; `false` once the server closed the connection.
+    func send(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        return Glibc.send(socket, bytes, bytes.count, Int32(MSG_NOSIGNAL)) == bytes.count
+    }
+
+    /// Reads what the server sent so far, waiting at most a few seconds for the first of it.
+    func received() -> String {
+        var poller = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        guard poll(&poller, 1, 5_000) == 1 else { return "" }
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        let count = recv(socket, &buffer, buffer.count, 0)
+        return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : ""
     }
 
     /// Whether the server closed it: it reads as ended, without waiting.
