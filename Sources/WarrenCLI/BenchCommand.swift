@@ -86,6 +86,25 @@ struct BenchCommand: ParsableCommand {
         if let workerExecutable, !FileManager.default.isExecutableFile(atPath: workerExecutable) {
             throw ValidationError("--worker-executable \(workerExecutable): not an executable file")
         }
+        // Both are used only at the end of a run that may take half an hour: a mistake shows now.
+        if let brokerPID, brokerPID < 1 || !FileManager.default.fileExists(atPath: "/proc/\(brokerPID)/stat") {
+            throw ValidationError("--broker-pid \(brokerPID): no such process")
+        }
+        if let json, let problem = Self.problemWriting(json) {
+            throw ValidationError("--json \(json): \(problem)")
+        }
+    }
+
+    /// Why the report could not be written to `path`, or `nil` if it can: a directory that is missing or not
+    /// writable, or a path that is a directory or a file not writable.
+    static func problemWriting(_ path: String) -> String? {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+            if isDirectory.boolValue { return "is a directory" }
+            return access(path, W_OK) == 0 ? nil : String(cString: strerror(errno))
+        }
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        return access(directory, W_OK) == 0 ? nil : "\(directory): \(String(cString: strerror(errno)))"
     }
 
     func run() throws {
@@ -114,7 +133,13 @@ struct BenchCommand: ParsableCommand {
         }
         print(report.table())
         if let json {
-            try report.json().write(to: URL(fileURLWithPath: json))
+            do {
+                try report.json().write(to: URL(fileURLWithPath: json))
+            } catch {
+                let reason = Self.problemWriting(json) ?? error.localizedDescription
+                FileHandle.standardError.write(Data("warren: cannot write the report to \(json): \(reason)\n".utf8))
+                throw ExitCode.failure
+            }
         }
     }
 }

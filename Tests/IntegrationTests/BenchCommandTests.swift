@@ -46,5 +46,23 @@ extension Integration {
                 }
             }
         }
+
+        @Test("a report path that cannot be written and a broker pid of no process are refused before measuring")
+        func refusedBeforeMeasuring() throws {
+            let url = try TestEnvironment.brokerURL
+            let directory = try TestEnvironment.temporaryDirectory()
+            for (arguments, message) in [
+                (["--json", "/nonexistent-warren/bench.json"], "--json /nonexistent-warren/bench.json: "
+                    + "/nonexistent-warren: No such file or directory"),
+                (["--json", directory.path], "--json \(directory.path): is a directory"),
+                (["--broker-pid", "0"], "--broker-pid 0: no such process"),
+                (["--broker-pid", "2147483647"], "--broker-pid 2147483647: no such process"),
+            ] {
+                let output = try CLI.run(["bench", "--quick", "--url", url] + arguments, timeout: .seconds(30))
+                #expect(output.status == 64, "\(arguments): \(output.stderr)")
+                #expect(output.stderr.contains(message), "\(output.stderr)")
+                #expect(!output.stderr.contains("repetition"), "nothing was measured")
+            }
+        }
     }
 }
