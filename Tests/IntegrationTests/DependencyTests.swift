@@ -436,5 +436,24 @@ extension Integration {
                 JobRequest(type: "echo", input: 2, queue: queue, dependencies: [first.id]), watch: true)
             #expect(try producer.waitForResult(of: dependent.id, timeout: .seconds(60)).status == .succeeded)
         }
+
+        @Test("a dependent whose deadline passed while it went round through the broker ends cancelled, not round again")
+        func expiredWhileParkedThroughTheBroker() throws {
+            let queue = TestEnvironment.uniqueName("deps-expired")
+            let elsewhere = TestEnvironment.uniqueName("deps-never")
+            defer { [queue, elsewhere].forEach(BrokerProbe.delete) }
+            let worker = try CLI.startWorker(queue: queue, arguments: ["--max-parked-jobs", "0"])
+            defer { worker.terminate() }
+            let producer = try Producer.forTests()
+            // A dependency nobody runs: the dependent is parked through the broker until its deadline ends it.
+            let never = try producer.enqueue(JobRequest(type: "echo", queue: elsewhere))
+            let dependent = try producer.enqueue(
+                JobRequest(
+                    type: "echo", queue: queue, deadline: Date().addingTimeInterval(1), dependencies: [never.id]),
+                watch: true)
+            let result = try producer.waitForResult(of: dependent.id, timeout: .seconds(60))
+            #expect(result.status == .cancelled && result.cancellation?.reason == "deadline", "\(result)")
+            #expect(result.timings.startedAt == nil)
+        }
     }
 }

@@ -34,9 +34,11 @@ extension WorkerSession {
             return true
         }
         // One whose dependencies all ended waits only for their results to be read: parked here whatever the
-        // count, or the jobs parked for it could wait for it for good.
+        // count, or the jobs parked for it could wait for it for good. One past its deadline is held here too, for
+        // the moment it takes to end it cancelled (enforceDeadlines), not sent round the broker first.
         let ready = dependencies.allSatisfy { finishedJobs[$0] != nil }
-        guard parked.count <= configuration.maxParkedJobs || ready else {
+        let expired = job.descriptor.deadline.map { $0 <= Date() } ?? false
+        guard parked.count <= configuration.maxParkedJobs || ready || expired else {
             parked[job.descriptor.id] = nil
             job.operation.job.debug(
                 "parking through the broker: as many jobs are parked here as the worker may hold",

@@ -3,8 +3,9 @@ import Foundation
 
 /// Retrying jobs whose handler failed with a retryable error.
 ///
-/// The job message is republished, untouched but for its `x-warren-attempt` header, to a delay queue whose
-/// messages expire back into the job's queue; the delivery is acknowledged once the broker confirmed the copy.
+/// The job message is republished, untouched but for its `x-warren-attempt` and `x-warren-not-before` headers, to a
+/// delay queue whose messages expire back into the job's queue, hop after hop until the wait is over; the delivery is
+/// acknowledged once the broker confirmed the copy.
 /// No result is published for an attempt that will be retried: a job has one terminal result.
 extension WorkerSession {
     /// The wait before attempt `attempt + 1`: 1 s, 2 s, 4 s … at most 5 minutes, ±25 %.
@@ -35,18 +36,15 @@ extension WorkerSession {
         return wait
     }
 
-    /// Republishes `job` to the delay queue for its next attempt, after `wait`, and acks it once the broker has the
-    /// copy. A wait the handler chose goes in hops, as a scheduled job's does, its end in the message's not-before
-    /// header.
+    /// Republishes `job` to the delay queues for its next attempt, after `wait`, and acks it once the broker has the
+    /// copy. The wait goes in hops, as a scheduled job's does, its end in the message's not-before header: a copy
+    /// that expired sooner than its delay queue's length could wait behind one that expires later.
     /// The attempt's `timings` go to the run-time and queue-wait metrics.
     func retry(_ job: InFlightJob, after error: JobError, waiting wait: Duration, timings: JobTimings) throws {
         let milliseconds = Int(wait.components.seconds) * 1000 + Int(wait.components.attoseconds / 1_000_000_000_000_000)
         job.operation.job.logger.info(
             "job failed; retrying", metadata: ["error": "\(error)", "delayMs": "\(milliseconds)"])
         metrics.retried(type: job.descriptor.type, timings: timings)
-        guard error.retryAfter != nil else {
-            return try delay(job.delivery, from: job.queue, milliseconds: milliseconds, attempt: job.attempt + 1)
-        }
         let notBefore = Int64((Date().timeIntervalSince1970 * 1000).rounded(.up)) + Int64(milliseconds)
         try delay(
             job.delivery, from: job.queue, milliseconds: Self.scheduleHop(milliseconds: milliseconds),
