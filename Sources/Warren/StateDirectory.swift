@@ -9,7 +9,9 @@ enum StateDirectory {
     static var path: String {
         let environment = ProcessInfo.processInfo.environment.filter { !$0.value.isEmpty }
         if let directory = environment["WARREN_STATE_DIR"] { return directory }
-        let state = environment["XDG_STATE_HOME"] ?? (NSHomeDirectory() + "/.local/state")
+        // `$HOME` first, as the shell's `~`: Foundation's home directory is the user database's.
+        let home = environment["HOME"] ?? NSHomeDirectory()
+        let state = environment["XDG_STATE_HOME"] ?? (home + "/.local/state")
         return state + "/warren"
     }
 

@@ -12,8 +12,9 @@ public struct BrokerOptions: ParsableArguments {
 
     public init() {}
 
-    /// The URL in force: `--url`, else `$WARREN_URL`, else the local default.
+    /// The URL in force: `--url`, else `$WARREN_URL` (when not empty), else the local default.
     public var brokerURL: String {
-        url ?? ProcessInfo.processInfo.environment["WARREN_URL"] ?? "amqp://guest:guest@localhost:5672/%2F"
+        url ?? ProcessInfo.processInfo.environment["WARREN_URL"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? "amqp://guest:guest@localhost:5672/%2F"
     }
 }

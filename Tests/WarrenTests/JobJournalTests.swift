@@ -25,4 +25,18 @@ struct JobJournalTests {
         let error = try #require(throws: WarrenError.self) { try JobJournal(path: file + "/journal").known(["a"]) }
         #expect(error.code == .system && error.message.contains("Not a directory"), "\(error.message)")
     }
+
+    @Test func theNewestLimitIsKeptWhenTrimmed() throws {
+        let directory = try TemporaryDirectory()
+        let journal = JobJournal(path: directory.path + "/journal")
+        // 37-byte lines (an id and its newline): 400,000 are over 12 MiB, trimmed at the next append.
+        let ids = (0..<400_000).map { String(format: "%036d", $0) }
+        try journal.append(ids)
+        try journal.append(["last"])
+        let size = try FileManager.default.attributesOfItem(atPath: directory.path + "/journal")[.size] as? Int ?? 0
+        #expect(size <= JobJournal.limit + 5 && size > JobJournal.limit - 37)
+        let kept = JobJournal.limit / 37
+        #expect(try journal.known([ids[ids.count - kept + 1], ids.last!, "last"]).count == 3)
+        #expect(try journal.known([ids[ids.count - kept - 1]]).isEmpty)
+    }
 }

@@ -2,8 +2,8 @@ import Foundation
 import Glibc
 
 /// The ids of the jobs this host's producers enqueued (recorded as they are handed to the broker), so that a new job
-/// may depend on them and an unknown id is caught before anything is published. Kept next to the sequence file,
-/// trimmed to the newest half past 8 MiB.
+/// may depend on them and an unknown id is caught before anything is published. Kept next to the sequence file:
+/// at least its newest 8 MiB, trimmed to them once it is half as large again.
 ///
 /// Thread safety: immutable; an exclusive `flock` serialises concurrent writers, threads and processes alike.
 struct JobJournal: Sendable {
@@ -15,8 +15,8 @@ struct JobJournal: Sendable {
         guard !ids.isEmpty else { return }
         try withLockedFile { descriptor in
             let size = lseek(descriptor, 0, SEEK_END)
-            if size > Self.limit {
-                let keep = Array(try read(descriptor).suffix(Self.limit / 2))
+            if size > Self.limit + Self.limit / 2 {
+                let keep = Array(try read(descriptor).suffix(Self.limit))
                 let start = keep.firstIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? 0
                 let rest = Array(keep[start...])
                 guard ftruncate(descriptor, 0) == 0, pwrite(descriptor, rest, rest.count, 0) == rest.count else {
