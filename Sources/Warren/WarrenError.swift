@@ -24,6 +24,9 @@ public struct WarrenError: Error, Sendable, CustomStringConvertible {
         public static let duplicate = Code("duplicate")
         /// The operating system refused what was asked of it (running a worker's executable again).
         public static let system = Code("system")
+        /// An `enqueue` stopped publishing when told to (``Producer/interruption``): the jobs in `enqueuedJobIDs`
+        /// are enqueued, the others of the call are not.
+        public static let interrupted = Code("interrupted")
     }
 
     public var code: Code
@@ -31,8 +34,8 @@ public struct WarrenError: Error, Sendable, CustomStringConvertible {
     /// For an `enqueue` that failed after handing jobs to the broker (`broker`, `timeout`): the ids of the jobs it
     /// handed over whose confirm did not come. They may be enqueued all the same; `cancel(jobIDs:)` takes them back.
     public var unconfirmedJobIDs: [String] = []
-    /// For an `enqueue` that failed because the broker refused some of its jobs (`basic.nack`, `basic.return`):
-    /// the ids of the others, which it confirmed: they are enqueued.
+    /// For an `enqueue` that failed because the broker refused some of its jobs (`basic.nack`, `basic.return`), or
+    /// was interrupted: the ids of the jobs the broker confirmed: they are enqueued.
     public var enqueuedJobIDs: [String] = []
     /// For a `broker` error where the broker refused what was asked (403 `ACCESS_REFUSED`: the user lacks a
     /// permission), rather than went away: trying again changes nothing until an operator does.

@@ -125,10 +125,10 @@ struct BenchCommand: ParsableCommand {
         do {
             let benchmark = try Benchmark(configuration: configuration, options: options)
             report = try benchmark.run { line in
-                FileHandle.standardError.write(Data("\(line)\n".utf8))
+                StandardErrorLines.write("\(line)\n")
             }
         } catch let error as BenchError {
-            FileHandle.standardError.write(Data("warren: \(error.message)\n".utf8))
+            StandardErrorLines.write("warren: \(error.message)\n")
             throw ExitCode.failure
         }
         print(report.table())
@@ -137,7 +137,7 @@ struct BenchCommand: ParsableCommand {
                 try report.json().write(to: URL(fileURLWithPath: json))
             } catch {
                 let reason = Self.problemWriting(json) ?? error.localizedDescription
-                FileHandle.standardError.write(Data("warren: cannot write the report to \(json): \(reason)\n".utf8))
+                StandardErrorLines.write("warren: cannot write the report to \(json): \(reason)\n")
                 throw ExitCode.failure
             }
         }

@@ -79,11 +79,10 @@ struct CancelCommand: ParsableCommand {
             let jobs = "\(jobIDs.count) job\(jobIDs.count == 1 ? "" : "s")"
             print("cancellation sent for \(jobs) (one that already ended keeps its result)")
             if jobIDs.count > ControlMessage.cancellationsRemembered {
-                FileHandle.standardError.write(
-                    Data(
-                        ("warren: warning: workers remember the newest \(ControlMessage.cancellationsRemembered) cancelled ids: the "
-                            + "jobs they hold are cancelled, but of those still in the broker only the last "
-                            + "\(ControlMessage.cancellationsRemembered) listed are (docs/wire-format.md §4.2)\n").utf8))
+                StandardErrorLines.write(
+                    "warren: warning: workers remember the newest \(ControlMessage.cancellationsRemembered) cancelled "
+                        + "ids: the jobs they hold are cancelled, but of those still in the broker only the last "
+                        + "\(ControlMessage.cancellationsRemembered) listed are (docs/wire-format.md §4.2)\n")
             }
         }
         if all {

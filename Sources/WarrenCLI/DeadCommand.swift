@@ -50,7 +50,7 @@ struct DeadCommand: ParsableCommand {
                 letters.count < limit || letters.count >= total
                 ? "\(letters.count) dead letter(s)"
                 : "\(letters.count) of \(total) dead letter(s) (--limit \(limit))"
-            FileHandle.standardError.write(Data("\(summary)\n".utf8))
+            StandardErrorLines.write("\(summary)\n")
         }
     }
 
@@ -89,14 +89,13 @@ struct DeadCommand: ParsableCommand {
                 let why =
                     letter.queue.map { "its queue '\(ResultPrinter.printable($0))' does not exist" }
                     ?? "it names no queue (no x-warren-original-queue header, no x-death)"
-                FileHandle.standardError.write(Data("warren: \(letter.jobID ?? "-") stays dead: \(why)\n".utf8))
+                StandardErrorLines.write("warren: \(letter.jobID ?? "-") stays dead: \(why)\n")
             }
             var missing = false
             if !all {
                 let found = Set(report.requeued.compactMap(\.jobID)).union(report.stayed.compactMap(\.jobID))
                 for id in ids where !found.contains(id) {
-                    FileHandle.standardError.write(
-                        Data("warren: no dead letter for job \(ResultPrinter.printable(id))\n".utf8))
+                    StandardErrorLines.write("warren: no dead letter for job \(ResultPrinter.printable(id))\n")
                     missing = true
                 }
             }

@@ -190,36 +190,43 @@ struct EnqueueCommand: ParsableCommand {
         let producer = try Producer(url: broker.brokerURL, priorityQueues: priorityQueues, quorumQueues: quorumQueues)
         defer { producer.close() }
         let descriptors: [OperationDescriptor]
+        let signals = InterruptSignals(interrupting: producer.interruption)
         do {
+            defer { signals.restore() }
             descriptors = try producer.enqueue(requests, watch: wait)
+        } catch let error as WarrenError where error.code == .interrupted {
+            try printIDs(error.enqueuedJobIDs, names: names, confirmed: true)
+            let shown = error.enqueuedJobIDs.isEmpty ? "" : " (their ids are on standard output)"
+            StandardErrorLines.write("warren: \(error.message)\(shown)\n")
+            throw signals.exitCode
         } catch let error as WarrenError where error.code == .invalidConfiguration {
             // A graph's jobs by the names in its file, not the fresh ids it got: a cycle 'fetch' -> 'sum' -> 'fetch'.
             throw ValidationError(
                 names.reduce(error.message) { $0.replacingOccurrences(of: $1.key, with: "'\($1.value)'") })
         } catch let error as WarrenError where error.code == .duplicate {
-            FileHandle.standardError.write(Data("warren: \(error.message)\n".utf8))
+            StandardErrorLines.write("warren: \(error.message)\n")
             throw ExitCode.duplicate
         } catch let error as WarrenError where !error.enqueuedJobIDs.isEmpty || !error.unconfirmedJobIDs.isEmpty {
             // Jobs the broker took beside refused ones, or may have taken (unconfirmed), are named as enqueued ones
             // are, so that whoever keeps the output can follow them, or take them back (warren cancel --ids-from).
             let confirmed = !error.enqueuedJobIDs.isEmpty
-            for id in confirmed ? error.enqueuedJobIDs : error.unconfirmedJobIDs {
-                let shown = json ? try ResultPrinter.json(["id": JSONValue.string(id), "confirmed": .bool(confirmed)]) : id
-                print(names[id].map { "\($0) \(shown)" } ?? shown)
-            }
-            fflush(nil)
+            try printIDs(confirmed ? error.enqueuedJobIDs : error.unconfirmedJobIDs, names: names, confirmed: confirmed)
             let which = confirmed ? "enqueued" : "unconfirmed"
-            FileHandle.standardError.write(
-                Data("warren: \(error.message) (the ids of the \(which) jobs are on standard output)\n".utf8))
+            StandardErrorLines.write("warren: \(error.message) (the ids of the \(which) jobs are on standard output)\n")
             throw ExitCode.failure
         }
         for descriptor in descriptors {
             let shown = json ? try ResultPrinter.json(descriptor) : descriptor.id
             print(names[descriptor.id].map { "\($0) \(shown)" } ?? shown)
         }
-        fflush(nil)
+        try StandardStreams.checkOutput(lost: "the ids of the \(descriptors.count) enqueued job(s)")
         warnOfPrioritiesOnPlainQueues(requests, producer)
         warnOfManyDependencies(requests, names: names)
+        if signals.received != nil {
+            // The signal came after the last job was sent: every one is enqueued, and nothing is awaited.
+            StandardErrorLines.write("warren: interrupted: all \(descriptors.count) jobs were enqueued\n")
+            throw signals.exitCode
+        }
         guard wait else { return }
         // A scheduled job's wait starts at its time.
         let scheduled = max(descriptors.compactMap { $0.notBefore?.timeIntervalSinceNow }.max() ?? 0, 0)
@@ -245,23 +252,21 @@ struct EnqueueCommand: ParsableCommand {
             } catch let error as WarrenError where error.code == .broker && stream == nil {
                 // The producer's reply queue went with its connection; every result is also stored in the stream.
                 display.finish()
-                FileHandle.standardError.write(
-                    Data(
-                        "warren: lost the broker while waiting (\(error.message)); the jobs are enqueued: reading their results from the results stream\n"
-                            .utf8))
+                StandardErrorLines.write(
+                    "warren: lost the broker while waiting (\(error.message)); the jobs are enqueued: reading their "
+                        + "results from the results stream\n")
                 stream = StoredResults(url: broker.brokerURL, since: enqueuedAt)
                 continue
             } catch let error as WarrenError where error.code == .timeout {
                 display.finish()
                 let missing = descriptors.map(\.id).filter(pending.contains).map { names[$0] ?? $0 }
-                FileHandle.standardError.write(
-                    Data(
-                        """
-                        warren: no result for job\(missing.count == 1 ? "" : "s") \
-                        \(missing.map(ResultPrinter.printable).joined(separator: ", ")) within \
-                        \(String(format: "%g", timeout ?? 60)) s\(scheduled > 0 ? " of the jobs' time" : "")
+                StandardErrorLines.write(
+                    """
+                    warren: no result for job\(missing.count == 1 ? "" : "s") \
+                    \(missing.map(ResultPrinter.printable).joined(separator: ", ")) within \
+                    \(String(format: "%g", timeout ?? 60)) s\(scheduled > 0 ? " of the jobs' time" : "")
 
-                        """.utf8))
+                    """)
                 // A job that failed says more than one that is late.
                 throw statuses.contains(.failed) ? ExitCode.jobFailed : ExitCode.timedOut
             }
@@ -276,17 +281,26 @@ struct EnqueueCommand: ParsableCommand {
         if statuses.contains(.cancelled) { throw ExitCode.jobCancelled }
     }
 
+    /// Prints the ids of jobs a failed call enqueued (`confirmed`) or may have enqueued, as enqueued ones are
+    /// printed, so that whoever keeps the output can follow them, or take them back (`warren cancel --ids-from`).
+    private func printIDs(_ ids: [String], names: [String: String], confirmed: Bool) throws {
+        for id in ids {
+            let shown = json ? try ResultPrinter.json(["id": JSONValue.string(id), "confirmed": .bool(confirmed)]) : id
+            print(names[id].map { "\($0) \(shown)" } ?? shown)
+        }
+        fflush(nil)
+    }
+
     /// Warns, on standard error, of jobs with a priority other than `normal` in a queue the broker does not deliver
     /// by priority: they keep their place in it, and their priority orders them only inside a worker. The jobs are
     /// enqueued already: a failure to find out warns of nothing rather than failing the command.
     private func warnOfPrioritiesOnPlainQueues(_ requests: [JobRequest], _ producer: Producer) {
         let queues = Set(requests.filter { $0.priority != .normal }.map(\.queue))
         for queue in queues.sorted() where (try? producer.deliversByPriority(queue)) == false {
-            FileHandle.standardError.write(
-                Data(
-                    ("warren: warning: queue '\(queue)' is first in, first out: the broker delivers its jobs in the "
-                        + "order they came, and a priority orders them only inside a worker; a queue created with "
-                        + "--priority-queues is delivered highest priority first\n").utf8))
+            StandardErrorLines.write(
+                "warren: warning: queue '\(queue)' is first in, first out: the broker delivers its jobs in the "
+                    + "order they came, and a priority orders them only inside a worker; a queue created with "
+                    + "--priority-queues is delivered highest priority first\n")
         }
     }
 
@@ -298,10 +312,9 @@ struct EnqueueCommand: ParsableCommand {
             let count = request.dependencies.uniqued().count
             guard count > limit else { continue }
             let job = names[request.id].map { "'\($0)' (\(request.id))" } ?? request.id
-            FileHandle.standardError.write(
-                Data(
-                    ("warren: warning: job \(job) has \(count) dependencies: a worker dead-letters it unless started "
-                        + "with --max-dependencies \(count) or more (default \(limit))\n").utf8))
+            StandardErrorLines.write(
+                "warren: warning: job \(job) has \(count) dependencies: a worker dead-letters it unless started "
+                    + "with --max-dependencies \(count) or more (default \(limit))\n")
         }
     }
 
@@ -312,7 +325,10 @@ struct EnqueueCommand: ParsableCommand {
             guard let contents = InputFile.contents(of: path) else {
                 throw ValidationError("--input @\(path): cannot read the file")
             }
-            text = String(decoding: contents, as: UTF8.self)
+            guard let decoded = String(validating: contents, as: UTF8.self) else {
+                throw ValidationError("--input @\(path): not valid UTF-8")
+            }
+            text = decoded
         }
         let bytes = Array(text.utf8)
         if let problem = InputNesting.problem(in: bytes, levelsAbove: 0) { throw ValidationError("--input \(problem)") }
@@ -321,7 +337,7 @@ struct EnqueueCommand: ParsableCommand {
             guard JSONText.trailingCommaOffset(in: bytes) == nil else { throw ValidationError("") }
             let value = try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
             if let warning = InputNesting.warning(in: bytes, levelsAbove: 0) {
-                FileHandle.standardError.write(Data("warren: warning: --input \(warning)\n".utf8))
+                StandardErrorLines.write("warren: warning: --input \(warning)\n")
             }
             return value
         } catch {

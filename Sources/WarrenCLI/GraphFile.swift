@@ -67,6 +67,9 @@ struct GraphFile: Decodable {
         guard let data = InputFile.contents(of: path) else {
             throw GraphFileError("cannot read the graph file '\(path)'")
         }
+        guard String(validating: data, as: UTF8.self) != nil else {
+            throw GraphFileError("the graph file '\(path)' is not UTF-8 text")
+        }
         let shape = "{\"jobs\": [{\"name\", \"type\", …}]}"
         if let offset = JSONText.trailingCommaOffset(in: Array(data)) {
             throw GraphFileError("the graph file '\(path)' is not JSON: a comma before a closing bracket at byte \(offset)")
@@ -125,7 +128,7 @@ struct GraphFile: Decodable {
             }
         }
         if let warning = InputNesting.warning(in: Array(data), levelsAbove: 3) {
-            FileHandle.standardError.write(Data("warren: warning: the graph file '\(path)': a job's input \(warning)\n".utf8))
+            StandardErrorLines.write("warren: warning: the graph file '\(path)': a job's input \(warning)\n")
         }
         return graph
     }

@@ -67,7 +67,7 @@ struct ResizeCommand: ParsableCommand {
         }
         guard problems.isEmpty else {
             fflush(nil)
-            for problem in problems { FileHandle.standardError.write(Data("warren: \(problem)\n".utf8)) }
+            for problem in problems { StandardErrorLines.write("warren: \(problem)\n") }
             throw ExitCode.failure
         }
     }

@@ -89,33 +89,34 @@ struct ResultsCommand: ParsableCommand {
                         ? try ResultPrinter.json(result, verdict: verdict, offset: offset)
                         : ResultPrinter.line(result, verdict: verdict))
             case .result(.failure(let error), let offset):
-                FileHandle.standardError.write(
-                    Data("warren: at offset \(offset.map(String.init) ?? "?"): \(ResultPrinter.printable(error.message))\n".utf8))
+                let at = offset.map(String.init) ?? "?"
+                StandardErrorLines.write("warren: at offset \(at): \(ResultPrinter.printable(error.message))\n")
             case .progress(let report):
                 // A report names no key: with --key, only those of the --job ids print.
                 guard job.contains(report.jobID) || (job.isEmpty && key.isEmpty) else { continue }
                 print(json ? try ResultPrinter.json(report) : ResultPrinter.line(report))
             }
-            fflush(nil)
+            // Printed as they come, for a reader following them; one that cannot be written ends the command.
+            try StandardStreams.checkOutput()
         }
     }
 
     /// Connects again, waiting 100 ms doubling to 5 s between attempts, for as long as it takes (until
     /// interrupted), and reads on `from` there. Says why it cannot, each time the reason changes.
     private func reconnect(after error: WarrenError, from start: ResultReader.Start) -> ResultReader {
-        FileHandle.standardError.write(Data("warren: lost the broker (\(error.message)); reconnecting\n".utf8))
+        StandardErrorLines.write("warren: lost the broker (\(error.message)); reconnecting\n")
         var delay = 0.1
         var said: String?
         while true {
             Thread.sleep(forTimeInterval: delay)
             do {
                 let reader = try ResultReader(url: broker.brokerURL, from: start, progress: true)
-                FileHandle.standardError.write(Data("warren: reconnected\n".utf8))
+                StandardErrorLines.write("warren: reconnected\n")
                 return reader
             } catch {
                 let reason = (error as? WarrenError)?.message ?? "\(error)"
                 if reason != said {
-                    FileHandle.standardError.write(Data("warren: cannot reconnect (\(reason)); trying again\n".utf8))
+                    StandardErrorLines.write("warren: cannot reconnect (\(reason)); trying again\n")
                     said = reason
                 }
             }

@@ -69,6 +69,7 @@ struct ScheduleCommand: ParsableCommand {
             print(ScheduleCommand.preview(of: schedules, from: Date(), count: count ?? 3), terminator: "")
             return
         }
+        StandardStreams.ignoreBrokenPipes()
         LogSetup.bootstrap(level: logLevel, format: logFormat)
         var configuration = Scheduler.Configuration(url: broker.brokerURL, schedules: schedules)
         configuration.priorityQueues = priorityQueues

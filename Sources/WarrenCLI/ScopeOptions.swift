@@ -27,8 +27,8 @@ struct ScopeOptions: ParsableArguments {
     /// worker can be consuming: a mistyped name would otherwise look obeyed.
     func checkQueueExists(_ producer: Producer) throws {
         guard worker == nil, let queue, try producer.jobQueueStatus(queue) == nil else { return }
-        FileHandle.standardError.write(
-            Data("warren: the broker has no queue \(ResultPrinter.printable(queue)), so no worker consumes it\n".utf8))
+        StandardErrorLines.write(
+            "warren: the broker has no queue \(ResultPrinter.printable(queue)), so no worker consumes it\n")
         throw ExitCode.failure
     }
 
@@ -60,7 +60,7 @@ struct ScopeOptions: ParsableArguments {
                 the \(what) holds for a day for a worker of that id started meanwhile
                 """
         }
-        FileHandle.standardError.write(Data("warren: \(problem)\n".utf8))
+        StandardErrorLines.write("warren: \(problem)\n")
         throw ExitCode.failure
     }
 }

@@ -1,7 +1,9 @@
 import Glibc
 import Synchronization
 
-/// Writes log lines to standard error, whole: lines from different threads never interleave.
+/// Writes lines to standard error (logs, and the command line's messages), whole: lines from different threads
+/// never interleave. A line that cannot be written (a full disk, a closed pipe) is dropped: unlike
+/// `FileHandle.standardError.write`, which traps, it never ends the process.
 ///
 /// Thread safety: locked.
 enum StandardErrorLines {

@@ -75,9 +75,9 @@ struct StatusCommand: ParsableCommand {
         let deadLetters = try Self.reachable { try producer.deadLetterCount() }
         defer {
             fflush(nil)
-            for warning in Self.sharedIDs(statuses) { FileHandle.standardError.write(Data("warren: \(warning)\n".utf8)) }
+            for warning in Self.sharedIDs(statuses) { StandardErrorLines.write("warren: \(warning)\n") }
             if let workersUnknown {
-                FileHandle.standardError.write(Data("warren: workers unknown: \(workersUnknown.message)\n".utf8))
+                StandardErrorLines.write("warren: workers unknown: \(workersUnknown.message)\n")
             }
         }
         if json {

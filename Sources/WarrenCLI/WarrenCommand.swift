@@ -7,9 +7,10 @@ public struct WarrenCommand: ParsableCommand {
         commandName: "warren",
         abstract: "Run operations on a pool of workers over RabbitMQ.",
         discussion: """
-            Exit codes: 0 success; 1 error (bad broker URL, refused credentials, broker down); \
-            3 the awaited job failed; 4 it was cancelled; 5 no result in time; 6 a unique job not \
-            enqueued (another job of its key holds the lock); 64 bad arguments.
+            Exit codes: 0 success; 1 error (bad broker URL, refused credentials, broker down, output \
+            that cannot be written); 3 the awaited job failed; 4 it was cancelled; 5 no result in time; \
+            6 a unique job not enqueued (another job of its key holds the lock); 64 bad arguments; \
+            128 + N enqueue stopped by signal N (the jobs enqueued are printed).
             """,
         subcommands: [
             WorkerCommand.self, EnqueueCommand.self, CancelCommand.self, ResultsCommand.self, StatusCommand.self,
@@ -24,6 +25,11 @@ public struct WarrenCommand: ParsableCommand {
     /// reads, or what the producer refuses) shows that command's usage, as one from its `validate()` does, where
     /// swift-argument-parser would show the root's (`Usage: warren <subcommand>`).
     public static func main() {
+        StandardStreams.reserveDescriptors()
+        if let problem = StandardStreams.argumentProblem() {
+            StandardErrorLines.write("Error: \(problem)\n")
+            exit(withError: ExitCode.validationFailure)
+        }
         do {
             var command = try parseAsRoot()
             let commandType: any ParsableCommand.Type = Swift.type(of: command)
@@ -32,6 +38,7 @@ public struct WarrenCommand: ParsableCommand {
             } catch let error as ValidationError {
                 fail(error, usageOf: commandType)
             }
+            try StandardStreams.checkOutput()
         } catch {
             exit(withError: error)
         }
@@ -40,14 +47,13 @@ public struct WarrenCommand: ParsableCommand {
     /// Reports `error` with the usage of `command`, and exits 64.
     private static func fail(_ error: ValidationError, usageOf command: any ParsableCommand.Type) -> Never {
         let name = (path(to: command) ?? [command]).map { $0._commandName }.joined(separator: " ")
-        FileHandle.standardError.write(
-            Data(
-                """
-                Error: \(error.message)
-                Usage: \(usageString(for: command))
-                  See '\(name) --help' for more information.
+        StandardErrorLines.write(
+            """
+            Error: \(error.message)
+            Usage: \(usageString(for: command))
+              See '\(name) --help' for more information.
 
-                """.utf8))
+            """)
         exit(withError: ExitCode.validationFailure)
     }
 

@@ -227,6 +227,7 @@ public struct WorkerOptions: ParsableArguments {
         sigemptyset(&stopping)
         for number in Worker.stopSignals { sigaddset(&stopping, number) }
         pthread_sigmask(SIG_BLOCK, &stopping, nil)
+        StandardStreams.ignoreBrokenPipes()
         LogSetup.bootstrap(level: logLevel, format: logFormat)
         var registry = registry
         var assigned: Set<String> = []

@@ -1,3 +1,4 @@
+import AMQP
 import Foundation
 import Testing
 import Warren
@@ -100,6 +101,30 @@ extension Integration {
             #expect(results[1].status == .succeeded)
             #expect(results[1].output?["sum"] == .number(6))
             #expect(new.sequence > old.sequence)
+        }
+
+        @Test("a superseding job the broker refuses supersedes nothing: the older job of its key runs")
+        func refusedSupersedeCancelsNothing() throws {
+            let queue = TestEnvironment.uniqueName("supersede-kept")
+            let full = TestEnvironment.uniqueName("supersede-full")
+            defer { [queue, full].forEach(BrokerProbe.delete) }
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
+            defer { connection.close() }
+            try connection.openChannel(1)
+            try connection.declareQueue(
+                full, arguments: ["x-max-length": .int(0), "x-overflow": "reject-publish"], channel: 1)
+            let producer = try Producer.forTests()
+            let tap = try MessageTap.results()
+            let key = TestEnvironment.uniqueName("kept")
+            let old = try producer.enqueue(JobRequest(type: "echo", input: "old", key: key, queue: queue))
+            let error = #expect(throws: WarrenError.self) {
+                try producer.enqueue(JobRequest(type: "echo", input: "new", key: key, supersede: true, queue: full))
+            }
+            #expect(error?.message.contains("not enqueued") == true, "\(String(describing: error))")
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            let results = try tap.waitForResults([old.id])
+            #expect(results.map(\.status) == [.succeeded], "\(results)")
         }
     }
 }

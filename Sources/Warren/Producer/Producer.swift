@@ -1,5 +1,6 @@
 import AMQP
 import Foundation
+import Synchronization
 
 /// Publishes jobs and cancellations, and waits for results.
 ///
@@ -23,6 +24,8 @@ public final class Producer {
     static let lockChannel: UInt16 = 3
 
     let connection: AMQPConnection
+    /// Tells an ``enqueue(_:watch:)`` under way, from any thread, to publish no more jobs (see ``Interruption``).
+    public let interruption = Interruption()
     let sequences: SequenceFile
     let journal: JobJournal
     /// Whether job queues this producer creates are priority queues.
@@ -182,7 +185,8 @@ public final class Producer {
             // Locks of jobs sure not to be enqueued are released; after a lost connection they expire.
             do {
                 return try publishJobs(ordered, replyTo: replyTo, locked: locked, published: &published)
-            } catch where !published {
+            } catch where !published && (error as? WarrenError)?.code != .interrupted {
+                // (An interrupted call released the locks of the jobs it did not send.)
                 try? releaseUniqueLocks(of: locked)
                 throw error
             }
@@ -228,9 +232,7 @@ public final class Producer {
         let refused: Set<UInt64>
         do {
             for (request, descriptor, body) in jobs {
-                if request.supersede, let key = request.key {
-                    try publishControl(.supersede(key: key, before: descriptor.sequence))
-                }
+                guard !interruption.isRequested else { break }
                 published = true
                 handed += 1
                 // Mandatory: a queue deleted since this producer declared it, or on a cluster node that is down,
@@ -272,20 +274,32 @@ public final class Producer {
                     + Self.mayBeEnqueued(ids.count)
                     + (handed < ordered.count ? "; the \(ordered.count - handed) after them were not enqueued" : ""),
                 unconfirmedJobIDs: ids)
-        } catch where !published {
-            // Refused before the first job left (a supersede's control message): none of them was enqueued.
-            try? journal.retract(ordered.map(\.id))
-            throw error
         }
         let refusedJobs = refused.compactMap { numbers[$0] }
         let returned = Set(returnedQueues)
-        let lost = Set(refusedJobs.map(\.id) + ordered.filter { returned.contains($0.queue) }.map(\.id))
+        let unsent = ordered.dropFirst(handed).map(\.id)
+        let lost = Set(
+            refusedJobs.map(\.id) + ordered.prefix(handed).filter { returned.contains($0.queue) }.map(\.id) + unsent)
         if !lost.isEmpty {
             try? releaseUniqueLocks(of: locked.filter { lost.contains($0.id) })
             // Not enqueued after all: a later dependent of theirs is refused as unknown, not parked for ever.
             try? journal.retract(ordered.map(\.id).filter(lost.contains))
         }
         let enqueued = ordered.map(\.id).filter { !lost.contains($0) }
+        let superseding = jobs.filter { $0.request.supersede && !lost.contains($0.request.id) }.map(\.descriptor)
+        try supersede(for: superseding, enqueued: enqueued)
+        if !unsent.isEmpty {
+            let other = ordered.count - enqueued.count
+            var interrupted = WarrenError(
+                .interrupted,
+                (enqueued.isEmpty
+                    ? "interrupted: none of the \(ordered.count) jobs was enqueued"
+                    : "interrupted: \(enqueued.count) of the \(ordered.count) jobs were enqueued, the other \(other) "
+                        + "were not")
+                    + (refusedJobs.isEmpty ? "" : " (the broker refused \(refusedJobs.count) of those it was sent)"))
+            interrupted.enqueuedJobIDs = enqueued
+            throw interrupted
+        }
         if let job = refusedJobs.first {
             var refusal = WarrenError(
                 .broker,
@@ -305,6 +319,52 @@ public final class Producer {
             throw error
         }
         return jobs.map(\.descriptor)
+    }
+
+    /// Cancels the jobs of each key of `descriptors` (superseding jobs the broker confirmed) older than its job:
+    /// only once the new job is enqueued, so that a job the broker refuses supersedes nothing.
+    /// - Throws: ``WarrenError`` naming the `enqueued` jobs, when the control message does not get through: the
+    ///   older jobs run on.
+    private func supersede(for descriptors: [OperationDescriptor], enqueued: [String]) throws {
+        let superseding = descriptors.filter { $0.key != nil }
+        guard !superseding.isEmpty else { return }
+        do {
+            for descriptor in superseding {
+                try publishControl(.supersede(key: descriptor.key!, before: descriptor.sequence))
+            }
+            try waitForConfirms()
+        } catch {
+            let reason = (error as? WarrenError)?.message ?? "\(error)"
+            let commands = superseding.map { "warren cancel --key \($0.key!) --before \($0.sequence)" }
+            var failure = WarrenError(
+                .broker,
+                "\(reason); the jobs were enqueued, but the older jobs of their keys were not superseded: "
+                    + commands.joined(separator: "; ") + " cancels them")
+            failure.enqueuedJobIDs = enqueued
+            failure.isAccessRefused = (error as? AMQPError)?.replyCode == 403
+            throw failure
+        }
+    }
+
+    /// Tells a producer to publish no more jobs: from any thread (a signal handler's), while an
+    /// ``enqueue(_:watch:)`` is under way on the producer's own. That call publishes none of its jobs after this,
+    /// waits for the broker's answers to those it handed over, and throws ``WarrenError`` `interrupted` naming the
+    /// ones enqueued (``WarrenError/enqueuedJobIDs``); the others are not enqueued: their unique locks are released
+    /// and they are unknown to later dependents. Later calls publish nothing: an interruption does not wear off.
+    ///
+    /// Thread safety: atomic.
+    public final class Interruption: Sendable {
+        private let requested = Atomic(false)
+
+        /// Asks the producer to publish no more jobs.
+        public func interrupt() {
+            requested.store(true, ordering: .relaxed)
+        }
+
+        /// Whether ``interrupt()`` was called.
+        public var isRequested: Bool {
+            requested.load(ordering: .relaxed)
+        }
     }
 
     /// `job ID`, `jobs ID, ID, ID`, or `jobs ID, ID, ID and N more`.

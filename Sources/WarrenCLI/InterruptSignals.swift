@@ -1,0 +1,69 @@
+import ArgumentParser
+import Dispatch
+import Glibc
+import Synchronization
+import Warren
+
+/// SIGINT, SIGTERM and SIGHUP while `warren enqueue` publishes: the first tells the producer to publish no more
+/// jobs (``Producer/Interruption``), so that the command names the jobs enqueued before it ends; a second one ends
+/// the process at once, as if nothing caught them.
+///
+/// Thread safety: confined to the thread that creates it; the signal that came is atomic, written on a dispatch
+/// queue.
+final class InterruptSignals {
+    static let numbers: [Int32] = [SIGINT, SIGTERM, SIGHUP]
+    private let first = FirstSignal()
+    private var sources: [any DispatchSourceSignal] = []
+
+    init(interrupting interruption: Producer.Interruption) {
+        let first = first
+        sources = Self.numbers.map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                guard first.record(number) else { return }
+                for number in Self.numbers { signal(number, SIG_DFL) }
+                interruption.interrupt()
+                StandardErrorLines.write(
+                    "warren: interrupted: sending no more jobs, waiting for the broker's answers to those sent "
+                        + "(again to quit at once)\n")
+            }
+            source.resume()
+            return source
+        }
+    }
+
+    /// The first of the signals that came, if one did.
+    var received: Int32? {
+        first.number
+    }
+
+    /// The exit status of a command that ends for `received`: 128 plus its number, as a shell reports it.
+    var exitCode: ExitCode {
+        ExitCode(128 + (received ?? SIGINT))
+    }
+
+    /// Stops catching them: from here on they end the process.
+    func restore() {
+        sources.forEach { $0.cancel() }
+        sources = []
+        for number in Self.numbers { signal(number, SIG_DFL) }
+    }
+}
+
+/// The first signal an ``InterruptSignals`` caught.
+///
+/// Thread safety: atomic.
+private final class FirstSignal: Sendable {
+    private let stored = Atomic<Int32>(0)
+
+    /// Keeps `number` if it is the first; whether it was.
+    func record(_ number: Int32) -> Bool {
+        stored.compareExchange(expected: 0, desired: number, ordering: .relaxed).exchanged
+    }
+
+    var number: Int32? {
+        let number = stored.load(ordering: .relaxed)
+        return number == 0 ? nil : number
+    }
+}
