@@ -84,6 +84,15 @@ extension AMQPConnection {
 
     /// Fetches one message with `basic.get`, or `nil` when the queue is empty.
     public func get(_ queue: String, noAck: Bool = false, channel: UInt16) throws -> Delivery? {
+        try getCounting(queue, noAck: noAck, channel: channel)?.delivery
+    }
+
+    /// Fetches one message with `basic.get`, and how many the queue holds besides (`basic.get-ok`'s count), or `nil`
+    /// when the queue is empty. Unlike a passive declaration's count, which RabbitMQ answers ahead of what the queue
+    /// has yet to do, this one counts the messages other channels put back (rejected, requeued) before.
+    public func getCounting(
+        _ queue: String, noAck: Bool = false, channel: UInt16
+    ) throws -> (delivery: Delivery, remaining: UInt32)? {
         flushOutput()
         let arena = CArena()
         let reply = amqp_basic_get(state, channel, arena.bytes(queue), noAck ? 1 : 0)
@@ -93,10 +102,11 @@ extension AMQPConnection {
         var message = amqp_message_t()
         try check(amqp_read_message(state, channel, &message, 0), "read message from '\(queue)'", channel: channel)
         defer { amqp_destroy_message(&message) }
-        return Delivery(
+        let delivery = Delivery(
             channel: channel, consumerTag: "", deliveryTag: ok.delivery_tag, redelivered: ok.redelivered != 0,
             exchange: CDecode.string(ok.exchange), routingKey: CDecode.string(ok.routing_key),
             properties: MessageProperties(message.properties), body: CDecode.bytes(message.body))
+        return (delivery, ok.message_count)
     }
 
     /// The negotiated frame size, which a held frame must fit in.

@@ -29,8 +29,7 @@ struct DeadCommand: ParsableCommand {
         func run() throws {
             let dead = try DeadLetterQueue(url: broker.brokerURL)
             defer { dead.close() }
-            let total = try dead.count()
-            let letters = try dead.list(limit: limit)
+            let (letters, total) = try dead.listing(limit: limit)
             for letter in letters {
                 if json {
                     var object: [String: Any] = ["reason": letter.reason, "bytes": letter.size]
@@ -45,7 +44,7 @@ struct DeadCommand: ParsableCommand {
                 }
             }
             fflush(nil)  // the letters first, also where both streams go to one file
-            // Letters may come or go between the count and the list.
+            // Letters may come or go while it lists them.
             let summary =
                 letters.count < limit || letters.count >= total
                 ? "\(letters.count) dead letter(s)"

@@ -75,6 +75,37 @@ extension Integration {
             #expect(try tap.waitForResult(bad.id).error?.code == "invalidInput")
         }
 
+        @Test("warren dead list counts every letter right after another listing put them back")
+        func countAfterListing() throws {
+            // A virtual host of its own: a dead letter queue holding these letters only.
+            let vhost = TestEnvironment.uniqueName("dead-count")
+            try Chaos.brokerCtl(["add_vhost", vhost])
+            defer { try? Chaos.brokerCtl(["delete_vhost", vhost]) }
+            try Chaos.brokerCtl(["set_permissions", "-p", vhost, "guest", ".*", ".*", ".*"])
+            let url = try TestEnvironment.brokerURL.replacingOccurrences(of: "/%2F", with: "/\(vhost)")
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: url))
+            defer { connection.close() }
+            try connection.openChannel(1)
+            try Topology.declareDeadLetters(on: connection, channel: 1)
+            for number in 0..<3_000 {
+                try connection.publish(
+                    Array(#"{"id": "letter-\#(number)"}"#.utf8), exchange: "", routingKey: Topology.deadQueue,
+                    properties: MessageProperties(persistent: true), channel: 1)
+            }
+            let settled = ContinuousClock.now + .seconds(30)
+            while try connection.declareQueue(Topology.deadQueue, passive: true, channel: 1).messageCount < 3_000,
+                ContinuousClock.now < settled
+            {
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+            for _ in 1...3 {
+                let listed = try CLI.run(["dead", "list", "--limit", "2000", "--url", url])
+                #expect(listed.stderr == "2000 of 3000 dead letter(s) (--limit 2000)\n", "\(listed.stderr)")
+                let counted = try CLI.run(["dead", "list", "--limit", "0", "--url", url])
+                #expect(counted.stderr == "0 of 3000 dead letter(s) (--limit 0)\n", "\(counted.stderr)")
+            }
+        }
+
         @Test("the last retryable failure is dead-lettered; warren dead list shows it and dead requeue replays it")
         func exhaustedThenRequeued() throws {
             let queue = TestEnvironment.uniqueName("exhaust")

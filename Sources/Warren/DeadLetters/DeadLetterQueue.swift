@@ -44,7 +44,8 @@ public final class DeadLetterQueue {
         connection.close()
     }
 
-    /// How many dead letters the queue holds (not counting those another client has taken and not yet settled).
+    /// How many dead letters the queue holds (not counting those another client has taken and not yet settled, nor
+    /// those being put back this instant: ``listing(limit:)`` counts them).
     /// - Throws: ``WarrenError`` (`broker`) when the connection fails.
     public func count() throws -> Int {
         try brokerCall { Int(try Topology.lookUp(Topology.deadQueue, on: connection)?.messageCount ?? 0) }
@@ -52,12 +53,19 @@ public final class DeadLetterQueue {
 
     /// Up to `limit` dead letters, oldest first; the queue keeps them all.
     public func list(limit: Int = 1000) throws -> [DeadLetter] {
+        try listing(limit: limit).letters
+    }
+
+    /// Up to `limit` dead letters (0: none, only the count), oldest first, and how many the queue held as the first
+    /// was taken, letters that a listing just before put back included; the queue keeps them all.
+    /// - Throws: ``WarrenError`` (`broker`) when the connection fails.
+    public func listing(limit: Int = 1000) throws -> (letters: [DeadLetter], total: Int) {
         try brokerCall {
-            let deliveries = try take(limit: limit)
+            let (deliveries, total) = try take(limit: max(limit, 1))
             if let last = deliveries.last {
                 try connection.nack(last.deliveryTag, multiple: true, requeue: true, channel: Self.channel)
             }
-            return deliveries.map(DeadLetter.init)
+            return (deliveries.prefix(limit).map(DeadLetter.init), total)
         }
     }
 
@@ -75,7 +83,7 @@ public final class DeadLetterQueue {
         try brokerCall {
             var report = RequeueReport()
             var sent: [(tag: UInt64, letter: DeadLetter)] = []
-            for delivery in try take(limit: limit) {
+            for delivery in try take(limit: limit).deliveries {
                 let letter = DeadLetter(delivery)
                 let chosen = jobIDs.map { ids in letter.jobID.map(ids.contains) ?? false } ?? true
                 guard chosen, let queue = letter.queue else {
@@ -117,13 +125,17 @@ public final class DeadLetterQueue {
         }
     }
 
-    /// Takes up to `limit` messages, unacknowledged.
-    private func take(limit: Int) throws -> [Delivery] {
+    /// Takes up to `limit` messages, unacknowledged, and how many the queue held as the first was taken.
+    private func take(limit: Int) throws -> (deliveries: [Delivery], total: Int) {
         var deliveries: [Delivery] = []
-        while deliveries.count < limit, let delivery = try connection.get(Topology.deadQueue, channel: Self.channel) {
+        var total = 0
+        while deliveries.count < limit,
+            let (delivery, remaining) = try connection.getCounting(Topology.deadQueue, channel: Self.channel)
+        {
+            if deliveries.isEmpty { total = Int(remaining) + 1 }
             deliveries.append(delivery)
         }
-        return deliveries
+        return (deliveries, total)
     }
 
     /// Waits for the confirms of the publishes numbered `tags` on the channel; returns the routing keys of
