@@ -9,9 +9,9 @@ struct ResultsCommand: ParsableCommand {
         abstract: "Print stored results, or follow them as they arrive; for keyed jobs, report older arrivals as stale.",
         discussion: """
             Reads the warren.results stream, which keeps every result for 7 days; reading removes nothing. \
-            Without --follow, prints the stored results (all of them, or those since --since) and exits once \
-            --idle seconds pass without one; with --follow, starts now (or at --since) and keeps printing until \
-            interrupted or --idle seconds pass without a result, reconnecting if it loses the broker.
+            Without --follow, prints the results stored when it starts (all of them, or those since --since) and \
+            exits, or once --idle seconds pass without one; with --follow, starts now (or at --since) and keeps \
+            printing until interrupted or --idle seconds pass without a result, reconnecting if it loses the broker.
             Line format: STATUS JOB-ID type=T seq=N [key=K] worker=W attempt=A [output=JSON|error=CODE: MESSAGE]
             A stale result (an older sequence of a key whose newer result was seen) prints as `stale …`.
             With --follow, progress reports of running jobs print as: progress JOB-ID 42% worker=W MESSAGE
@@ -59,7 +59,9 @@ struct ResultsCommand: ParsableCommand {
         // A reconnection resumes after the last stream message read, or where this began: following from now, at
         // the second it began.
         let origin: ResultReader.Start = start == .next ? .since(Date()) : start
-        var reader = try ResultReader(url: broker.brokerURL, from: start, progress: follow)
+        // Without --follow, what was stored when it started: a fleet that stores results all the time would keep
+        // the reader from ever being idle.
+        var reader = try ResultReader(url: broker.brokerURL, from: start, progress: follow, endingNow: !follow)
         defer { reader.close() }
         let quiet = idle ?? (follow ? nil : 1)
         var filter = StaleResultFilter()

@@ -99,6 +99,26 @@ extension Integration {
             #expect(none.status == 0 && none.stdout.isEmpty)
         }
 
+        @Test("warren results without --follow ends with what was stored when it started, while results keep coming")
+        func endsWhileResultsKeepComing() throws {
+            let url = try TestEnvironment.brokerURL
+            let queue = TestEnvironment.uniqueName("busy")
+            defer { BrokerProbe.delete(queue) }
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            let first = try Producer.forTests().enqueue(JobRequest(type: "echo", input: "first", queue: queue), watch: true)
+            // Results stored many times a second, far more often than --idle, until the reader is done.
+            let producing = try ChildProcess(
+                URL(fileURLWithPath: "/bin/sh"),
+                ["-c", #"while :; do "$0" enqueue echo --queue "$1" --url "$2" > /dev/null; done"#,
+                    TestEnvironment.warrenBinary.path, queue, url],
+                name: "enqueue loop")
+            defer { producing.terminate() }
+            let output = try CLI.run(["results", "--since", "10m", "--idle", "3", "--url", url], timeout: .seconds(60))
+            #expect(output.status == 0, "\(output.stderr)")
+            #expect(output.stdout.contains(first.id))
+        }
+
         /// Runs `echo` jobs with these inputs through a worker of their own and returns them once their results are
         /// stored.
         static func runEchoJobs(_ inputs: [JSONValue]) throws -> [OperationDescriptor] {

@@ -43,30 +43,43 @@ public final class ResultReader {
     }
 
     static let channel: UInt16 = 1
+    /// The channel of a reader that ends where the stream ended as it started: a second consumer, from the next
+    /// message stored, whose first delivery gives the offset past which the stream was written after the start.
+    static let endChannel: UInt16 = 2
     /// Results the broker sends ahead of ``next(waitingUpTo:)``: a stream consumer must have a prefetch.
     static let prefetch: UInt16 = 500
     let connection: AMQPConnection
     /// The rest of the batch whose first result ``next(waitingUpTo:)`` returned.
     private var pending: ArraySlice<Event> = []
+    /// The offset of the first message stored after the reader started, once one was (with `endingNow`).
+    private var endOffset: UInt64?
+    /// Whether the reader read every message stored before it started, and will return no more (`endingNow`).
+    public private(set) var reachedEnd = false
 
     /// Connects, declares the results stream and starts reading it at `start`.
     /// - Parameters:
     ///   - start: Where to start. Default: the oldest kept result.
     ///   - progress: Also return progress reports of running jobs, from now on (they are not stored).
+    ///   - endingNow: Read only what was stored before the reader started: once it comes to a message stored
+    ///     later, ``next(waitingUpTo:)`` returns `nil` at once and ``reachedEnd`` is set. A reader of everything
+    ///     stored so far thus ends while results keep coming. Not with `progress`.
     /// - Throws: ``WarrenError`` (`invalidConfiguration` for a bad URL, `broker` when the connection fails).
-    public init(url: String, from start: Start = .first, progress: Bool = false) throws {
-        connection = try Self.connect(BrokerAddresses(url, connectionName: "warren results"), start, progress)
+    public init(url: String, from start: Start = .first, progress: Bool = false, endingNow: Bool = false) throws {
+        connection = try Self.connect(
+            BrokerAddresses(url, connectionName: "warren results"), start, progress, endingNow)
     }
 
     /// Connects and starts reading; tries again on a new connection while the stream is still starting, which it is
     /// when this reader, or a worker starting at the same moment, has only just declared it, or the broker has just
     /// restarted (``AMQPError/retryingWhileStreamStarts(timeout:_:)``).
-    private static func connect(_ brokers: BrokerAddresses, _ start: Start, _ progress: Bool) throws -> AMQPConnection {
+    private static func connect(
+        _ brokers: BrokerAddresses, _ start: Start, _ progress: Bool, _ endingNow: Bool
+    ) throws -> AMQPConnection {
         do {
             return try AMQPError.retryingWhileStreamStarts {
                 let connection = try brokers.connect()
                 do {
-                    try read(on: connection, from: start, progress: progress)
+                    try read(on: connection, from: start, progress: progress, endingNow: endingNow)
                     return connection
                 } catch {
                     connection.close()
@@ -78,11 +91,19 @@ public final class ResultReader {
         }
     }
 
-    private static func read(on connection: AMQPConnection, from start: Start, progress: Bool) throws {
+    private static func read(on connection: AMQPConnection, from start: Start, progress: Bool, endingNow: Bool) throws {
         try connection.openChannel(Self.channel)
         // Declared only if missing: a reader that finds them needs no permission to configure them.
         if try Topology.lookUp(Topology.resultsStream, on: connection) == nil {
             try Topology.declareResults(on: connection, channel: Self.channel)
+        }
+        if endingNow {
+            // Before the reading consumer: what it reads from here on may have been stored after the start. One
+            // delivery is enough; it is never acknowledged, so the broker sends no other.
+            try connection.openChannel(Self.endChannel)
+            try connection.qos(prefetchCount: 1, channel: Self.endChannel)
+            try connection.consume(
+                Topology.resultsStream, arguments: ["x-stream-offset": Start.next.argument], channel: Self.endChannel)
         }
         try connection.qos(prefetchCount: Self.prefetch, channel: Self.channel)
         try connection.consume(
@@ -104,6 +125,7 @@ public final class ResultReader {
     /// - Throws: ``WarrenError`` (`broker`) when the connection fails.
     public func next(waitingUpTo timeout: Duration) throws -> Event? {
         if let event = pending.popFirst() { return event }
+        guard !reachedEnd else { return nil }
         do {
             let deadline = ContinuousClock.now + timeout
             while true {
@@ -113,9 +135,17 @@ public final class ResultReader {
                         if let report = try? ProgressMessage.decode(delivery.body) { return .progress(report) }
                         continue
                     }
+                    if delivery.channel == Self.endChannel {
+                        endOffset = endOffset ?? delivery.streamOffset
+                        continue
+                    }
                     // Stream consumers acknowledge to get more deliveries; the ack removes nothing.
                     try connection.ack(delivery.deliveryTag, multiple: true, channel: Self.channel)
                     let offset = delivery.streamOffset
+                    if let offset, let endOffset, offset >= endOffset {
+                        reachedEnd = true
+                        return nil
+                    }
                     pending = ResultBatch.results(in: delivery.body, type: delivery.properties.type)
                         .map { .result($0, offset: offset) }[...]
                     if let event = pending.popFirst() { return event }
