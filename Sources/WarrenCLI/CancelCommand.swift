@@ -26,14 +26,16 @@ struct CancelCommand: ParsableCommand {
     @Option(
         name: .customLong("ids-from"),
         help: ArgumentHelp(
-            "Also cancel the ids in this file, one per line, # for comments ('-': standard input): for thousands.",
+            "Also cancel the ids in this file, one per line or as 'NAME ID' lines, # for comments ('-': standard "
+                + "input): for thousands.",
             valueName: "file"))
     var idsFrom: String?
 
     @Option(name: .long, help: "With --before: cancel every job of this key older than that sequence.")
     var key: String?
 
-    @Option(name: .long, help: "With --key: the sequence number older jobs are below.")
+    // Unconditional: `--before -1` is a value to refuse with a reason, not a missing one.
+    @Option(name: .long, parsing: .unconditional, help: "With --key: the sequence number older jobs are below.")
     var before: UInt64?
 
     @Flag(name: .long, help: "Cancel every job enqueued so far: in the broker, waiting in workers and executing.")
@@ -95,8 +97,9 @@ struct CancelCommand: ParsableCommand {
         }
     }
 
-    /// The ids in `path` (`-`: standard input), one per line; blank lines, what follows a `#` (no job id holds one)
-    /// and surrounding spaces are ignored. A line that holds no job id is refused, naming the file and the line; so
+    /// The ids in `path` (`-`: standard input), one per line, or the last of two words (`NAME ID`, as
+    /// `enqueue --graph` prints them); blank lines, what follows a `#` (no job id holds one) and surrounding spaces
+    /// are ignored. A line that holds no job id is refused, naming the file and the line; so
     /// is a file with none, as `cancel` without ids is: the list that should have been there was not made (a `grep`
     /// that found nothing, say).
     static func readIDs(_ path: String) throws -> [String] {
@@ -106,8 +109,9 @@ struct CancelCommand: ParsableCommand {
         var ids: [String] = []
         let lines = String(decoding: data, as: UTF8.self).split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
         for (number, line) in zip(1..., lines) {
-            let id = line.prefix { $0 != "#" }.trimmingCharacters(in: .whitespaces)
-            guard !id.isEmpty else { continue }
+            let words = line.prefix { $0 != "#" }.split(whereSeparator: \.isWhitespace)
+            guard let last = words.last else { continue }
+            let id = words.count == 2 ? String(last) : words.joined(separator: " ")
             if let problem = OperationDescriptor.problem(withID: id) {
                 throw ValidationError("--ids-from \(path), line \(number): \(ResultPrinter.printable(problem))")
             }

@@ -222,6 +222,7 @@ struct EnqueueCommand: ParsableCommand {
         try StandardStreams.checkOutput(lost: "the ids of the \(descriptors.count) enqueued job(s)")
         warnOfPrioritiesOnPlainQueues(requests, producer)
         warnOfManyDependencies(requests, names: names)
+        warnOfOversizedJobs(descriptors, names: names)
         if signals.received != nil {
             // The signal came after the last job was sent: every one is enqueued, and nothing is awaited.
             StandardErrorLines.write("warren: interrupted: all \(descriptors.count) jobs were enqueued\n")
@@ -315,6 +316,19 @@ struct EnqueueCommand: ParsableCommand {
             StandardErrorLines.write(
                 "warren: warning: job \(job) has \(count) dependencies: a worker dead-letters it unless started "
                     + "with --max-dependencies \(count) or more (default \(limit))\n")
+        }
+    }
+
+    /// Warns, on standard error, of jobs larger than a worker takes by default: one started without a higher
+    /// --max-message-bytes dead-letters them (`oversized`), unread.
+    private func warnOfOversizedJobs(_ descriptors: [OperationDescriptor], names: [String: String]) {
+        let limit = Worker.Configuration(url: "").maxMessageBytes
+        for descriptor in descriptors {
+            guard let size = try? descriptor.encoded().count, size > limit else { continue }
+            let job = names[descriptor.id].map { "'\($0)' (\(descriptor.id))" } ?? descriptor.id
+            StandardErrorLines.write(
+                "warren: warning: job \(job) is \(size) bytes: a worker dead-letters it unless started with "
+                    + "--max-message-bytes \(size) or more (default \(limit))\n")
         }
     }
 

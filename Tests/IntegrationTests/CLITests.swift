@@ -30,9 +30,10 @@ extension Integration {
             while running.stdout.isEmpty && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
             let id = running.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
             try worker.waitForStart(of: id)
-            // Read from a file, as thousands of ids would be; an id given twice is sent once.
+            // Read from a file, as thousands of ids would be; an id given twice is sent once; a line as
+            // enqueue --graph prints it (NAME ID) names its id.
             let ids = directory.appendingPathComponent("ids.txt")
-            try Data("# the running sum\n \(id) \n\(id)  # again\n".utf8).write(to: ids)
+            try Data("# the running sum\n \(id) \n\(id)  # again\nsum \(id)\n".utf8).write(to: ids)
             let cancel = try CLI.run(["cancel", "--url", url, "--ids-from", ids.path])
             #expect(cancel.stdout.contains("cancellation sent for 1 job"), "\(cancel.stdout)\(cancel.stderr)")
             let bad = directory.appendingPathComponent("bad.txt")
@@ -237,6 +238,35 @@ extension Integration {
             }
             ranges.sort { $0.lowerBound < $1.lowerBound }
             #expect(zip(ranges, ranges.dropFirst()).allSatisfy { $0.upperBound < $1.lowerBound }, "\(ranges)")
+        }
+
+        @Test("a job the broker refuses for a moment (a quorum queue electing a leader) is sent again, and enqueued")
+        func refusedForAMoment() throws {
+            let queue = TestEnvironment.uniqueName("refused-moment")
+            defer { BrokerProbe.delete(queue) }
+            let url = try TestEnvironment.brokerURL
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: url))
+            defer { connection.close() }
+            try connection.openChannel(1)
+            // Full for now: the broker refuses (basic.nack) a publish until the message in it is taken.
+            try connection.declareQueue(
+                queue, arguments: ["x-max-length": .int(1), "x-overflow": "reject-publish"], channel: 1)
+            try connection.publish(Array("filler".utf8), exchange: "", routingKey: queue, channel: 1)
+            let filled = ContinuousClock.now + .seconds(30)
+            while try connection.declareQueue(queue, passive: true, channel: 1).messageCount == 0, ContinuousClock.now < filled {
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+            let taker = Thread {
+                Thread.sleep(forTimeInterval: 0.3)
+                guard let other = try? AMQPConnection(configuration: AMQPConfiguration(url: url)) else { return }
+                defer { other.close() }
+                try? other.openChannel(1)
+                _ = try? other.get(queue, noAck: true, channel: 1)
+            }
+            taker.start()
+            let job = try Producer.forTests().enqueue(JobRequest(type: "echo", queue: queue))
+            let left = try #require(try connection.get(queue, noAck: true, channel: 1))
+            #expect(left.properties.messageID == job.id, "the filler was taken, and the job is in the queue")
         }
 
         @Test("a job for a queue deleted since the producer declared it is refused, not confirmed and lost")

@@ -227,7 +227,7 @@ public final class Producer {
         // (and on the way out when a publish fails).
         connection.holdOutput()
         defer { connection.flushOutput() }
-        var numbers: [UInt64: JobRequest] = [:]
+        var numbers: [UInt64: SentJob] = [:]
         var handed = 0
         let refused: Set<UInt64>
         do {
@@ -235,21 +235,18 @@ public final class Producer {
                 guard !interruption.isRequested else { break }
                 published = true
                 handed += 1
-                // Mandatory: a queue deleted since this producer declared it, or on a cluster node that is down,
-                // would take nothing and the broker would confirm the publish all the same.
-                try publish(
-                    body, exchange: "", routingKey: request.queue,
+                let job = SentJob(
+                    request: request, body: body,
                     properties: MessageProperties(
                         contentType: WireCoding.contentType, persistent: true,
                         priority: descriptor.priority.amqpPriority, replyTo: replyTo ?? request.replyTo,
                         messageID: descriptor.id,
-                        timestamp: UInt64(Date().timeIntervalSince1970), type: descriptor.type, appID: "warren"),
-                    mandatory: true)
-                numbers[publishCount] = request
+                        timestamp: UInt64(Date().timeIntervalSince1970), type: descriptor.type, appID: "warren"))
+                numbers[try send(job)] = job
                 if replyTo != nil { watched.watch([request.id]) }
             }
             connection.flushOutput()
-            refused = try waitForAnswers()
+            refused = try sendingAgain(refused: try waitForAnswers(), of: &numbers)
         } catch let error as WarrenError where error.code == .timeout {
             let ids = ordered.map(\.id)
             throw WarrenError(
@@ -275,7 +272,7 @@ public final class Producer {
                     + (handed < ordered.count ? "; the \(ordered.count - handed) after them were not enqueued" : ""),
                 unconfirmedJobIDs: ids)
         }
-        let refusedJobs = refused.compactMap { numbers[$0] }
+        let refusedJobs = refused.compactMap { numbers[$0]?.request }
         let returned = Set(returnedQueues)
         let unsent = ordered.dropFirst(handed).map(\.id)
         let lost = Set(
@@ -304,8 +301,9 @@ public final class Producer {
             var refusal = WarrenError(
                 .broker,
                 "the broker refused \(refusedJobs.count) job\(refusedJobs.count == 1 ? "" : "s") for queue "
-                    + "'\(job.queue)' (basic.nack: the queue is at its length limit, with x-overflow reject-publish, "
-                    + "or is a quorum queue that has lost the majority of its nodes); "
+                    + "'\(job.queue)' (basic.nack, \(Self.refusalRetryWaits.count + 1) times in 4 s: the queue is at its "
+                    + "length limit, with x-overflow reject-publish, or is a quorum queue that has lost the majority "
+                    + "of its nodes, or found no new leader in that time); "
                     + "\(refusedJobs.count == 1 ? "it was" : "they were") not enqueued"
                     + (ordered.count > refusedJobs.count ? ", the others of the call were" : ""))
             refusal.enqueuedJobIDs = enqueued
@@ -319,6 +317,39 @@ public final class Producer {
             throw error
         }
         return jobs.map(\.descriptor)
+    }
+
+    /// A job handed to the broker, as it went.
+    private struct SentJob {
+        let request: JobRequest
+        let body: [UInt8]
+        let properties: MessageProperties
+    }
+
+    /// Publishes `job` to its queue and returns the number its confirm will have.
+    private func send(_ job: SentJob) throws -> UInt64 {
+        // Mandatory: a queue deleted since this producer declared it, or on a cluster node that is down, would take
+        // nothing and the broker would confirm the publish all the same.
+        try publish(job.body, exchange: "", routingKey: job.request.queue, properties: job.properties, mandatory: true)
+        return publishCount
+    }
+
+    /// The waits before a job the broker refused (`basic.nack`) is sent again: a quorum queue refuses publishes
+    /// while it elects a new leader, after the node of its last one failed, for a moment.
+    static let refusalRetryWaits: [Duration] = [.milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2)]
+
+    /// Sends the jobs numbered in `refused` again, after each of ``refusalRetryWaits`` while the broker refuses
+    /// some; returns the numbers, in `numbers` with the others, of those it still refuses.
+    private func sendingAgain(refused: Set<UInt64>, of numbers: inout [UInt64: SentJob]) throws -> Set<UInt64> {
+        var refused = refused
+        for wait in Self.refusalRetryWaits where !refused.isEmpty {
+            Thread.sleep(forTimeInterval: wait / .seconds(1))
+            let again = refused.sorted().compactMap { numbers.removeValue(forKey: $0) }
+            for job in again { numbers[try send(job)] = job }
+            connection.flushOutput()
+            refused = try waitForAnswers()
+        }
+        return refused
     }
 
     /// Cancels the jobs of each key of `descriptors` (superseding jobs the broker confirmed) older than its job:

@@ -72,9 +72,14 @@ public enum ScheduleFile {
             do {
                 schedule = try Entry(entry).schedule()
             } catch let error as WarrenError {
-                let name =
-                    entry["name"].flatMap { if case .string(let name) = $0 { " ('\(name)')" } else { nil } } ?? ""
-                throw WarrenError(.invalidSchedule, "schedules[\(index)]\(name): \(error.message)")
+                let name = entry["name"].flatMap { if case .string(let name) = $0 { name } else { nil } }
+                // The schedule's own check names it too: once is enough.
+                var message = Substring(error.message)
+                if let name, message.hasPrefix("schedule '\(name)'") {
+                    message = message.dropFirst("schedule '\(name)'".count).drop { $0 == ":" || $0 == " " }
+                }
+                throw WarrenError(
+                    .invalidSchedule, "schedules[\(index)]\(name.map { " ('\($0)')" } ?? ""): \(message)")
             }
             guard names.insert(schedule.name).inserted else {
                 throw WarrenError(.invalidSchedule, "schedule name '\(schedule.name)' is given twice")
