@@ -190,6 +190,21 @@ extension Integration {
             #expect(worker.process.isRunning)
         }
 
+        @Test("enqueue warns of a job larger than a worker takes by default, and enqueues it")
+        func oversizedWarning() throws {
+            let queue = TestEnvironment.uniqueName("oversized-warning")
+            defer { BrokerProbe.delete(queue) }
+            let input = try TestEnvironment.temporaryDirectory().appendingPathComponent("big.json")
+            try Data("\"\(String(repeating: "x", count: 1 << 20))\"".utf8).write(to: input)
+            let output = try CLI.run(
+                ["enqueue", "echo", "--input", "@" + input.path, "--queue", queue, "--url", try TestEnvironment.brokerURL])
+            #expect(output.status == 0, "\(output.stderr)")
+            let id = output.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(output.stderr.contains("warning: job \(id) is "), "\(output.stderr)")
+            #expect(output.stderr.contains("unless started with --max-message-bytes"), "\(output.stderr)")
+            #expect(try BrokerProbe.depth(of: queue) == 1)
+        }
+
         @Test("a job that fails in its handler is dead-lettered too, with the handler's code")
         func handlerFailure() throws {
             let queue = TestEnvironment.uniqueName("fail")
