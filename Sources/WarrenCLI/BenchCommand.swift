@@ -70,8 +70,9 @@ struct BenchCommand: ParsableCommand {
         help: ArgumentHelp("The warren executable that runs the workers (default: this one).", valueName: "path"))
     var workerExecutable: String?
 
+    // Unconditional: `--broker-pid -5` is a value to refuse with a reason, not a missing one.
     @Option(
-        name: .customLong("broker-pid"),
+        name: .customLong("broker-pid"), parsing: .unconditional,
         help: "The broker's process id (a wrapper's is fine): also report the broker's CPU per 1,000 jobs.")
     var brokerPID: Int32?
 
@@ -87,7 +88,7 @@ struct BenchCommand: ParsableCommand {
             throw ValidationError("--worker-executable \(workerExecutable): not an executable file")
         }
         // Both are used only at the end of a run that may take half an hour: a mistake shows now.
-        if let brokerPID, brokerPID < 1 || !FileManager.default.fileExists(atPath: "/proc/\(brokerPID)/stat") {
+        if let brokerPID, !Self.isProcess(brokerPID) {
             throw ValidationError("--broker-pid \(brokerPID): no such process")
         }
         if let json, let problem = Self.problemWriting(json) {
@@ -95,12 +96,23 @@ struct BenchCommand: ParsableCommand {
         }
     }
 
-    /// Why the report could not be written to `path`, or `nil` if it can: a directory that is missing or not
-    /// writable, or a path that is a directory or a file not writable.
+    /// Whether `pid` is a process (not one of its threads, which have entries in /proc too): its status names it
+    /// as its own thread group.
+    static func isProcess(_ pid: Int32) -> Bool {
+        guard pid >= 1, let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else {
+            return false
+        }
+        return status.split(separator: "\n").contains { $0.split(separator: "\t") == ["Tgid:", "\(pid)"] }
+    }
+
+    /// Why the report could not be written to `path`, or `nil` if it can: an empty path, a directory that is missing
+    /// or not writable, or a path that is a directory, not a regular file, or a file not writable.
     static func problemWriting(_ path: String) -> String? {
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
-            if isDirectory.boolValue { return "is a directory" }
+        if path.isEmpty { return "no file named" }
+        if path.hasSuffix("/") { return "names a directory" }
+        if let attributes = try? FileManager.default.attributesOfItem(atPath: path) {
+            if attributes[.type] as? FileAttributeType == .typeDirectory { return "is a directory" }
+            if attributes[.type] as? FileAttributeType != .typeRegular { return "is not a regular file" }
             return access(path, W_OK) == 0 ? nil : String(cString: strerror(errno))
         }
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path

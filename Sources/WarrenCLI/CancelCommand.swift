@@ -26,8 +26,7 @@ struct CancelCommand: ParsableCommand {
     @Option(
         name: .customLong("ids-from"),
         help: ArgumentHelp(
-            "Also cancel the ids in this file, one per line or as 'NAME ID' lines, # for comments ('-': standard "
-                + "input): for thousands.",
+            "Also cancel the ids in this file, one per line, # for comments ('-': standard input): for thousands.",
             valueName: "file"))
     var idsFrom: String?
 
@@ -97,9 +96,8 @@ struct CancelCommand: ParsableCommand {
         }
     }
 
-    /// The ids in `path` (`-`: standard input), one per line, or the last of two words (`NAME ID`, as
-    /// `enqueue --graph` prints them); blank lines, what follows a `#` (no job id holds one) and surrounding spaces
-    /// are ignored. A line that holds no job id is refused, naming the file and the line; so
+    /// The ids in `path` (`-`: standard input), one per line; blank lines, what follows a `#` (no job id holds one)
+    /// and surrounding spaces are ignored. A line that holds no job id is refused, naming the file and the line; so
     /// is a file with none, as `cancel` without ids is: the list that should have been there was not made (a `grep`
     /// that found nothing, say).
     static func readIDs(_ path: String) throws -> [String] {
@@ -109,9 +107,14 @@ struct CancelCommand: ParsableCommand {
         var ids: [String] = []
         let lines = String(decoding: data, as: UTF8.self).split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
         for (number, line) in zip(1..., lines) {
-            let words = line.prefix { $0 != "#" }.split(whereSeparator: \.isWhitespace)
-            guard let last = words.last else { continue }
-            let id = words.count == 2 ? String(last) : words.joined(separator: " ")
+            let id = line.prefix { $0 != "#" }.trimmingCharacters(in: .whitespaces)
+            guard !id.isEmpty else { continue }
+            if id.contains(where: \.isWhitespace) {
+                // Two ids on a line, or a graph's `NAME ID`: which to take is not for this command to guess.
+                throw ValidationError(
+                    "--ids-from \(path), line \(number): one job id per line (for the `NAME ID` lines of "
+                        + "enqueue --graph, take the second column: awk '{print $2}')")
+            }
             if let problem = OperationDescriptor.problem(withID: id) {
                 throw ValidationError("--ids-from \(path), line \(number): \(ResultPrinter.printable(problem))")
             }

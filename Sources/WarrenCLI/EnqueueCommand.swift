@@ -195,9 +195,9 @@ struct EnqueueCommand: ParsableCommand {
             defer { signals.restore() }
             descriptors = try producer.enqueue(requests, watch: wait)
         } catch let error as WarrenError where error.code == .interrupted {
-            try printIDs(error.enqueuedJobIDs, names: names, confirmed: true)
-            let shown = error.enqueuedJobIDs.isEmpty ? "" : " (their ids are on standard output)"
-            StandardErrorLines.write("warren: \(error.message)\(shown)\n")
+            let shown = try printIDs(error.enqueuedJobIDs, names: names, confirmed: true)
+            let ids = error.enqueuedJobIDs.isEmpty ? "" : " (their ids are \(shown))"
+            StandardErrorLines.write("warren: \(error.message)\(ids)\n")
             throw signals.exitCode
         } catch let error as WarrenError where error.code == .invalidConfiguration {
             // A graph's jobs by the names in its file, not the fresh ids it got: a cycle 'fetch' -> 'sum' -> 'fetch'.
@@ -210,16 +210,18 @@ struct EnqueueCommand: ParsableCommand {
             // Jobs the broker took beside refused ones, or may have taken (unconfirmed), are named as enqueued ones
             // are, so that whoever keeps the output can follow them, or take them back (warren cancel --ids-from).
             let confirmed = !error.enqueuedJobIDs.isEmpty
-            try printIDs(confirmed ? error.enqueuedJobIDs : error.unconfirmedJobIDs, names: names, confirmed: confirmed)
+            let ids = confirmed ? error.enqueuedJobIDs : error.unconfirmedJobIDs
+            let shown = try printIDs(ids, names: names, confirmed: confirmed)
             let which = confirmed ? "enqueued" : "unconfirmed"
-            StandardErrorLines.write("warren: \(error.message) (the ids of the \(which) jobs are on standard output)\n")
+            StandardErrorLines.write("warren: \(error.message) (the ids of the \(which) jobs are \(shown))\n")
             throw ExitCode.failure
         }
-        for descriptor in descriptors {
+        let lines = try descriptors.map { descriptor in
             let shown = json ? try ResultPrinter.json(descriptor) : descriptor.id
-            print(names[descriptor.id].map { "\($0) \(shown)" } ?? shown)
+            return names[descriptor.id].map { "\($0) \(shown)" } ?? shown
         }
-        try StandardStreams.checkOutput(lost: "the ids of the \(descriptors.count) enqueued job(s)")
+        lines.forEach { print($0) }
+        try StandardStreams.checkOutput(lost: "the ids of the \(descriptors.count) enqueued job(s)", lines: lines)
         warnOfPrioritiesOnPlainQueues(requests, producer)
         warnOfManyDependencies(requests, names: names)
         warnOfOversizedJobs(descriptors, names: names)
@@ -283,13 +285,18 @@ struct EnqueueCommand: ParsableCommand {
     }
 
     /// Prints the ids of jobs a failed call enqueued (`confirmed`) or may have enqueued, as enqueued ones are
-    /// printed, so that whoever keeps the output can follow them, or take them back (`warren cancel --ids-from`).
-    private func printIDs(_ ids: [String], names: [String: String], confirmed: Bool) throws {
-        for id in ids {
+    /// printed, so that whoever keeps the output can follow them, or take them back (`warren cancel --ids-from`);
+    /// on standard error when standard output cannot be written. Returns where they went, for the message.
+    private func printIDs(_ ids: [String], names: [String: String], confirmed: Bool) throws -> String {
+        let lines = try ids.map { id in
             let shown = json ? try ResultPrinter.json(["id": JSONValue.string(id), "confirmed": .bool(confirmed)]) : id
-            print(names[id].map { "\($0) \(shown)" } ?? shown)
+            return names[id].map { "\($0) \(shown)" } ?? shown
         }
-        fflush(nil)
+        lines.forEach { print($0) }
+        guard let problem = StandardStreams.outputProblem() else { return "on standard output" }
+        StandardErrorLines.write(
+            "warren: cannot write to standard output (\(problem)); the ids:\n" + lines.joined(separator: "\n") + "\n")
+        return "above, on standard error"
     }
 
     /// Warns, on standard error, of jobs with a priority other than `normal` in a queue the broker does not deliver

@@ -6,7 +6,8 @@ import Warren
 
 /// SIGINT, SIGTERM and SIGHUP while `warren enqueue` publishes: the first tells the producer to publish no more
 /// jobs (``Producer/Interruption``), so that the command names the jobs enqueued before it ends; a second one ends
-/// the process at once, as if nothing caught them.
+/// the process at once, as if nothing caught them. A signal the process was started ignoring (`nohup`, a shell's
+/// background job) stays ignored.
 ///
 /// Thread safety: confined to the thread that creates it; the signal that came is atomic, written on a dispatch
 /// queue.
@@ -15,14 +16,22 @@ final class InterruptSignals {
     private let first = FirstSignal()
     private var sources: [any DispatchSourceSignal] = []
 
+    /// The signals caught: those the process was not started ignoring.
+    private let caught: [Int32]
+
     init(interrupting interruption: Producer.Interruption) {
         let first = first
-        sources = Self.numbers.map { number in
+        caught = Self.numbers.filter { number in
+            var inherited = sigaction()
+            return sigaction(number, nil, &inherited) == 0 && !Self.isIgnored(inherited)
+        }
+        let caught = caught
+        sources = caught.map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
                 guard first.record(number) else { return }
-                for number in Self.numbers { signal(number, SIG_DFL) }
+                for number in caught { signal(number, SIG_DFL) }
                 interruption.interrupt()
                 StandardErrorLines.write(
                     "warren: interrupted: sending no more jobs, waiting for the broker's answers to those sent "
@@ -47,7 +56,12 @@ final class InterruptSignals {
     func restore() {
         sources.forEach { $0.cancel() }
         sources = []
-        for number in Self.numbers { signal(number, SIG_DFL) }
+        for number in caught { signal(number, SIG_DFL) }
+    }
+
+    /// Whether `action` is `SIG_IGN` (function pointers do not compare in Swift: their addresses do).
+    private static func isIgnored(_ action: sigaction) -> Bool {
+        unsafeBitCast(action.__sigaction_handler.sa_handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self)
     }
 }
 

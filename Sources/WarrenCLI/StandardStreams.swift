@@ -9,10 +9,11 @@ import ArgumentParser
 enum StandardStreams {
     /// Opens `/dev/null` on whichever of descriptors 0, 1 and 2 is closed, before anything else opens a file or a
     /// socket: the first socket would take the closed one's number, and output meant for the terminal would go into
-    /// the broker's connection.
+    /// the broker's connection. Output descriptors are opened for reading only, so that writing to them still fails,
+    /// as writing to a closed one does: output lost is reported (``checkOutput(lost:lines:)``), not taken for written.
     static func reserveDescriptors() {
         for descriptor in [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO] where fcntl(descriptor, F_GETFD) == -1 {
-            let opened = open("/dev/null", O_RDWR)
+            let opened = open("/dev/null", descriptor == STDIN_FILENO ? O_WRONLY : O_RDONLY)
             guard opened >= 0, opened != descriptor else { continue }
             dup2(opened, descriptor)
             close(opened)
@@ -34,17 +35,25 @@ enum StandardStreams {
         return nil
     }
 
-    /// Flushes standard output; when a write to it failed, says so on standard error, with what was lost, and
-    /// fails: output that was lost is no success.
-    /// - Parameter lost: What the output held, for the message; by default, "the output".
-    /// - Throws: `ExitCode.failure`.
-    static func checkOutput(lost: String = "the output") throws {
+    /// Flushes standard output; why a write to it failed, if one did.
+    static func outputProblem() -> String? {
         let output = stdout
         errno = 0
         let flushed = fflush(output) == 0
-        guard !flushed || ferror(output) != 0 else { return }
-        let reason = flushed || errno == 0 ? "a write failed" : String(cString: strerror(errno))
-        StandardErrorLines.write("warren: cannot write \(lost) to standard output: \(reason)\n")
+        guard !flushed || ferror(output) != 0 else { return nil }
+        return flushed || errno == 0 ? "a write failed" : String(cString: strerror(errno))
+    }
+
+    /// Flushes standard output; when a write to it failed, says so on standard error, with what was lost, and
+    /// fails: output that was lost is no success.
+    /// - Parameters:
+    ///   - lost: What the output held, for the message; by default, "the output".
+    ///   - lines: Lines that must not be lost (the ids of jobs enqueued), written to standard error instead.
+    /// - Throws: `ExitCode.failure`.
+    static func checkOutput(lost: String = "the output", lines: [String] = []) throws {
+        guard let problem = outputProblem() else { return }
+        let instead = lines.isEmpty ? "" : "; here, instead:\n" + lines.joined(separator: "\n")
+        StandardErrorLines.write("warren: cannot write \(lost) to standard output (\(problem))\(instead)\n")
         throw ExitCode.failure
     }
 

@@ -39,6 +39,11 @@ public struct WarrenCommand: ParsableCommand {
                 fail(error, usageOf: commandType)
             }
             try StandardStreams.checkOutput()
+        } catch where exitCode(for: error) == .success {
+            // Help and the version: printed here, so that help that cannot be written is no success either.
+            let message = fullMessage(for: error)
+            if !message.isEmpty { print(message) }
+            Glibc.exit((try? StandardStreams.checkOutput(lost: "the help")) == nil ? ExitCode.failure.rawValue : 0)
         } catch {
             exit(withError: error)
         }

@@ -30,17 +30,21 @@ extension Integration {
             while running.stdout.isEmpty && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
             let id = running.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
             try worker.waitForStart(of: id)
-            // Read from a file, as thousands of ids would be; an id given twice is sent once; a line as
-            // enqueue --graph prints it (NAME ID) names its id.
+            // Read from a file, as thousands of ids would be; an id given twice is sent once.
             let ids = directory.appendingPathComponent("ids.txt")
-            try Data("# the running sum\n \(id) \n\(id)  # again\nsum \(id)\n".utf8).write(to: ids)
+            try Data("# the running sum\n \(id) \n\(id)  # again\n".utf8).write(to: ids)
             let cancel = try CLI.run(["cancel", "--url", url, "--ids-from", ids.path])
             #expect(cancel.stdout.contains("cancellation sent for 1 job"), "\(cancel.stdout)\(cancel.stderr)")
             let bad = directory.appendingPathComponent("bad.txt")
-            try Data("\(id)\n\nnot an id\n".utf8).write(to: bad)
+            try Data("\(id)\n\nnot-an-id-\u{7}\n".utf8).write(to: bad)
             let refused = try CLI.run(["cancel", "--url", url, "--ids-from", bad.path])
             #expect(refused.status == 64)
             #expect(refused.stderr.contains("--ids-from \(bad.path), line 3: job id must be"), "\(refused.stderr)")
+            // Two words on a line (two ids, or a graph's NAME ID): refused, not half taken.
+            try Data("\(id) \(id)\n".utf8).write(to: bad)
+            let paired = try CLI.run(["cancel", "--url", url, "--ids-from", bad.path])
+            #expect(paired.status == 64)
+            #expect(paired.stderr.contains("line 1: one job id per line"), "\(paired.stderr)")
             #expect(running.waitForExit() == 4)
             #expect(running.stdout.contains("cancelled \(id)"))
 
@@ -267,6 +271,33 @@ extension Integration {
             let job = try Producer.forTests().enqueue(JobRequest(type: "echo", queue: queue))
             let left = try #require(try connection.get(queue, noAck: true, channel: 1))
             #expect(left.properties.messageID == job.id, "the filler was taken, and the job is in the queue")
+        }
+
+        @Test("the enqueued dependents of a job the broker refuses are cancelled: they could never start")
+        func strandedDependents() throws {
+            let full = TestEnvironment.uniqueName("stranded-full")
+            let queue = TestEnvironment.uniqueName("stranded")
+            defer { [full, queue].forEach(BrokerProbe.delete) }
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
+            defer { connection.close() }
+            try connection.openChannel(1)
+            try connection.declareQueue(
+                full, arguments: ["x-max-length": .int(0), "x-overflow": "reject-publish"], channel: 1)
+            let tap = try MessageTap.results()
+            let refused = JobRequest(type: "echo", queue: full)
+            let dependent = JobRequest(type: "echo", queue: queue, dependencies: [refused.id])
+            let further = JobRequest(type: "echo", queue: queue, dependencies: [dependent.id])
+            let error = #expect(throws: WarrenError.self) {
+                try Producer.forTests().enqueue([refused, dependent, further])
+            }
+            #expect(error?.enqueuedJobIDs == [dependent.id, further.id])
+            #expect(
+                error?.message.contains("the 2 enqueued job(s) depending on them could never start, and were cancelled")
+                    == true, "\(String(describing: error))")
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            let results = try tap.waitForResults([dependent.id, further.id])
+            #expect(results.map(\.status) == [.cancelled, .cancelled], "\(results)")
         }
 
         @Test("a job for a queue deleted since the producer declared it is refused, not confirmed and lost")

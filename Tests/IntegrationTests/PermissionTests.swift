@@ -1,6 +1,7 @@
 import AMQP
 import Foundation
 import Testing
+import Warren
 
 /// A broker that refuses part of what a worker or a producer does, to a user of its own or in a virtual host with
 /// limits: the refusal is reported in the broker's words, and no job runs again and again because of it.
@@ -120,6 +121,25 @@ extension Integration {
                 #expect(waiting.waitForExit() == 3, "the second attempt failed for good: \(waiting.stderr)")
                 #expect(waiting.stdout.contains(#""attempt":2"#), "\(waiting.stdout)")
                 #expect(worker.stderr.components(separatedBy: "job failed; retrying").count == 2, "\(worker.stderr)")
+            }
+        }
+
+        @Test("a retry held because its delay queue is refused can be cancelled meanwhile")
+        func cancelHeldRetry() throws {
+            let url = try TestEnvironment.brokerURL
+            let queue = TestEnvironment.uniqueName("perm-delay-cancel")
+            defer { BrokerProbe.delete(queue) }
+            let tap = try MessageTap.results()
+            try Self.withUser(configure: #"^(?!warren\.delay\.).*"#) { _, restricted in
+                let worker = try Self.startWorker(url: restricted, queue: queue)
+                defer { worker.terminate() }
+                let job = try Producer.forTests().enqueue(
+                    JobRequest(type: "fail", input: ["retryable": true], queue: queue, maxAttempts: 2))
+                try worker.waitForStderr(containing: "the broker refuses a delay queue; holding jobs to delay until it accepts it")
+                let cancel = try CLI.run(["cancel", job.id, "--url", url])
+                #expect(cancel.status == 0, "\(cancel.stderr)")
+                let result = try tap.waitForResult(job.id, timeout: .seconds(30))
+                #expect(result.status == .cancelled, "\(result)")
             }
         }
 

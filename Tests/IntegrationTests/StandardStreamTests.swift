@@ -1,3 +1,4 @@
+import AMQP
 import Foundation
 import Testing
 import Warren
@@ -24,7 +25,7 @@ extension Integration {
             #expect(error?.code == .interrupted)
             #expect(error?.enqueuedJobIDs == [])
             #expect(error?.message == "interrupted: none of the 2 jobs was enqueued", "\(String(describing: error))")
-            #expect(try BrokerProbe.depth(of: queue) == 0)
+            #expect(((try? BrokerProbe.depth(of: queue)) ?? 0) == 0, "not even declared, or empty")
 
             // The same state directory: the journal took them back, and the lock was released.
             let again = try Producer(url: try TestEnvironment.brokerURL, sequences: sequences)
@@ -72,9 +73,12 @@ extension Integration {
             #expect(full.status == 1)
             #expect(
                 full.stderr.contains(
-                    "warren: cannot write the ids of the 1 enqueued job(s) to standard output: No space left on device"),
+                    "warren: cannot write the ids of the 1 enqueued job(s) to standard output (No space left on device)"
+                        + "; here, instead:\n"),
                 "\(full.stderr)")
             #expect(try BrokerProbe.depth(of: queue) == 1, "the job was enqueued all the same")
+            let help = try Self.shell(#""$0" --help > /dev/full"#, [])
+            #expect(help.status == 1, "\(help.stderr)")
 
             let badInput = try Self.shell(#""$0" enqueue echo --input '{bad' --url "$1" 2> /dev/full"#, [url])
             #expect(badInput.status == 64)
@@ -82,17 +86,44 @@ extension Integration {
             #expect(closedError.status == 64)
         }
 
-        @Test("standard output closed at start: what would go there goes nowhere, not into the broker's connection")
+        @Test("standard output closed at start: its output is lost and said so, not sent into the broker's connection")
         func closedOutput() throws {
             let url = try TestEnvironment.brokerURL
             let queue = TestEnvironment.uniqueName("closed-output")
             defer { BrokerProbe.delete(queue) }
-            let worker = try CLI.startWorker(queue: queue)
-            defer { worker.terminate() }
-            let waited = try Self.shell(
-                #""$0" enqueue echo --input 3 --queue "$1" --wait --timeout 30 --url "$2" >&-"#, [queue, url])
-            #expect(waited.status == 0, "\(waited.stderr)")
-            #expect(waited.stderr.isEmpty, "\(waited.stderr)")
+            let enqueued = try Self.shell(#""$0" enqueue echo --input 3 --queue "$1" --url "$2" >&-"#, [queue, url])
+            #expect(enqueued.status == 1, "\(enqueued.stderr)")
+            #expect(enqueued.stderr.contains("(Bad file descriptor); here, instead:\n"), "\(enqueued.stderr)")
+            #expect(!enqueued.stderr.contains("FRAME_ERROR"), "\(enqueued.stderr)")
+            let id = try #require(enqueued.stderr.split(separator: "\n").last.map(String.init))
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: url))
+            defer { connection.close() }
+            try connection.openChannel(1)
+            let left = try #require(try connection.get(queue, noAck: true, channel: 1))
+            #expect(left.properties.messageID == id, "the id on stderr is the job's")
+        }
+
+        @Test("a signal the command was started ignoring (nohup, a shell's background job) stays ignored")
+        func inheritedIgnoredSignal() throws {
+            let url = try TestEnvironment.brokerURL
+            let queue = TestEnvironment.uniqueName("ignored-signal")
+            defer { BrokerProbe.delete(queue) }
+            let jobs = (0..<20_000).map { #"{"name": "j\#($0)", "type": "echo"}"# }
+            let graph = try TestEnvironment.temporaryDirectory().appendingPathComponent("graph.json")
+            try Data(#"{"jobs": [\#(jobs.joined(separator: ","))]}"#.utf8).write(to: graph)
+            let enqueue = try ChildProcess(
+                URL(fileURLWithPath: "/bin/sh"),
+                ["-c", #"trap '' HUP; exec "$0" enqueue --graph "$1" --queue "$2" --url "$3""#,
+                    TestEnvironment.warrenBinary.path, graph.path, queue, url],
+                name: "nohup enqueue")
+            defer { enqueue.terminate() }
+            let declared = ContinuousClock.now + .seconds(60)
+            while (try? BrokerProbe.depth(of: queue)) == nil, enqueue.process.isRunning, ContinuousClock.now < declared {
+                Thread.sleep(forTimeInterval: 0.005)
+            }
+            enqueue.signal(SIGHUP)
+            #expect(enqueue.waitForExit() == 0, "\(enqueue.stderr)")
+            #expect(enqueue.stdout.split(separator: "\n").count == 20_000)
         }
 
         @Test("an argument, an input file or a graph file that is not UTF-8 is refused (exit 64), not changed")

@@ -51,6 +51,7 @@ extension Producer {
         for _ in 0..<3 where !pending.isEmpty {
             var tokens: [(number: UInt64, request: JobRequest)] = []
             for request in pending {
+                guard !interruption.isRequested else { break }
                 try declareLock(key: request.key!)
                 let token = UniqueLock.token(jobID: request.id, lifetime: Self.lockLifetime(of: request))
                 try publish(
@@ -70,6 +71,14 @@ extension Producer {
                         + "but the lock may be taken all the same, for a job that does not exist; warren unlock frees it")
             }
             let returned = takeReturnedQueues { $0.hasPrefix(UniqueLock.prefix) }
+            if interruption.isRequested {
+                // No job of the call leaves: the locks taken for them are freed.
+                let taken = tokens.filter {
+                    !refusedNumbers.contains($0.number) && !returned.contains(UniqueLock.queue(forKey: $0.request.key!))
+                }
+                try releaseUniqueLocks(of: held + taken.map(\.request))
+                throw WarrenError(.interrupted, "interrupted: none of the \(requests.count) jobs was enqueued")
+            }
             pending = []
             for (number, request) in tokens {
                 if refusedNumbers.contains(number) {

@@ -285,6 +285,7 @@ public final class Producer {
         let enqueued = ordered.map(\.id).filter { !lost.contains($0) }
         let superseding = jobs.filter { $0.request.supersede && !lost.contains($0.request.id) }.map(\.descriptor)
         try supersede(for: superseding, enqueued: enqueued)
+        let stranded = try cancelDependents(of: lost.subtracting(unsent), in: ordered)
         if !unsent.isEmpty {
             let other = ordered.count - enqueued.count
             var interrupted = WarrenError(
@@ -305,7 +306,7 @@ public final class Producer {
                     + "length limit, with x-overflow reject-publish, or is a quorum queue that has lost the majority "
                     + "of its nodes, or found no new leader in that time); "
                     + "\(refusedJobs.count == 1 ? "it was" : "they were") not enqueued"
-                    + (ordered.count > refusedJobs.count ? ", the others of the call were" : ""))
+                    + (ordered.count > refusedJobs.count ? ", the others of the call were" : "") + stranded)
             refusal.enqueuedJobIDs = enqueued
             throw refusal
         }
@@ -313,10 +314,34 @@ public final class Producer {
         do {
             try checkNothingReturned()
         } catch var error as WarrenError {
+            error.message += stranded
             error.enqueuedJobIDs = enqueued
             throw error
         }
         return jobs.map(\.descriptor)
+    }
+
+    /// Cancels the jobs of `ordered` the broker took that depend, directly or not, on one of `lost`, which it did
+    /// not: they could never start. Returns what to add to the error's message, empty if there are none.
+    private func cancelDependents(of lost: Set<String>, in ordered: [JobRequest]) throws -> String {
+        guard !lost.isEmpty else { return "" }
+        var unreachable = lost
+        var stranded: [String] = []
+        // Dependencies come before their dependents in `ordered`.
+        for request in ordered where !unreachable.contains(request.id) {
+            guard request.dependencies.contains(where: unreachable.contains) else { continue }
+            unreachable.insert(request.id)
+            stranded.append(request.id)
+        }
+        guard !stranded.isEmpty else { return "" }
+        do {
+            try cancel(jobIDs: stranded)
+            return "; the \(stranded.count) enqueued job(s) depending on them could never start, and were cancelled"
+        } catch {
+            return "; the \(stranded.count) enqueued job(s) depending on them could never start, and could not be "
+                + "cancelled (\(error)): warren cancel \(stranded.prefix(3).joined(separator: " "))"
+                + (stranded.count > 3 ? " …" : "") + " does it"
+        }
     }
 
     /// A job handed to the broker, as it went.
@@ -342,7 +367,7 @@ public final class Producer {
     /// some; returns the numbers, in `numbers` with the others, of those it still refuses.
     private func sendingAgain(refused: Set<UInt64>, of numbers: inout [UInt64: SentJob]) throws -> Set<UInt64> {
         var refused = refused
-        for wait in Self.refusalRetryWaits where !refused.isEmpty {
+        for wait in Self.refusalRetryWaits where !refused.isEmpty && !interruption.isRequested {
             Thread.sleep(forTimeInterval: wait / .seconds(1))
             let again = refused.sorted().compactMap { numbers.removeValue(forKey: $0) }
             for job in again { numbers[try send(job)] = job }

@@ -51,6 +51,22 @@ extension WorkerSession {
             attempt: job.attempt + 1, notBefore: notBefore)
     }
 
+    /// Ends `delivery`'s job `cancelled`, if a cancellation covers it; whether it did.
+    func endIfCancelled(_ delivery: Delivery, from queue: String) throws -> Bool {
+        guard
+            let descriptor = try? jobDecoder.decode(
+                delivery.body, contentType: delivery.properties.contentType,
+                contentEncoding: delivery.properties.contentEncoding),
+            let cancellation = cancellations.cancellation(of: descriptor, queue: queue)
+        else { return false }
+        let now = Date()
+        let result = makeResult(
+            descriptor, delivery: delivery, status: .cancelled, cancellation: cancellation,
+            timings: JobTimings(enqueuedAt: descriptor.createdAt, receivedAt: now, finishedAt: now))
+        try end(delivery, with: result, lock: HeldLock(descriptor))
+        return true
+    }
+
     /// Republishes `delivery` to a delay queue that sends it back to `queue` after `milliseconds`, with
     /// `attempt` in its attempt header (and `notBefore`, milliseconds since 1970, in its not-before header, if
     /// given), and acks it once the broker has the copy.
@@ -62,6 +78,8 @@ extension WorkerSession {
         // Declared before every use, never cached: a delay queue deletes itself after an hour unused, and a publish
         // to a queue that is gone, or whose cluster node is down, would be confirmed and lost.
         let again = { [unowned self] in
+            // Cancelled while held: it ends here, as it would have when it came back from the delay queue.
+            guard try !endIfCancelled(delivery, from: queue) else { return }
             try delay(delivery, from: queue, milliseconds: milliseconds, attempt: attempt, notBefore: notBefore)
         }
         let kind: Bool?
