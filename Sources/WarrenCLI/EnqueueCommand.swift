@@ -223,6 +223,7 @@ struct EnqueueCommand: ParsableCommand {
         lines.forEach { print($0) }
         try StandardStreams.checkOutput(lost: "the ids of the \(descriptors.count) enqueued job(s)", lines: lines)
         warnOfPrioritiesOnPlainQueues(requests, producer)
+        warnOfClassicQueues(requests, producer)
         warnOfManyDependencies(requests, names: names)
         warnOfOversizedJobs(descriptors, names: names)
         if signals.received != nil {
@@ -309,6 +310,18 @@ struct EnqueueCommand: ParsableCommand {
                 "warren: warning: queue '\(queue)' is first in, first out: the broker delivers its jobs in the "
                     + "order they came, and a priority orders them only inside a worker; a queue created with "
                     + "--priority-queues is delivered highest priority first\n")
+        }
+    }
+
+    /// Warns, on standard error, of job queues that are classic queues although `--quorum-queues` asked for quorum
+    /// ones: they existed before. The jobs are enqueued already: a failure to find out warns of nothing.
+    private func warnOfClassicQueues(_ requests: [JobRequest], _ producer: Producer) {
+        guard quorumQueues else { return }
+        for queue in Set(requests.map(\.queue)).sorted() where (try? producer.isClassicQueue(queue)) == true {
+            StandardErrorLines.write(
+                "warren: warning: queue '\(queue)' is a classic queue, on one node: it existed before, and "
+                    + "--quorum-queues makes only the queues that do not exist quorum queues; delete it once empty to "
+                    + "have it made again\n")
         }
     }
 

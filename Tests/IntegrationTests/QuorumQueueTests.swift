@@ -25,6 +25,26 @@ extension Integration {
             #expect(try BrokerProbe.isDeclared(made, with: quorumArguments))
         }
 
+        @Test("a classic job queue found under --quorum-queues is used as it is, and the producer and worker say so")
+        func classicFound() throws {
+            let url = try TestEnvironment.brokerURL
+            let queue = TestEnvironment.uniqueName("quorum-classic")
+            defer { BrokerProbe.delete(queue) }
+            _ = try CLI.run(["enqueue", "echo", "--queue", queue, "--url", url])
+            let enqueued = try CLI.run(["enqueue", "echo", "--queue", queue, "--quorum-queues", "--url", url])
+            #expect(enqueued.status == 0, "\(enqueued.stderr)")
+            #expect(
+                enqueued.stderr.contains("warning: queue '\(queue)' is a classic queue, on one node"), "\(enqueued.stderr)")
+            let worker = try CLI.startWorker(queue: queue, arguments: ["--quorum-queues"])
+            defer { worker.terminate() }
+            #expect(worker.stderr.contains("job queue is a classic queue, on one node"), "\(worker.stderr)")
+            #expect(try BrokerProbe.isDeclared(queue, with: ["x-dead-letter-exchange": .string(Topology.deadExchange)]))
+            let made = TestEnvironment.uniqueName("quorum-made")
+            defer { BrokerProbe.delete(made) }
+            let quiet = try CLI.run(["enqueue", "echo", "--queue", made, "--quorum-queues", "--url", url])
+            #expect(quiet.status == 0 && !quiet.stderr.contains("classic"), "\(quiet.stderr)")
+        }
+
         @Test("jobs waiting for dependencies on a quorum queue made by another client neither starve nor overfill a worker")
         func parkedJobs() throws {
             let queue = TestEnvironment.uniqueName("quorum-deps")

@@ -229,7 +229,7 @@ public final class Producer {
         defer { connection.flushOutput() }
         var numbers: [UInt64: SentJob] = [:]
         var handed = 0
-        let refused: Set<UInt64>
+        let refusedJobs: [JobRequest]
         do {
             for (request, descriptor, body) in jobs {
                 guard !interruption.isRequested else { break }
@@ -246,7 +246,8 @@ public final class Producer {
                 if replyTo != nil { watched.watch([request.id]) }
             }
             connection.flushOutput()
-            refused = try sendingAgain(refused: try waitForAnswers(), of: &numbers)
+            let refused = try waitForAnswers().sorted().compactMap { numbers[$0] }
+            refusedJobs = try sendingAgain(refused).map(\.request)
         } catch let error as WarrenError where error.code == .timeout {
             let ids = ordered.map(\.id)
             throw WarrenError(
@@ -272,7 +273,6 @@ public final class Producer {
                     + (handed < ordered.count ? "; the \(ordered.count - handed) after them were not enqueued" : ""),
                 unconfirmedJobIDs: ids)
         }
-        let refusedJobs = refused.compactMap { numbers[$0]?.request }
         let returned = Set(returnedQueues)
         let unsent = ordered.dropFirst(handed).map(\.id)
         let lost = Set(
@@ -310,7 +310,6 @@ public final class Producer {
             refusal.enqueuedJobIDs = enqueued
             throw refusal
         }
-        guard refused.isEmpty else { throw WarrenError(.broker, "the broker refused a published message (basic.nack)") }
         do {
             try checkNothingReturned()
         } catch var error as WarrenError {
@@ -363,18 +362,32 @@ public final class Producer {
     /// while it elects a new leader, after the node of its last one failed, for a moment.
     static let refusalRetryWaits: [Duration] = [.milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2)]
 
-    /// Sends the jobs numbered in `refused` again, after each of ``refusalRetryWaits`` while the broker refuses
-    /// some; returns the numbers, in `numbers` with the others, of those it still refuses.
-    private func sendingAgain(refused: Set<UInt64>, of numbers: inout [UInt64: SentJob]) throws -> Set<UInt64> {
+    /// Sends `refused` again, on a fresh channel, after each of ``refusalRetryWaits`` while the broker refuses some;
+    /// returns those it still refuses.
+    private func sendingAgain(_ refused: [SentJob]) throws -> [SentJob] {
+        guard !refused.isEmpty else { return [] }
         var refused = refused
         for wait in Self.refusalRetryWaits where !refused.isEmpty && !interruption.isRequested {
             Thread.sleep(forTimeInterval: wait / .seconds(1))
-            let again = refused.sorted().compactMap { numbers.removeValue(forKey: $0) }
-            for job in again { numbers[try send(job)] = job }
+            try reopenPublishChannel()
+            var numbers: [UInt64: SentJob] = [:]
+            for job in refused { numbers[try send(job)] = job }
             connection.flushOutput()
-            refused = try waitForAnswers()
+            refused = try waitForAnswers().sorted().compactMap { numbers[$0] }
         }
+        // The next call starts on a channel the broker has not refused.
+        if !refused.isEmpty { try reopenPublishChannel() }
         return refused
+    }
+
+    /// Opens the publish channel afresh, its publishes numbered from 1 again: once RabbitMQ (3.10) refused a
+    /// channel's publish to a quorum queue electing a leader, it goes on refusing that channel's publishes there
+    /// for seconds after a new channel's are taken.
+    private func reopenPublishChannel() throws {
+        try connection.closeChannel(Self.publishChannel)
+        try connection.openChannel(Self.publishChannel)
+        try connection.enableConfirms(channel: Self.publishChannel)
+        (publishCount, confirmedCount, confirmedAhead, refusedPublishes) = (0, 0, [], [])
     }
 
     /// Cancels the jobs of each key of `descriptors` (superseding jobs the broker confirmed) older than its job:
@@ -582,6 +595,16 @@ public final class Producer {
     /// - Throws: ``WarrenError`` (`broker`) when the connection fails.
     public func deliversByPriority(_ queue: String) throws -> Bool {
         try brokerCall { try Topology.isPriorityQueue(queue, on: connection) }
+    }
+
+    /// Whether job queue `queue` is a classic queue as Warren creates them (first in, first out or with priorities):
+    /// on a cluster, it lives on one node, whatever ``quorumQueues`` says, which applies to queues this producer
+    /// creates. `false` also when it does not exist.
+    /// - Throws: ``WarrenError`` (`broker`) when the connection fails.
+    public func isClassicQueue(_ queue: String) throws -> Bool {
+        try brokerCall {
+            try Topology.lookUp(queue, on: connection) != nil && Topology.takesChannelWidePrefetch(queue, on: connection)
+        }
     }
 
     /// How many messages the dead-letter queue holds (`warren dead list` shows them).

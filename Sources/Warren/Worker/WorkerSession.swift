@@ -85,6 +85,8 @@ final class WorkerSession {
     var heldReasons: Set<String> = []
     /// The kind of each delay queue at its last use: whether it is a quorum queue.
     var delayQueueKinds: [String: Bool] = [:]
+    /// Job queues found classic under `--quorum-queues`, and said so (once each).
+    var classicQueuesReported: Set<String> = []
     /// Whether the dead-letter queue was found reachable this turn (`nil`: not looked for yet).
     var deadLettersReachable: Bool?
     /// Job queues out of reach (their cluster node is down, or the broker cancelled their consumer), with when to
@@ -423,6 +425,16 @@ final class WorkerSession {
             guard let created = try declareJobQueue(queue) else {
                 channelWide = false  // its type is unknown until it can be reached
                 continue
+            }
+            if !created, configuration.quorumQueues, try Topology.takesChannelWidePrefetch(queue, on: connection),
+                classicQueuesReported.insert(queue).inserted
+            {
+                logger.warning(
+                    """
+                    job queue is a classic queue, on one node: it existed before, and --quorum-queues makes only the \
+                    queues that do not exist quorum queues; delete it once empty to have it made again
+                    """,
+                    metadata: ["queue": "\(queue)"])
             }
             if channelWide {
                 channelWide =
