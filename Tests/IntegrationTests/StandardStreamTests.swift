@@ -40,21 +40,10 @@ extension Integration {
 
         @Test("SIGINT while enqueue publishes a graph: exit 130, and the ids printed are the jobs in the queue")
         func interruptedEnqueue() throws {
-            let url = try TestEnvironment.brokerURL
             let queue = TestEnvironment.uniqueName("interrupted-graph")
             defer { BrokerProbe.delete(queue) }
-            let jobs = (0..<20_000).map { #"{"name": "j\#($0)", "type": "echo", "input": \#($0)}"# }
-            let graph = try TestEnvironment.temporaryDirectory().appendingPathComponent("graph.json")
-            try Data(#"{"jobs": [\#(jobs.joined(separator: ","))]}"#.utf8).write(to: graph)
-            let enqueue = try ChildProcess(
-                TestEnvironment.warrenBinary, ["enqueue", "--graph", graph.path, "--queue", queue, "--url", url],
-                name: "enqueue --graph")
+            let enqueue = try Self.publishingGraph(to: queue, prelude: "")
             defer { enqueue.terminate() }
-            // The queue is declared once the command catches the signals, before the first job leaves.
-            let declared = ContinuousClock.now + .seconds(60)
-            while (try? BrokerProbe.depth(of: queue)) == nil, enqueue.process.isRunning, ContinuousClock.now < declared {
-                Thread.sleep(forTimeInterval: 0.005)
-            }
             enqueue.signal(SIGINT)
             #expect(enqueue.waitForExit() == 130, "\(enqueue.stderr)")
             #expect(enqueue.stderr.contains("warren: interrupted"), "\(enqueue.stderr)")
@@ -105,22 +94,10 @@ extension Integration {
 
         @Test("a signal the command was started ignoring (nohup, a shell's background job) stays ignored")
         func inheritedIgnoredSignal() throws {
-            let url = try TestEnvironment.brokerURL
             let queue = TestEnvironment.uniqueName("ignored-signal")
             defer { BrokerProbe.delete(queue) }
-            let jobs = (0..<20_000).map { #"{"name": "j\#($0)", "type": "echo"}"# }
-            let graph = try TestEnvironment.temporaryDirectory().appendingPathComponent("graph.json")
-            try Data(#"{"jobs": [\#(jobs.joined(separator: ","))]}"#.utf8).write(to: graph)
-            let enqueue = try ChildProcess(
-                URL(fileURLWithPath: "/bin/sh"),
-                ["-c", #"trap '' HUP; exec "$0" enqueue --graph "$1" --queue "$2" --url "$3""#,
-                    TestEnvironment.warrenBinary.path, graph.path, queue, url],
-                name: "nohup enqueue")
+            let enqueue = try Self.publishingGraph(to: queue, prelude: "trap '' HUP;")
             defer { enqueue.terminate() }
-            let declared = ContinuousClock.now + .seconds(60)
-            while (try? BrokerProbe.depth(of: queue)) == nil, enqueue.process.isRunning, ContinuousClock.now < declared {
-                Thread.sleep(forTimeInterval: 0.005)
-            }
             enqueue.signal(SIGHUP)
             #expect(enqueue.waitForExit() == 0, "\(enqueue.stderr)")
             #expect(enqueue.stdout.split(separator: "\n").count == 20_000)
@@ -172,6 +149,24 @@ extension Integration {
             kill(worker.processIdentifier, SIGTERM)
             worker.waitUntilExit()
             #expect(worker.terminationReason == .exit && worker.terminationStatus == 0)
+        }
+
+        /// Starts `enqueue` of a graph of 20,000 jobs to `queue` (with `sh -c`, after `prelude`), and returns once the
+        /// queue is declared: the command then catches the signals, and no job has left yet.
+        static func publishingGraph(to queue: String, prelude: String) throws -> ChildProcess {
+            let jobs = (0..<20_000).map { #"{"name": "j\#($0)", "type": "echo", "input": \#($0)}"# }
+            let graph = try TestEnvironment.temporaryDirectory().appendingPathComponent("graph.json")
+            try Data(#"{"jobs": [\#(jobs.joined(separator: ","))]}"#.utf8).write(to: graph)
+            let enqueue = try ChildProcess(
+                URL(fileURLWithPath: "/bin/sh"),
+                ["-c", prelude + #" exec "$0" enqueue --graph "$1" --queue "$2" --url "$3""#,
+                    TestEnvironment.warrenBinary.path, graph.path, queue, try TestEnvironment.brokerURL],
+                name: "enqueue --graph")
+            let declared = ContinuousClock.now + .seconds(60)
+            while (try? BrokerProbe.depth(of: queue)) == nil, enqueue.process.isRunning, ContinuousClock.now < declared {
+                Thread.sleep(forTimeInterval: 0.005)
+            }
+            return enqueue
         }
 
         /// Runs `script` with `sh -c`, the warren binary as `$0` and `arguments` as `$1`…
