@@ -27,10 +27,8 @@ enum StandardStreams {
             guard let argument = CommandLine.unsafeArgv[index], String(validatingCString: argument) == nil else {
                 continue
             }
-            let shown = ResultPrinter.printable(String(decoding: argument.withMemoryRebound(
-                to: UInt8.self, capacity: strlen(argument)) { UnsafeBufferPointer(start: $0, count: strlen(argument)) },
-                as: UTF8.self))
-            return "argument \(index) is not valid UTF-8: \(shown)"
+            // Shown repaired, as it would have been taken.
+            return "argument \(index) is not valid UTF-8: \(ResultPrinter.printable(String(cString: argument)))"
         }
         return nil
     }

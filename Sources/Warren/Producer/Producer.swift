@@ -294,7 +294,8 @@ public final class Producer {
                     ? "interrupted: none of the \(ordered.count) jobs was enqueued"
                     : "interrupted: \(enqueued.count) of the \(ordered.count) jobs were enqueued, the other \(other) "
                         + "were not")
-                    + (refusedJobs.isEmpty ? "" : " (the broker refused \(refusedJobs.count) of those it was sent)"))
+                    + (refusedJobs.isEmpty ? "" : " (the broker refused \(refusedJobs.count) of those it was sent)")
+                    + stranded)
             interrupted.enqueuedJobIDs = enqueued
             throw interrupted
         }
