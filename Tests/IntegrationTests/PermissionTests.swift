@@ -136,6 +136,8 @@ extension Integration {
                 let job = try Producer.forTests().enqueue(
                     JobRequest(type: "fail", input: ["retryable": true], queue: queue, maxAttempts: 2))
                 try worker.waitForStderr(containing: "the broker refuses a delay queue; holding jobs to delay until it accepts it")
+                let status = try CLI.run(["status", "--jobs", "--queue", queue, "--url", url])
+                #expect(status.stdout.contains("job \(job.id) type=fail held for "), "\(status.stdout)")
                 let cancel = try CLI.run(["cancel", job.id, "--url", url])
                 #expect(cancel.status == 0, "\(cancel.stderr)")
                 let result = try tap.waitForResult(job.id, timeout: .seconds(30))

@@ -32,6 +32,9 @@ public struct WorkerStatus: Sendable, Hashable, Codable {
             public static let waitingForTurn = State(rawValue: "waitingForTurn")
             /// Waiting for the worker to be idle: it was executing when a worker died, and runs alone.
             public static let waitingToRunAlone = State(rawValue: "waitingToRunAlone")
+            /// Held, unacknowledged, until a queue it must go to can be reached: the delay queue of its retry or its
+            /// wait (refused, or on a cluster node that is down), or the dead letters its failure goes to.
+            public static let held = State(rawValue: "held")
         }
 
         public var id: String

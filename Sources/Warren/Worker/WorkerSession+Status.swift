@@ -57,7 +57,7 @@ extension WorkerSession {
                 waitingOn: parked[job.descriptor.id].map { Array($0.sorted().prefix(WorkerStatus.Job.maxWaitingOn)) })
             return (held, job.receivedAt)
         }
-        return jobs.sorted { a, b in
+        return (jobs + heldJobListing()).sorted { a, b in
             switch (a.0.executingSeconds, b.0.executingSeconds) {
             case (let x?, let y?): return x > y
             case (.some, nil): return true
@@ -65,6 +65,26 @@ extension WorkerSession {
             case (nil, nil): return a.0.priority != b.0.priority ? a.0.priority > b.0.priority : a.1 < b.1
             }
         }.map(\.0)
+    }
+
+    /// The jobs held until a queue they must go to can be reached (``hold(_:_:_:_:)``), with when they were first held.
+    private func heldJobListing() -> [(WorkerStatus.Job, Date)] {
+        heldJobs.compactMap { held -> (WorkerStatus.Job, Date)? in
+            let delivery = held.delivery
+            guard
+                let descriptor = try? jobDecoder.decode(
+                    delivery.body, contentType: delivery.properties.contentType,
+                    contentEncoding: delivery.properties.contentEncoding)
+            else { return nil }
+            let job = WorkerStatus.Job(
+                id: descriptor.id, type: descriptor.type, state: .held, queue: queue(of: delivery),
+                localQueue: worker.registry[descriptor.type]?.localQueue ?? "-", priority: descriptor.priority,
+                key: descriptor.key, sequence: descriptor.sequence, attempt: Self.attempt(of: delivery),
+                heldSeconds: -held.heldAt.timeIntervalSinceNow, executingSeconds: nil, progress: nil,
+                progressMessage: nil, timeLimitSeconds: nil, cancelled: nil,
+                unique: descriptor.unique == true ? true : nil)
+            return (job, held.heldAt)
+        }
     }
 
     /// Where a job that has not started is: in its local queue, or what it waits for in the worker.

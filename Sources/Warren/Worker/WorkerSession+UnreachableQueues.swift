@@ -1,4 +1,5 @@
 import AMQP
+import Foundation
 import Logging
 
 /// Job queues out of reach while the connection lives: on a cluster, a classic queue lives on one node, and while
@@ -94,7 +95,7 @@ extension WorkerSession {
         _ why: String, _ metadata: Logger.Metadata, _ delivery: Delivery, _ work: @escaping () throws -> Void
     ) throws {
         if heldReasons.insert(why).inserted { logger.warning("\(why)", metadata: metadata) }
-        heldJobs.append(HeldJob(delivery: delivery, work: work))
+        heldJobs.append(HeldJob(delivery: delivery, heldAt: Date(), work: work))
         heldJobsRetryAt = heldJobsRetryAt ?? .now + Self.unreachableQueueRetry
         try updatePrefetch()
     }
@@ -120,5 +121,7 @@ extension WorkerSession {
 /// Thread safety: confined to the worker's broker thread.
 struct HeldJob {
     let delivery: Delivery
+    /// When it was first held (held again at each try, it keeps this).
+    let heldAt: Date
     let work: () throws -> Void
 }
