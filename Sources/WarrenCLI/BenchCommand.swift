@@ -106,13 +106,13 @@ struct BenchCommand: ParsableCommand {
     }
 
     /// Why the report could not be written to `path`, or `nil` if it can: an empty path, a directory that is missing
-    /// or not writable, or a path that is a directory, not a regular file, or a file not writable.
+    /// or not writable, or a path that is a directory or a file not writable (symbolic links followed).
     static func problemWriting(_ path: String) -> String? {
         if path.isEmpty { return "no file named" }
         if path.hasSuffix("/") { return "names a directory" }
-        if let attributes = try? FileManager.default.attributesOfItem(atPath: path) {
-            if attributes[.type] as? FileAttributeType == .typeDirectory { return "is a directory" }
-            if attributes[.type] as? FileAttributeType != .typeRegular { return "is not a regular file" }
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+            if isDirectory.boolValue { return "is a directory" }
             return access(path, W_OK) == 0 ? nil : String(cString: strerror(errno))
         }
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path

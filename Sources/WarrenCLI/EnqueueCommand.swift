@@ -197,12 +197,10 @@ struct EnqueueCommand: ParsableCommand {
         } catch let error as WarrenError where error.code == .interrupted {
             let shown = try printIDs(error.enqueuedJobIDs, names: names, confirmed: true)
             let ids = error.enqueuedJobIDs.isEmpty ? "" : " (their ids are \(shown))"
-            StandardErrorLines.write("warren: \(error.message)\(ids)\n")
+            StandardErrorLines.write("warren: \(Self.naming(error.message, names))\(ids)\n")
             throw signals.exitCode
         } catch let error as WarrenError where error.code == .invalidConfiguration {
-            // A graph's jobs by the names in its file, not the fresh ids it got: a cycle 'fetch' -> 'sum' -> 'fetch'.
-            throw ValidationError(
-                names.reduce(error.message) { $0.replacingOccurrences(of: $1.key, with: "'\($1.value)'") })
+            throw ValidationError(Self.naming(error.message, names))
         } catch let error as WarrenError where error.code == .duplicate {
             StandardErrorLines.write("warren: \(error.message)\n")
             throw ExitCode.duplicate
@@ -213,7 +211,8 @@ struct EnqueueCommand: ParsableCommand {
             let ids = confirmed ? error.enqueuedJobIDs : error.unconfirmedJobIDs
             let shown = try printIDs(ids, names: names, confirmed: confirmed)
             let which = confirmed ? "enqueued" : "unconfirmed"
-            StandardErrorLines.write("warren: \(error.message) (the ids of the \(which) jobs are \(shown))\n")
+            StandardErrorLines.write(
+                "warren: \(Self.naming(error.message, names)) (the ids of the \(which) jobs are \(shown))\n")
             throw ExitCode.failure
         }
         let lines = try descriptors.map { descriptor in
@@ -221,16 +220,20 @@ struct EnqueueCommand: ParsableCommand {
             return names[descriptor.id].map { "\($0) \(shown)" } ?? shown
         }
         lines.forEach { print($0) }
-        try StandardStreams.checkOutput(lost: "the ids of the \(descriptors.count) enqueued job(s)", lines: lines)
+        // A signal that came after the last job was sent: every one is enqueued, and nothing is awaited.
+        if signals.received != nil {
+            StandardErrorLines.write("warren: interrupted: all \(descriptors.count) jobs were enqueued\n")
+        }
+        do {
+            try StandardStreams.checkOutput(lost: "the ids of the \(descriptors.count) enqueued job(s)", lines: lines)
+        } catch where signals.received != nil {
+            throw signals.exitCode
+        }
         warnOfPrioritiesOnPlainQueues(requests, producer)
         warnOfClassicQueues(requests, producer)
         warnOfManyDependencies(requests, names: names)
         warnOfOversizedJobs(descriptors, names: names)
-        if signals.received != nil {
-            // The signal came after the last job was sent: every one is enqueued, and nothing is awaited.
-            StandardErrorLines.write("warren: interrupted: all \(descriptors.count) jobs were enqueued\n")
-            throw signals.exitCode
-        }
+        if signals.received != nil { throw signals.exitCode }
         guard wait else { return }
         // A scheduled job's wait starts at its time.
         let scheduled = max(descriptors.compactMap { $0.notBefore?.timeIntervalSinceNow }.max() ?? 0, 0)
@@ -283,6 +286,12 @@ struct EnqueueCommand: ParsableCommand {
         }
         if statuses.contains(.failed) { throw ExitCode.jobFailed }
         if statuses.contains(.cancelled) { throw ExitCode.jobCancelled }
+    }
+
+    /// `message` with a graph's jobs by the names in its file, not the fresh ids they got: a cycle
+    /// 'fetch' -> 'sum' -> 'fetch', the broker refused job 'report'.
+    static func naming(_ message: String, _ names: [String: String]) -> String {
+        names.reduce(message) { $0.replacingOccurrences(of: $1.key, with: "'\($1.value)'") }
     }
 
     /// Prints the ids of jobs a failed call enqueued (`confirmed`) or may have enqueued, as enqueued ones are

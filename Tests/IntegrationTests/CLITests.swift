@@ -273,7 +273,7 @@ extension Integration {
             #expect(left.properties.messageID == job.id, "the filler was taken, and the job is in the queue")
         }
 
-        @Test("the enqueued dependents of a job the broker refuses are cancelled: they could never start")
+        @Test("the enqueued dependents of a job the broker refuses are cancelled, and supersede nothing: they could never start")
         func strandedDependents() throws {
             let full = TestEnvironment.uniqueName("stranded-full")
             let queue = TestEnvironment.uniqueName("stranded")
@@ -284,20 +284,23 @@ extension Integration {
             try connection.declareQueue(
                 full, arguments: ["x-max-length": .int(0), "x-overflow": "reject-publish"], channel: 1)
             let tap = try MessageTap.results()
+            let producer = try Producer.forTests()
+            let key = TestEnvironment.uniqueName("stranded-key")
+            let older = try producer.enqueue(JobRequest(type: "echo", key: key, queue: queue))
             let refused = JobRequest(type: "echo", queue: full)
-            let dependent = JobRequest(type: "echo", queue: queue, dependencies: [refused.id])
+            let dependent = JobRequest(
+                type: "echo", key: key, supersede: true, queue: queue, dependencies: [refused.id])
             let further = JobRequest(type: "echo", queue: queue, dependencies: [dependent.id])
-            let error = #expect(throws: WarrenError.self) {
-                try Producer.forTests().enqueue([refused, dependent, further])
-            }
+            let error = #expect(throws: WarrenError.self) { try producer.enqueue([refused, dependent, further]) }
             #expect(error?.enqueuedJobIDs == [dependent.id, further.id])
             #expect(
-                error?.message.contains("the 2 enqueued job(s) depending on them could never start, and were cancelled")
-                    == true, "\(String(describing: error))")
+                error?.message.contains(
+                    "the 2 enqueued job(s) depending on them (jobs \(dependent.id), \(further.id)) could never start, and "
+                        + "were cancelled") == true, "\(String(describing: error))")
             let worker = try CLI.startWorker(queue: queue)
             defer { worker.terminate() }
-            let results = try tap.waitForResults([dependent.id, further.id])
-            #expect(results.map(\.status) == [.cancelled, .cancelled], "\(results)")
+            let results = try tap.waitForResults([older.id, dependent.id, further.id])
+            #expect(results.map(\.status) == [.succeeded, .cancelled, .cancelled], "\(results)")
         }
 
         @Test("a job for a queue deleted since the producer declared it is refused, not confirmed and lost")

@@ -244,7 +244,7 @@ extension Integration {
             ).write(to: graph)
             let enqueued = try CLI.run(["enqueue", "--graph", graph.path, "--url", url], environment: environment)
             #expect(enqueued.status == 1, "\(enqueued.stderr)")
-            #expect(enqueued.stderr.contains("the broker refused 1 job for queue '\(full)'"), "\(enqueued.stderr)")
+            #expect(enqueued.stderr.contains("the broker refused job 'b' for queue '\(full)'"), "\(enqueued.stderr)")
             let lines = enqueued.stdout.split(separator: "\n")
             #expect(lines.count == 1 && lines.first?.hasPrefix("a ") == true, "\(enqueued.stdout)")
             let a = String(lines.first?.dropFirst(2) ?? "")

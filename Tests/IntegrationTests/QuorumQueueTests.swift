@@ -39,10 +39,22 @@ extension Integration {
             defer { worker.terminate() }
             #expect(worker.stderr.contains("job queue is a classic queue, on one node"), "\(worker.stderr)")
             #expect(try BrokerProbe.isDeclared(queue, with: ["x-dead-letter-exchange": .string(Topology.deadExchange)]))
+            // Made by another client: classic without arguments (told), quorum with arguments of its own (not told).
+            let (plain, foreign) = (TestEnvironment.uniqueName("classic-plain"), TestEnvironment.uniqueName("quorum-foreign"))
+            defer { [plain, foreign].forEach(BrokerProbe.delete) }
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: url))
+            defer { connection.close() }
+            try connection.openChannel(1)
+            try connection.declareQueue(plain, channel: 1)
+            try connection.declareQueue(foreign, arguments: ["x-queue-type": "quorum", "x-max-length": .int(100)], channel: 1)
+            let told = try CLI.run(["enqueue", "echo", "--queue", plain, "--quorum-queues", "--url", url])
+            #expect(told.stderr.contains("warning: queue '\(plain)' is a classic queue"), "\(told.stderr)")
             let made = TestEnvironment.uniqueName("quorum-made")
             defer { BrokerProbe.delete(made) }
-            let quiet = try CLI.run(["enqueue", "echo", "--queue", made, "--quorum-queues", "--url", url])
-            #expect(quiet.status == 0 && !quiet.stderr.contains("classic"), "\(quiet.stderr)")
+            for queue in [made, foreign] {
+                let quiet = try CLI.run(["enqueue", "echo", "--queue", queue, "--quorum-queues", "--url", url])
+                #expect(quiet.status == 0 && !quiet.stderr.contains("classic"), "\(quiet.stderr)")
+            }
         }
 
         @Test("jobs waiting for dependencies on a quorum queue made by another client neither starve nor overfill a worker")

@@ -230,6 +230,7 @@ public final class Producer {
         var numbers: [UInt64: SentJob] = [:]
         var handed = 0
         let refusedJobs: [JobRequest]
+        let sends: Int
         do {
             for (request, descriptor, body) in jobs {
                 guard !interruption.isRequested else { break }
@@ -247,7 +248,8 @@ public final class Producer {
             }
             connection.flushOutput()
             let refused = try waitForAnswers().sorted().compactMap { numbers[$0] }
-            refusedJobs = try sendingAgain(refused).map(\.request)
+            let (stillRefused, tries) = try sendingAgain(refused)
+            (refusedJobs, sends) = (stillRefused.map(\.request), tries)
         } catch let error as WarrenError where error.code == .timeout {
             let ids = ordered.map(\.id)
             throw WarrenError(
@@ -283,10 +285,14 @@ public final class Producer {
             try? journal.retract(ordered.map(\.id).filter(lost.contains))
         }
         let enqueued = ordered.map(\.id).filter { !lost.contains($0) }
-        let superseding = jobs.filter { $0.request.supersede && !lost.contains($0.request.id) }.map(\.descriptor)
+        // Jobs that depend on one the broker refused could never start: they supersede nothing, and are cancelled.
+        let stranded = Self.dependents(of: lost.subtracting(unsent), in: ordered)
+        let superseding = jobs.filter { $0.request.supersede && !lost.contains($0.request.id) }
+            .filter { !stranded.contains($0.request.id) }.map(\.descriptor)
         try supersede(for: superseding, enqueued: enqueued)
-        let stranded = try cancelDependents(of: lost.subtracting(unsent), in: ordered)
-        if !unsent.isEmpty {
+        let strandedNote = try cancel(stranded: stranded, locked: locked)
+        // An interruption while refused jobs were sent again ends them unsent, as the others after it.
+        if !unsent.isEmpty || (interruption.isRequested && !refusedJobs.isEmpty) {
             let other = ordered.count - enqueued.count
             var interrupted = WarrenError(
                 .interrupted,
@@ -295,52 +301,58 @@ public final class Producer {
                     : "interrupted: \(enqueued.count) of the \(ordered.count) jobs were enqueued, the other \(other) "
                         + "were not")
                     + (refusedJobs.isEmpty ? "" : " (the broker refused \(refusedJobs.count) of those it was sent)")
-                    + stranded)
+                    + strandedNote)
             interrupted.enqueuedJobIDs = enqueued
             throw interrupted
         }
         if let job = refusedJobs.first {
+            let seconds = Self.refusalRetryWaits.prefix(sends - 1).reduce(.zero, +) / .seconds(1)
             var refusal = WarrenError(
                 .broker,
-                "the broker refused \(refusedJobs.count) job\(refusedJobs.count == 1 ? "" : "s") for queue "
-                    + "'\(job.queue)' (basic.nack, \(Self.refusalRetryWaits.count + 1) times in 4 s: the queue is at its "
-                    + "length limit, with x-overflow reject-publish, or is a quorum queue that has lost the majority "
-                    + "of its nodes, or found no new leader in that time); "
-                    + "\(refusedJobs.count == 1 ? "it was" : "they were") not enqueued"
-                    + (ordered.count > refusedJobs.count ? ", the others of the call were" : "") + stranded)
+                "the broker refused \(Self.jobs(refusedJobs.map(\.id))) for queue '\(job.queue)' (basic.nack, sent "
+                    + "\(sends) times over \(String(format: "%g", seconds)) s: the queue is at its length limit, with "
+                    + "x-overflow reject-publish, or is a quorum queue that has lost the majority of its nodes, or "
+                    + "found no new leader in that time); \(refusedJobs.count == 1 ? "it was" : "they were") not "
+                    + "enqueued" + (ordered.count > refusedJobs.count ? ", the others of the call were" : "")
+                    + strandedNote)
             refusal.enqueuedJobIDs = enqueued
             throw refusal
         }
         do {
             try checkNothingReturned()
         } catch var error as WarrenError {
-            error.message += stranded
+            error.message += strandedNote
             error.enqueuedJobIDs = enqueued
             throw error
         }
         return jobs.map(\.descriptor)
     }
 
-    /// Cancels the jobs of `ordered` the broker took that depend, directly or not, on one of `lost`, which it did
-    /// not: they could never start. Returns what to add to the error's message, empty if there are none.
-    private func cancelDependents(of lost: Set<String>, in ordered: [JobRequest]) throws -> String {
-        guard !lost.isEmpty else { return "" }
+    /// The ids of the jobs of `ordered` that depend, directly or not, on one of `lost` (and are not among them),
+    /// in order.
+    static func dependents(of lost: Set<String>, in ordered: [JobRequest]) -> [String] {
         var unreachable = lost
-        var stranded: [String] = []
+        var dependents: [String] = []
         // Dependencies come before their dependents in `ordered`.
         for request in ordered where !unreachable.contains(request.id) {
             guard request.dependencies.contains(where: unreachable.contains) else { continue }
             unreachable.insert(request.id)
-            stranded.append(request.id)
+            dependents.append(request.id)
         }
+        return dependents
+    }
+
+    /// Cancels `stranded`, jobs the broker took that depend on one it did not, and frees the unique locks of those
+    /// of them in `locked`: they could never start. Returns what to add to the error's message, empty if none.
+    private func cancel(stranded: [String], locked: [JobRequest]) throws -> String {
         guard !stranded.isEmpty else { return "" }
+        let named = "; the \(stranded.count) enqueued job(s) depending on them (\(Self.jobs(stranded))) could never start"
+        try? releaseUniqueLocks(of: locked.filter { stranded.contains($0.id) })
         do {
             try cancel(jobIDs: stranded)
-            return "; the \(stranded.count) enqueued job(s) depending on them could never start, and were cancelled"
+            return named + ", and were cancelled"
         } catch {
-            return "; the \(stranded.count) enqueued job(s) depending on them could never start, and could not be "
-                + "cancelled (\(error)): warren cancel \(stranded.prefix(3).joined(separator: " "))"
-                + (stranded.count > 3 ? " …" : "") + " does it"
+            return named + ", and could not be cancelled (\(error)): warren cancel does it"
         }
     }
 
@@ -363,13 +375,15 @@ public final class Producer {
     /// while it elects a new leader, after the node of its last one failed, for a moment.
     static let refusalRetryWaits: [Duration] = [.milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2)]
 
-    /// Sends `refused` again, on a fresh channel, after each of ``refusalRetryWaits`` while the broker refuses some;
-    /// returns those it still refuses.
-    private func sendingAgain(_ refused: [SentJob]) throws -> [SentJob] {
-        guard !refused.isEmpty else { return [] }
+    /// Sends `refused` again, on a fresh channel, after each of ``refusalRetryWaits`` while the broker refuses some
+    /// (and no ``interruption`` came); returns those it still refuses, and how many times they were sent in all.
+    private func sendingAgain(_ refused: [SentJob]) throws -> ([SentJob], Int) {
+        guard !refused.isEmpty else { return ([], 1) }
         var refused = refused
+        var sends = 1
         for wait in Self.refusalRetryWaits where !refused.isEmpty && !interruption.isRequested {
             Thread.sleep(forTimeInterval: wait / .seconds(1))
+            sends += 1
             try reopenPublishChannel()
             var numbers: [UInt64: SentJob] = [:]
             for job in refused { numbers[try send(job)] = job }
@@ -378,7 +392,7 @@ public final class Producer {
         }
         // The next call starts on a channel the broker has not refused.
         if !refused.isEmpty { try reopenPublishChannel() }
-        return refused
+        return (refused, sends)
     }
 
     /// Opens the publish channel afresh, its publishes numbered from 1 again: once RabbitMQ (3.10) refused a
@@ -598,13 +612,13 @@ public final class Producer {
         try brokerCall { try Topology.isPriorityQueue(queue, on: connection) }
     }
 
-    /// Whether job queue `queue` is a classic queue as Warren creates them (first in, first out or with priorities):
-    /// on a cluster, it lives on one node, whatever ``quorumQueues`` says, which applies to queues this producer
-    /// creates. `false` also when it does not exist.
+    /// Whether job queue `queue` is known to be a classic queue (``Topology/isKnownClassicQueue(_:on:)``): on a
+    /// cluster, it lives on one node, whatever ``quorumQueues`` says, which applies to queues this producer creates.
+    /// `false` also when it does not exist.
     /// - Throws: ``WarrenError`` (`broker`) when the connection fails.
     public func isClassicQueue(_ queue: String) throws -> Bool {
         try brokerCall {
-            try Topology.lookUp(queue, on: connection) != nil && Topology.takesChannelWidePrefetch(queue, on: connection)
+            try Topology.lookUp(queue, on: connection) != nil && Topology.isKnownClassicQueue(queue, on: connection)
         }
     }
 

@@ -230,6 +230,14 @@ public enum Topology {
             || declare(name, arguments: jobQueueArguments(priorities: true), on: connection)
     }
 
+    /// Whether job queue `name`, which exists, is known to be a classic queue: declared as Warren declares classic
+    /// ones (``takesChannelWidePrefetch(_:on:)``), or with no arguments at all, which the broker takes again only
+    /// for a classic queue. One declared with arguments of its own is not known: AMQP does not tell a queue's type.
+    /// - Throws: `AMQPError` when the broker refuses otherwise, or the connection fails.
+    public static func isKnownClassicQueue(_ name: String, on connection: AMQPConnection) throws -> Bool {
+        try takesChannelWidePrefetch(name, on: connection) || declare(name, arguments: [:], on: connection)
+    }
+
     /// What the broker holds in queue `name` (messages ready for a consumer, consumers), or `nil` if there is no
     /// such queue: a passive declaration, which the broker refuses with 404 when it finds none.
     /// - Throws: `AMQPError` when the broker refuses otherwise (``AMQPError/isQueueNodeDown`` for a queue on a

@@ -111,7 +111,8 @@ extension WorkerSession {
         try updatePrefetch()
         if heldJobs.isEmpty {
             heldReasons = []
-            logger.info("the queues held jobs waited for are reachable again", metadata: ["jobs": "\(held.count)"])
+            // They went where they waited to go, or ended (cancelled meanwhile).
+            logger.info("no job is held for a queue out of reach any more", metadata: ["jobs": "\(held.count)"])
         }
     }
 }

@@ -426,7 +426,7 @@ final class WorkerSession {
                 channelWide = false  // its type is unknown until it can be reached
                 continue
             }
-            if !created, configuration.quorumQueues, try Topology.takesChannelWidePrefetch(queue, on: connection),
+            if !created, configuration.quorumQueues, try Topology.isKnownClassicQueue(queue, on: connection),
                 classicQueuesReported.insert(queue).inserted
             {
                 logger.warning(
