@@ -247,7 +247,9 @@ extension Integration {
             let job = JobRequest(type: "echo", key: key, queue: full, uniqueFor: .seconds(60))
             let refused = #expect(throws: WarrenError.self) { try producer.enqueue(job) }
             #expect(refused?.code == .broker)
-            #expect(refused?.message.contains("refused 1 job for queue '\(full)' (basic.nack") == true, "\(refused?.message ?? "")")
+            #expect(
+                refused?.message.contains("refused job \(job.id) for queue '\(full)' (basic.nack") == true,
+                "\(refused?.message ?? "")")
             #expect(!Self.isHeld(key), "the job was not enqueued: its lock is free")
 
             try connection.declareQueue(UniqueLock.queue(forKey: foreign), arguments: ["x-max-length": .int(1)], channel: 1)
