@@ -251,6 +251,35 @@ extension Integration.Chaos {
         #expect(worker.stderr.contains("dropping the results of jobs that ended after their delivery was lost"))
     }
 
+    @Test("a job's deadline that passes while the broker is away cancels it there, as it would with the broker up")
+    func deadlineWhileTheBrokerIsAway() throws {
+        let queue = TestEnvironment.uniqueName("deadline-away")
+        defer { BrokerProbe.delete(queue) }
+        let stored = try DurableResults()
+        let worker = try CLI.startWorker(queue: queue)
+        defer { worker.terminate() }
+        let job = try Producer.forTests().enqueue(
+            JobRequest(
+                type: "sleep", input: ["seconds": 30], queue: queue, deadline: Date().addingTimeInterval(3)))
+        try worker.waitForStart(of: job.id)
+        try Self.brokerCtl(["stop_app"])
+        var restarted = false
+        defer { if !restarted { try? Self.brokerCtl(["start_app"]) } }
+        try worker.waitForStderr(containing: "lost the broker; reconnecting")
+        // The sleep sees isCancelled once the deadline passes; it ends, its result kept for the redelivery.
+        try worker.waitForStderr(containing: "keeping its result for the redelivery", timeout: .seconds(20))
+        try Self.brokerCtl(["start_app"])
+        restarted = true
+        var result: JobResult?
+        let published = ContinuousClock.now + .seconds(60)
+        while result == nil, ContinuousClock.now < published {
+            result = stored.drain().first { $0.jobID == job.id }
+            if result == nil { Thread.sleep(forTimeInterval: 0.2) }
+        }
+        let ended = try #require(result)
+        #expect(ended.status == .cancelled && ended.cancellation?.reason == "deadline", "\(ended)")
+    }
+
     @Test("a worker and a scheduler started before their broker wait for it, then work; SIGTERM ends the wait")
     func startBeforeTheBroker() throws {
         let queue = TestEnvironment.uniqueName("start-early")

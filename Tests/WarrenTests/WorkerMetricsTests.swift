@@ -84,6 +84,20 @@ struct WorkerMetricsTests {
         #expect(try backend.expectGauge("warren_prefetch").lastValue == 20)
     }
 
+    @Test func deadLetterReasonsPastTheLimitShareOneLabel() throws {
+        let backend = TestMetrics()
+        let metrics = WorkerMetrics(factory: backend)
+        // A handler's codes are the job's to choose: a producer must not grow the worker's series without end.
+        for number in 0..<(WorkerMetrics.maxDeadLetterReasons + 50) { metrics.deadLettered(reason: "code-\(number)") }
+        metrics.deadLettered(reason: "code-0")
+        #expect(try backend.expectCounter("warren_dead_lettered_total", [("reason", "code-0")]).totalValue == 2)
+        let other = try backend.expectCounter("warren_dead_lettered_total", [("reason", WorkerMetrics.otherType)])
+        #expect(other.totalValue == 51)
+        #expect(throws: (any Error).self) {
+            try backend.expectCounter("warren_dead_lettered_total", [("reason", "code-\(WorkerMetrics.maxDeadLetterReasons)")])
+        }
+    }
+
     @Test func reportsTheJobsWaitingInTheWorkerByWhatTheyWaitFor() throws {
         let backend = TestMetrics()
         let metrics = WorkerMetrics(factory: backend)

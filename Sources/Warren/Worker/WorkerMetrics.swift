@@ -163,16 +163,24 @@ public final class WorkerMetrics: Sendable {
         return made
     }
 
-    /// Counts a message republished to the dead-letter exchange, by its `x-warren-dead-reason`.
+    /// Counts a message republished to the dead-letter exchange, by its `x-warren-dead-reason`. Past
+    /// ``maxDeadLetterReasons`` reasons, new ones count as ``otherType``: a handler's code is the job's to choose,
+    /// and each would be a series kept for the life of the process.
     func deadLettered(reason: String, by amount: Int64 = 1) {
         let counter: CoreMetrics.Counter = handles.withLock { handles in
-            Self.cached(reason, in: &handles.deadLetters) {
+            let label = handles.deadLetters[reason] != nil || handles.deadLetters.count < Self.maxDeadLetterReasons - 1
+                ? reason : Self.otherType
+            return Self.cached(label, in: &handles.deadLetters) {
                 CoreMetrics.Counter(
-                    label: "warren_dead_lettered_total", dimensions: [("reason", reason)], factory: currentFactory)
+                    label: "warren_dead_lettered_total", dimensions: [("reason", label)], factory: currentFactory)
             }
         }
         counter.increment(by: amount)
     }
+
+    /// The most `reason` labels `warren_dead_lettered_total` has: Warren's own codes and the first handlers' codes,
+    /// then `(other)`.
+    static let maxDeadLetterReasons = 100
 
     /// Counts a job of `type` sent round for another attempt after a retryable failure, and records how long the
     /// attempt that failed ran and waited in its local queue (`timings`), as ``jobFinished(_:)`` does for the last.

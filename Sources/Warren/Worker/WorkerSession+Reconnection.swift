@@ -151,6 +151,7 @@ extension WorkerSession {
                 }
             }
             enforceTimeLimits()
+            enforceDeadlines()
             if let stopDeadline, ContinuousClock.now >= stopDeadline { cancelAll(reason: "shutdown") }
             // Results kept for their jobs' redeliveries are worth a reconnect, for as long as a stop lets jobs finish
             // (`--grace`): past that, a broker still away would keep the worker from exiting for nothing.
@@ -160,7 +161,7 @@ extension WorkerSession {
                 return false
             }
             // A stop's deadlines end the wait too, not only the backoff's next try (up to 30 s later).
-            let wakeAt = [until, timeLimitCheckAt, stopDeadline, abandonDeadline].compactMap { $0 }
+            let wakeAt = [until, timeLimitCheckAt, nextDeadline(), stopDeadline, abandonDeadline].compactMap { $0 }
                 .filter { $0 > ContinuousClock.now }.min() ?? until
             worker.mailbox.sleep {
                 let timeout = wakeAt - ContinuousClock.now

@@ -371,14 +371,21 @@ final class WorkerSession {
         if let due = timeLimitCheckAt { timeout = min(timeout, due - now) }
         if let due = jobsWaitingResampleAt { timeout = min(timeout, due - now) }
         if let due = redeliveriesAwaitedUntil { timeout = min(timeout, due - now) }
-        if mayHoldDeadlines, let deadline = inFlight.values.compactMap({ $0.descriptor.deadline }).min() {
-            timeout = min(timeout, .milliseconds(Int(deadline.timeIntervalSinceNow * 1000) + 1))
-        }
+        if let due = nextDeadline() { timeout = min(timeout, due - now) }
         return max(timeout, .milliseconds(1))
     }
 
-    /// Cancels executing jobs whose deadline passed (jobs not started yet are cancelled when they would start).
-    private func enforceDeadlines() {
+    /// When the earliest deadline of the jobs held comes, if one may be held.
+    func nextDeadline() -> ContinuousClock.Instant? {
+        guard mayHoldDeadlines, let deadline = inFlight.values.compactMap({ $0.descriptor.deadline }).min() else {
+            return nil
+        }
+        return .now + .milliseconds(Int(deadline.timeIntervalSinceNow * 1000) + 1)
+    }
+
+    /// Cancels executing jobs whose deadline passed (jobs not started yet are cancelled when they would start); also
+    /// while the worker waits for the broker to come back.
+    func enforceDeadlines() {
         guard mayHoldDeadlines else { return }
         let now = Date()
         mayHoldDeadlines = false
