@@ -29,7 +29,21 @@ extension Integration {
         final class DurableResults {
             let queue = TestEnvironment.uniqueName("chaos-results")
 
+            /// Right after a broker restart (another test's), the results stream is still starting (404 "home node …
+            /// is down or inaccessible"): tried again for up to 30 s.
             init() throws {
+                let deadline = ContinuousClock.now + .seconds(30)
+                while true {
+                    do {
+                        try bind()
+                        return
+                    } catch where ContinuousClock.now < deadline {
+                        Thread.sleep(forTimeInterval: 0.2)
+                    }
+                }
+            }
+
+            private func bind() throws {
                 let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
                 defer { connection.close() }
                 try connection.openChannel(1)
