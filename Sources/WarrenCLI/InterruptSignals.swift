@@ -12,16 +12,16 @@ import Warren
 /// Thread safety: confined to the thread that creates it; the signal that came is atomic, written on a dispatch
 /// queue.
 final class InterruptSignals {
-    static let numbers: [Int32] = [SIGINT, SIGTERM, SIGHUP]
     private let first = FirstSignal()
     private var sources: [any DispatchSourceSignal] = []
 
-    /// The signals caught: those the process was not started ignoring.
+    /// The signals caught: SIGINT, SIGTERM and SIGHUP, but those the process was started ignoring.
     private let caught: [Int32]
 
     init(interrupting interruption: Producer.Interruption) {
         let first = first
-        caught = Self.numbers.filter { number in
+        // The signals that stop a worker gracefully stop a producer's sending.
+        caught = Worker.stopSignals.filter { number in
             var inherited = sigaction()
             return sigaction(number, nil, &inherited) == 0 && !Self.isIgnored(inherited)
         }
