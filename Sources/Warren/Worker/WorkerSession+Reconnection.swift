@@ -172,6 +172,20 @@ extension WorkerSession {
         return true
     }
 
+    /// Forgets the results kept for redeliveries that did not come here in time (``OrphanResults/maxAge``): those
+    /// jobs were redelivered to another worker.
+    func forgetExpiredOrphanResults() {
+        guard !orphanResults.isEmpty else { return }
+        let expired = orphanResults.forgetExpired()
+        guard !expired.isEmpty else { return }
+        logger.info(
+            """
+            forgetting the results of jobs that ended after their delivery was lost: their redeliveries did not come \
+            here within \(orphanResults.maxAge.components.seconds) s; should one come, it runs its job again
+            """,
+            metadata: ["jobs": .array(expired.map { "\($0)" })])
+    }
+
     /// A job whose delivery died ended (`job`, no longer in flight): keep its result for the redelivery (see the
     /// type's documentation).
     func finishOrphan(_ job: InFlightJob, _ finished: FinishedJob) {
@@ -200,19 +214,23 @@ extension WorkerSession {
 
 /// Results of jobs whose delivery died with a connection, by job id, waiting for the broker to redeliver them.
 ///
-/// Bounded: past ``capacity`` the oldest are forgotten (their redelivery then runs the job again).
+/// Bounded: past ``capacity`` the oldest are forgotten, and so is any kept for longer than ``maxAge`` (the broker
+/// redelivers at once after a reconnect, to this worker or another; one not back by then went elsewhere). A
+/// forgotten job's redelivery, if it comes here after all, runs the job again.
 /// Thread safety: confined to the worker's broker thread.
 struct OrphanResults {
     let capacity: Int
-    private var results: [String: JobResult] = [:]
+    let maxAge: Duration
+    private var results: [String: (result: JobResult, keptAt: ContinuousClock.Instant)] = [:]
     private var order: [String] = []
 
-    init(capacity: Int = 10_000) {
+    init(capacity: Int = 10_000, maxAge: Duration = .seconds(600)) {
         self.capacity = capacity
+        self.maxAge = maxAge
     }
 
-    mutating func keep(_ result: JobResult) {
-        if results.updateValue(result, forKey: result.jobID) == nil { order.append(result.jobID) }
+    mutating func keep(_ result: JobResult, at now: ContinuousClock.Instant = .now) {
+        if results.updateValue((result, now), forKey: result.jobID) == nil { order.append(result.jobID) }
         if order.count > capacity {
             results[order.removeFirst()] = nil
         }
@@ -224,8 +242,18 @@ struct OrphanResults {
     var jobIDs: [String] { order }
 
     mutating func take(_ jobID: String) -> JobResult? {
-        guard !results.isEmpty, let result = results.removeValue(forKey: jobID) else { return nil }
+        guard !results.isEmpty, let kept = results.removeValue(forKey: jobID) else { return nil }
         order.removeAll { $0 == jobID }
-        return result
+        return kept.result
+    }
+
+    /// Forgets the results kept for longer than ``maxAge``; returns their job ids.
+    mutating func forgetExpired(now: ContinuousClock.Instant = .now) -> [String] {
+        var expired: [String] = []
+        while let oldest = order.first, let kept = results[oldest], now - kept.keptAt >= maxAge {
+            expired.append(order.removeFirst())
+            results[oldest] = nil
+        }
+        return expired
     }
 }

@@ -293,6 +293,7 @@ final class WorkerSession {
             try retryHeldJobs()
             try sendRoundLongParkedJobs()
             discardReportedJournals()
+            forgetExpiredOrphanResults()
             sampleJobsWaitingInWorker()
             deadLettersReachable = nil
             try recycleIfOverMemory()
