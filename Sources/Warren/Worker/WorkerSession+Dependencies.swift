@@ -43,7 +43,7 @@ extension WorkerSession {
             job.operation.job.debug(
                 "parking through the broker: as many jobs are parked here as the worker may hold",
                 metadata: ["maxParkedJobs": "\(configuration.maxParkedJobs)"])
-            try delay(job.delivery, from: job.queue, milliseconds: 5_000, attempt: job.attempt)
+            try delay(job.delivery, from: job.queue, milliseconds: Self.parkedRoundTrip, attempt: job.attempt)
             return true
         }
         inFlight[job.descriptor.id] = job
@@ -68,6 +68,10 @@ extension WorkerSession {
         return true
     }
 
+    /// How long a job parked through the broker stays away, in milliseconds: a delay queue's own length (4 s), so
+    /// that it comes back when it expires, never behind a longer wait (RabbitMQ expires messages at a queue's head).
+    static let parkedRoundTrip = 4_000
+
     /// How long a job stays parked here before it goes round through the broker (and comes back to park again):
     /// RabbitMQ closes the channel of a delivery held unacknowledged past its `consumer_timeout` (30 minutes by
     /// default, checked about once a minute), and every job the worker holds would go back to the broker with it,
@@ -86,7 +90,7 @@ extension WorkerSession {
             inFlight[job.descriptor.id] = nil
             job.operation.job.debug(
                 "parked for 10 minutes: going round through the broker, before its consumer_timeout takes the delivery")
-            try delay(job.delivery, from: job.queue, milliseconds: 5_000, attempt: job.attempt)
+            try delay(job.delivery, from: job.queue, milliseconds: Self.parkedRoundTrip, attempt: job.attempt)
         }
         try updatePrefetch()
     }
