@@ -7,6 +7,7 @@ extension AMQPConnection {
         _ body: [UInt8], exchange: String, routingKey: String, properties: MessageProperties = MessageProperties(),
         mandatory: Bool = false, channel: UInt16
     ) throws {
+        try checkOpen("publish to exchange '\(exchange)'")
         corkIfRequested()
         let arena = CArena()
         var props = properties.encoded(in: arena)
@@ -36,6 +37,7 @@ extension AMQPConnection {
         _ queue: String, consumerTag: String = "", noAck: Bool = false, exclusive: Bool = false,
         arguments: AMQPTable = [:], channel: UInt16
     ) throws -> String {
+        try checkOpen("consume from queue '\(queue)'")
         flushOutput()
         let arena = CArena()
         let ok = amqp_basic_consume(
@@ -49,6 +51,7 @@ extension AMQPConnection {
     /// - Parameter awaitingReply: Whether to wait for the broker's `cancel-ok`; without it (`no-wait`), the cancel
     ///   is sent and the call returns at once, and deliveries may arrive until the broker has read it.
     public func cancelConsumer(_ consumerTag: String, channel: UInt16, awaitingReply: Bool = true) throws {
+        try checkOpen("cancel consumer '\(consumerTag)'")
         flushOutput()
         let arena = CArena()
         guard awaitingReply else {
@@ -63,6 +66,7 @@ extension AMQPConnection {
 
     /// Acknowledges a delivery; with `multiple`, every unacknowledged delivery up to `deliveryTag` too.
     public func ack(_ deliveryTag: UInt64, multiple: Bool = false, channel: UInt16) throws {
+        try checkOpen("acknowledge a delivery")
         if outputHold == .buffered {
             var method = amqp_basic_ack_t(delivery_tag: deliveryTag, multiple: multiple ? 1 : 0)
             return try check(status: appendMethod(AMQP_BASIC_ACK_METHOD, &method, channel), "acknowledge a delivery")
@@ -72,6 +76,7 @@ extension AMQPConnection {
 
     /// Rejects a delivery: back to its queue with `requeue`, otherwise to the queue's dead-letter exchange (or gone).
     public func nack(_ deliveryTag: UInt64, multiple: Bool = false, requeue: Bool, channel: UInt16) throws {
+        try checkOpen("reject a delivery")
         if outputHold == .buffered {
             var method = amqp_basic_nack_t(
                 delivery_tag: deliveryTag, multiple: multiple ? 1 : 0, requeue: requeue ? 1 : 0)
@@ -93,6 +98,7 @@ extension AMQPConnection {
     public func getCounting(
         _ queue: String, noAck: Bool = false, channel: UInt16
     ) throws -> (delivery: Delivery, remaining: UInt32)? {
+        try checkOpen("get from queue '\(queue)'")
         flushOutput()
         let arena = CArena()
         let reply = amqp_basic_get(state, channel, arena.bytes(queue), noAck ? 1 : 0)

@@ -13,6 +13,7 @@ extension AMQPConnection {
 
     /// Opens `channel` (1...2047).
     public func openChannel(_ channel: UInt16) throws {
+        try checkOpen("open channel \(channel)")
         flushOutput()
         amqp_channel_open(state, channel)
         try check(amqp_get_rpc_reply(state), "open channel \(channel)", channel: channel)
@@ -20,6 +21,7 @@ extension AMQPConnection {
 
     /// Closes `channel` politely.
     public func closeChannel(_ channel: UInt16) throws {
+        try checkOpen("close channel \(channel)")
         flushOutput()
         try check(amqp_channel_close(state, channel, AMQP_REPLY_SUCCESS), "close channel \(channel)", channel: channel)
     }
@@ -30,6 +32,7 @@ extension AMQPConnection {
         _ name: String, type: String, durable: Bool = true, autoDelete: Bool = false, passive: Bool = false,
         arguments: AMQPTable = [:], channel: UInt16
     ) throws {
+        try checkOpen("declare exchange '\(name)'")
         flushOutput()
         let arena = CArena()
         amqp_exchange_declare(
@@ -44,6 +47,7 @@ extension AMQPConnection {
         _ name: String, durable: Bool = true, exclusive: Bool = false, autoDelete: Bool = false,
         passive: Bool = false, arguments: AMQPTable = [:], channel: UInt16
     ) throws -> QueueInfo {
+        try checkOpen("declare queue '\(name)'")
         flushOutput()
         let arena = CArena()
         let ok = amqp_queue_declare(
@@ -62,6 +66,7 @@ extension AMQPConnection {
     public func bindQueue(
         _ queue: String, to exchange: String, routingKey: String = "", arguments: AMQPTable = [:], channel: UInt16
     ) throws {
+        try checkOpen("bind queue '\(queue)'")
         flushOutput()
         let arena = CArena()
         amqp_queue_bind(
@@ -73,6 +78,7 @@ extension AMQPConnection {
     public func unbindQueue(
         _ queue: String, from exchange: String, routingKey: String = "", arguments: AMQPTable = [:], channel: UInt16
     ) throws {
+        try checkOpen("unbind queue '\(queue)'")
         flushOutput()
         let arena = CArena()
         amqp_queue_unbind(
@@ -83,6 +89,7 @@ extension AMQPConnection {
     /// Deletes a queue and returns how many messages it held.
     @discardableResult
     public func deleteQueue(_ queue: String, channel: UInt16) throws -> UInt32 {
+        try checkOpen("delete queue '\(queue)'")
         flushOutput()
         let arena = CArena()
         let ok = amqp_queue_delete(state, channel, arena.bytes(queue), 0, 0)
@@ -93,6 +100,7 @@ extension AMQPConnection {
     /// Removes every ready message from a queue and returns how many there were.
     @discardableResult
     public func purgeQueue(_ queue: String, channel: UInt16) throws -> UInt32 {
+        try checkOpen("purge queue '\(queue)'")
         flushOutput()
         let arena = CArena()
         let ok = amqp_queue_purge(state, channel, arena.bytes(queue))
@@ -102,6 +110,7 @@ extension AMQPConnection {
 
     /// Limits unacknowledged deliveries: per consumer created after this call, or per channel with `global`.
     public func qos(prefetchCount: UInt16, global: Bool = false, channel: UInt16) throws {
+        try checkOpen("set prefetch \(prefetchCount)")
         flushOutput()
         amqp_basic_qos(state, channel, 0, prefetchCount, global ? 1 : 0)
         try check(amqp_get_rpc_reply(state), "set prefetch \(prefetchCount)", channel: channel)
@@ -110,6 +119,7 @@ extension AMQPConnection {
     /// Puts `channel` in confirm mode: the broker then confirms each publish with an ``AMQPEvent/confirm``,
     /// numbered from 1 in publish order.
     public func enableConfirms(channel: UInt16) throws {
+        try checkOpen("enable publisher confirms")
         flushOutput()
         amqp_confirm_select(state, channel)
         try check(amqp_get_rpc_reply(state), "enable publisher confirms", channel: channel)

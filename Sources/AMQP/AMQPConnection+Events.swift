@@ -8,6 +8,7 @@ extension AMQPConnection {
     /// Also sends and checks heartbeats.
     /// - Throws: ``AMQPError`` when the connection was lost or closed by the broker.
     public func nextEvent() throws -> AMQPEvent? {
+        try checkOpen("receive from the broker")
         amqp_maybe_release_buffers(state)
         var envelope = amqp_envelope_t()
         var zero = timeval(tv_sec: 0, tv_usec: 0)
@@ -83,7 +84,8 @@ extension AMQPConnection {
     ///   would find nothing (a caller may skip it until the next wait says otherwise).
     @discardableResult
     public func waitForActivity(wakeUp: WakeUpSignal?, timeout: Duration) -> Bool {
-        if hasBufferedInput { return true }
+        // Closed: the next call says so at once.
+        if !isOpen || hasBufferedInput { return true }
         flushOutput()
         var fds = [pollfd(fd: socketDescriptor, events: Int16(POLLIN), revents: 0)]
         if let wakeUp { fds.append(pollfd(fd: wakeUp.descriptor, events: Int16(POLLIN), revents: 0)) }

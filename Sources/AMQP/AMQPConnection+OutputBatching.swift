@@ -24,7 +24,7 @@ extension AMQPConnection {
     /// every request that waits for a reply, the close-ok answering a broker that closes a channel, and ``close()``
     /// call first: nothing waits for held output. (A heartbeat librabbitmq sends meanwhile may go ahead of it.)
     public func holdOutput() {
-        if outputHold == .off { outputHold = configuration.usesTLS ? .requested : .buffered }
+        if outputHold == .off, isOpen { outputHold = configuration.usesTLS ? .requested : .buffered }
     }
 
     /// How many bytes of frames are held in user space, not yet sent (always 0 on a TLS connection, which corks).

@@ -11,7 +11,8 @@ public final class AMQPConnection {
     /// The configuration this connection was opened with.
     public let configuration: AMQPConfiguration
     let state: amqp_connection_state_t
-    private var isOpen = true
+    /// Whether the connection can be used: not yet closed (``close()``).
+    public private(set) var isOpen = true
     /// Whether the login is done: from then on, broker calls wait at most ``AMQPConfiguration/rpcTimeout``.
     private var loggedIn = false
     /// Whether written frames are held (``holdOutput()``).
@@ -147,8 +148,8 @@ public final class AMQPConnection {
     /// answer (a broker that stopped reading, under a memory or disk alarm, never sends one). Safe to call twice.
     public func close() {
         guard isOpen else { return }
-        isOpen = false
         flushOutput()
+        isOpen = false
         var limit = timeval(tv_sec: 2, tv_usec: 0)
         _ = amqp_set_rpc_timeout(state, &limit)
         _ = amqp_connection_close(state, AMQP_REPLY_SUCCESS)
@@ -157,22 +158,28 @@ public final class AMQPConnection {
 
     /// The socket's file descriptor, for `poll`.
     public var socketDescriptor: Int32 {
-        amqp_get_sockfd(state)
+        isOpen ? amqp_get_sockfd(state) : -1
     }
 
     /// What the broker said about itself when the connection opened (`connection.start`): `product`, `version`,
     /// `cluster_name` (the same on every node of a cluster), …
     public var serverProperties: AMQPTable {
-        guard let properties = amqp_get_server_properties(state) else { return [:] }
+        guard isOpen, let properties = amqp_get_server_properties(state) else { return [:] }
         return CDecode.table(properties.pointee)
     }
 
     /// Whether librabbitmq already holds frames or bytes that ``nextEvent()`` can return without reading the socket.
     public var hasBufferedInput: Bool {
-        amqp_frames_enqueued(state) != 0 || amqp_data_in_buffer(state) != 0
+        isOpen && (amqp_frames_enqueued(state) != 0 || amqp_data_in_buffer(state) != 0)
     }
 
     // MARK: - Errors
+
+    /// Throws unless the connection is open: after ``close()`` librabbitmq's state is freed.
+    func checkOpen(_ action: @autoclosure () -> String) throws {
+        guard !isOpen else { return }
+        throw AMQPError(.closed, "cannot \(action()): the connection was closed (close() was called)")
+    }
 
     /// Maps an RPC reply to an error; the one place where librabbitmq replies become ``AMQPError``.
     func check(_ reply: amqp_rpc_reply_t, _ action: @autoclosure () -> String, channel: UInt16 = 0) throws {

@@ -26,6 +26,8 @@ public struct AMQPError: Error, Sendable, CustomStringConvertible {
         public static let channelClosed = Code("channelClosed")
         /// The socket failed or the peer stopped answering heartbeats.
         public static let connectionLost = Code("connectionLost")
+        /// The connection was closed by this client (``AMQPConnection/close()``): nothing more can be done on it.
+        public static let closed = Code("closed")
         /// librabbitmq reported an error that is none of the above.
         public static let library = Code("library")
     }

@@ -83,7 +83,8 @@ public final class Producer {
         }
     }
 
-    /// Closes the connection.
+    /// Closes the connection. Every call after it throws ``WarrenError`` (`invalidConfiguration`, "the producer was
+    /// closed"); closing again does nothing.
     public func close() {
         connection.close()
     }
@@ -678,12 +679,18 @@ public final class Producer {
     // MARK: - Internals
 
     private func brokerCall<T>(_ body: () throws -> T) throws -> T {
+        guard connection.isOpen else { throw Self.closedError }
         do {
             return try body()
+        } catch let error as AMQPError where error.code == .closed {
+            throw Self.closedError
         } catch let error as AMQPError {
             throw WarrenError(error.isQueueNodeDown ? .queueUnreachable : .broker, error.description)
         }
     }
+
+    /// What every call after ``close()`` throws.
+    static let closedError = WarrenError(.invalidConfiguration, "the producer was closed")
 
     /// Refuses jobs whose reply queue does not exist: the broker would drop their results and progress reports
     /// (only the `warren.results` stream would keep the results). A queue exclusive to another connection exists.
