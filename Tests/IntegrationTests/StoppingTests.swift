@@ -105,6 +105,51 @@ extension Integration {
             for task in running { try await task.value }
         }
 
+        @Test("a worker runs once at a time: a second run throws; once stopped, it runs again")
+        func oneRunAtATime() async throws {
+            let queue = TestEnvironment.uniqueName("run-twice")
+            defer { BrokerProbe.delete(queue) }
+            let worker = try Worker(configuration: Self.configuration(queue: queue), registry: .builtIn)
+            let producer = try Producer.forTests()
+            func expectJobRuns() throws {
+                let job = try producer.enqueue(JobRequest(type: "echo", input: 1, queue: queue), watch: true)
+                #expect(try producer.waitForResult(of: job.id, timeout: .seconds(60)).status == .succeeded)
+            }
+            let first = Task { try await worker.run() }
+            try expectJobRuns()
+            let error = await #expect(throws: WarrenError.self) { try await worker.run() }
+            #expect(error?.code == .invalidConfiguration)
+            #expect(error?.message.contains("runs already") == true)
+            try expectJobRuns()
+            worker.stop()
+            try await first.value
+            let second = Task { try await worker.run() }
+            try expectJobRuns()
+            worker.stop()
+            try await second.value
+        }
+
+        @Test("a stop while the worker does not run ends its next run at once, and that run only")
+        func stopBeforeRun() async throws {
+            let queue = TestEnvironment.uniqueName("stop-before-run")
+            defer { BrokerProbe.delete(queue) }
+            let worker = try Worker(configuration: Self.configuration(queue: queue), registry: .builtIn)
+            worker.stop()
+            let ended = DispatchSemaphore(value: 0)
+            let stopped = Task {
+                defer { ended.signal() }
+                try await worker.run()
+            }
+            #expect(ended.wait(timeout: .now() + 60) == .success, "the run ended")
+            try await stopped.value
+            let running = Task { try await worker.run() }
+            let producer = try Producer.forTests()
+            let job = try producer.enqueue(JobRequest(type: "echo", input: 1, queue: queue), watch: true)
+            #expect(try producer.waitForResult(of: job.id, timeout: .seconds(60)).status == .succeeded)
+            worker.stop()
+            try await running.value
+        }
+
         @Test("cancelling Worker.run()'s task after stop() is no second stop: executing jobs keep their grace period")
         func taskCancellationAfterStop() async throws {
             let queue = TestEnvironment.uniqueName("task-cancel-after-stop")

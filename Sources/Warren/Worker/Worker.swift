@@ -115,6 +115,8 @@ public final class Worker: Sendable {
     private let recycles = Atomic(false)
     /// Whether ``stop()`` was called (or the task running ``run()`` cancelled) since the worker last ran.
     private let stopAsked = Atomic(false)
+    /// Whether ``runOnCurrentThread()`` runs: one run at a time.
+    private let running = Atomic(false)
     /// What the recycled process this one is a fresh copy of handed over; `nil` in a process that is no such copy.
     let inherited: RecyclingHandover?
     /// What this worker hands over when it stops to recycle (``recycleProcess()``).
@@ -256,10 +258,25 @@ public final class Worker: Sendable {
     /// Connects and works until ``stop()``; the calling thread becomes the broker thread.
     ///
     /// A lost connection is reopened with backoff, trying each broker address in turn, for as long as it takes.
-    /// - Throws: ``WarrenError`` (`broker`) when no broker address accepts the first connection: at once for a
-    ///   refused password or an untrusted certificate, after ``Configuration/brokerWaitAtStart`` when none listens.
+    /// A worker runs again once it returned. A ``stop()`` that comes while it does not run is for the next run, which
+    /// then returns at once: a stop that comes before its run started is not lost.
+    /// - Throws: ``WarrenError``: `broker` when no broker address accepts the first connection (at once for a
+    ///   refused password or an untrusted certificate, after ``Configuration/brokerWaitAtStart`` when none listens);
+    ///   `invalidConfiguration` when this worker runs already (one run at a time: create another `Worker` to run
+    ///   two in one process).
     public func runOnCurrentThread() throws {
-        defer { stopAsked.store(false, ordering: .relaxed) }
+        guard running.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else {
+            throw WarrenError(
+                .invalidConfiguration, "this worker runs already: one run at a time (create another Worker to run two)")
+        }
+        defer {
+            stopAsked.store(false, ordering: .relaxed)
+            running.store(false, ordering: .releasing)
+        }
+        // What an earlier run left in the mailbox is not for this one: its abandoned jobs' ends, a stop that came
+        // after it ended (a stop since then is for this run, which it ends at once).
+        _ = mailbox.drain()
+        if stopAsked.load(ordering: .relaxed) { return }
         let session: WorkerSession
         do {
             session = try WorkerSession(worker: self)
@@ -272,8 +289,8 @@ public final class Worker: Sendable {
     /// Connects and works until ``stop()``, on a broker thread of its own. Cancelling the task that awaits it stops
     /// the worker as ``stop()`` does, gracefully (a task group or a service lifecycle ending), unless ``stop()`` was
     /// called already: the cancellation then does not count as a second call; it returns once the worker stopped.
-    /// - Throws: ``WarrenError`` (`broker`) when no broker address accepts the first connection (see
-    ///   ``runOnCurrentThread()``).
+    /// - Throws: ``WarrenError`` when no broker address accepts the first connection, or when the worker runs
+    ///   already (see ``runOnCurrentThread()``).
     public func run() async throws {
         try await BrokerThread.run(named: "warren.broker", { [self] in try runOnCurrentThread() }) { [self] in
             if stopAsked.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged {
@@ -286,7 +303,8 @@ public final class Worker: Sendable {
     /// Stops gracefully: no new jobs; executing ones get ``Configuration/shutdownGracePeriod`` to finish, then are
     /// cancelled and requeued; jobs that never started are requeued. Jobs that still run a grace period after their
     /// cancellation are left to the broker, which requeues them when the connection closes, and ``run()`` returns
-    /// while their operations may still run. A second call cancels at once and stops waiting.
+    /// while their operations may still run. A second call cancels at once and stops waiting. Called while the worker
+    /// does not run, it stops the next run as soon as it starts.
     /// Safe from any thread, a signal handler's queue included.
     public func stop() {
         stopAsked.store(true, ordering: .relaxed)
@@ -302,4 +320,8 @@ enum WorkerMessage: Sendable {
     /// The code of a job with a time limit started.
     case started(jobID: String)
     case stop
+
+    var isStop: Bool {
+        if case .stop = self { true } else { false }
+    }
 }

@@ -16,7 +16,7 @@ extension WorkerSession {
 
     /// Whether ``Worker/stop()`` was called and the broker thread has not handled it yet.
     var stopIsPending: Bool {
-        worker.mailbox.contains { if case .stop = $0 { true } else { false } }
+        worker.mailbox.contains(where: \.isStop)
     }
 
     private func readControlToItsEnd() throws {

@@ -40,8 +40,8 @@ extension WorkerSession {
                 let until = ContinuousClock.now + duration
                 while ContinuousClock.now < until {
                     worker.health.turning()
-                    // Nothing else can be in the mailbox yet: no job came.
-                    if !worker.mailbox.drain().isEmpty { return false }
+                    // No job came yet: what else is there is an earlier run's abandoned jobs' ends.
+                    if worker.mailbox.drain().contains(where: \.isStop) { return false }
                     worker.mailbox.sleep {
                         let timeout = until - ContinuousClock.now
                         worker.health.sleeping(for: timeout)
