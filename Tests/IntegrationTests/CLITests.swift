@@ -273,6 +273,40 @@ extension Integration {
             #expect(left.properties.messageID == job.id, "the filler was taken, and the job is in the queue")
         }
 
+        @Test("a job a full classic queue refuses is sent once: with reject-publish-dlx, one copy is dead-lettered, not one per send")
+        func refusedByAFullClassicQueue() throws {
+            let queue = TestEnvironment.uniqueName("refused-full")
+            let policy = TestEnvironment.uniqueName("full-policy")
+            defer { BrokerProbe.delete(queue) }
+            let producer = try Producer.forTests()
+            try producer.enqueue(JobRequest(type: "echo", queue: queue))  // the queue, made as Warren makes it
+            try Chaos.brokerCtl([
+                "set_policy", policy, "^\(queue)$", #"{"max-length":1,"overflow":"reject-publish-dlx"}"#,
+                "--apply-to", "queues",
+            ])
+            defer { try? Chaos.brokerCtl(["clear_policy", policy]) }
+            let applied = ContinuousClock.now + .seconds(60)
+            while try !Self.queuePolicies().contains("\(queue)\t\(policy)"), ContinuousClock.now < applied {
+                Thread.sleep(forTimeInterval: 0.2)
+            }
+            let dead = try MessageTap.deadLetters()
+            let refused = JobRequest(type: "echo", queue: queue)
+            let error = #expect(throws: WarrenError.self) { try producer.enqueue(refused) }
+            #expect(error?.message.contains("(basic.nack, sent once: the queue is at its length limit") == true, "\(String(describing: error))")
+            try dead.settle(for: .seconds(2))
+            #expect(dead.messages.filter { $0.properties.messageID == refused.id }.count == 1)
+        }
+
+        /// `QUEUE<tab>POLICY` lines of the test broker's queues.
+        static func queuePolicies() throws -> String {
+            let directory = try #require(TestEnvironment.brokerDirectory, "WARREN_BROKER_DIR is set by scripts/test")
+            let ctl = try ChildProcess(
+                TestEnvironment.packageRoot.appendingPathComponent("scripts/broker"),
+                ["ctl", directory, "list_queues", "name", "policy", "--no-table-headers", "--quiet"])
+            #expect(ctl.waitForExit(timeout: .seconds(120)) == 0, "\(ctl.stderr)")
+            return ctl.stdout
+        }
+
         @Test("the enqueued dependents of a job the broker refuses are cancelled, and supersede nothing: they could never start")
         func strandedDependents() throws {
             let full = TestEnvironment.uniqueName("stranded-full")

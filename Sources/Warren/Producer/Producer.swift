@@ -310,9 +310,10 @@ public final class Producer {
             let seconds = Self.refusalRetryWaits.prefix(sends - 1).reduce(.zero, +) / .seconds(1)
             var refusal = WarrenError(
                 .broker,
-                "the broker refused \(Self.jobs(refusedJobs.map(\.id))) for queue '\(job.queue)' (basic.nack, sent "
-                    + "\(sends) times over \(String(format: "%g", seconds)) s: the queue is at its length limit, with "
-                    + "x-overflow reject-publish, or is a quorum queue that has lost the majority of its nodes, or "
+                "the broker refused \(Self.jobs(refusedJobs.map(\.id))) for queue '\(job.queue)' (basic.nack, "
+                    + (sends == 1 ? "sent once" : "sent \(sends) times over \(String(format: "%g", seconds)) s")
+                    + ": the queue is at its length limit, with x-overflow reject-publish (reject-publish-dlx also "
+                    + "puts a copy in warren.dead), or is a quorum queue that has lost the majority of its nodes, or "
                     + "found no new leader in that time); \(refusedJobs.count == 1 ? "it was" : "they were") not "
                     + "enqueued" + (ordered.count > refusedJobs.count ? ", the others of the call were" : "")
                     + strandedNote)
@@ -378,9 +379,17 @@ public final class Producer {
 
     /// Sends `refused` again, on a fresh channel, after each of ``refusalRetryWaits`` while the broker refuses some
     /// (and no ``interruption`` came); returns those it still refuses, and how many times they were sent in all.
+    /// Jobs for a queue known to be classic are not sent again: such a queue refuses for being full, which waiting
+    /// does not mend, and with x-overflow reject-publish-dlx it dead-letters each refused copy.
     private func sendingAgain(_ refused: [SentJob]) throws -> ([SentJob], Int) {
         guard !refused.isEmpty else { return ([], 1) }
-        var refused = refused
+        var classic: Set<String> = []
+        for queue in Set(refused.map(\.request.queue)) where try Topology.isKnownClassicQueue(queue, on: connection) {
+            classic.insert(queue)
+        }
+        let full = refused.filter { classic.contains($0.request.queue) }
+        var refused = refused.filter { !classic.contains($0.request.queue) }
+        guard !refused.isEmpty else { return (full, 1) }
         var sends = 1
         for wait in Self.refusalRetryWaits where !refused.isEmpty && !interruption.isRequested {
             Thread.sleep(forTimeInterval: wait / .seconds(1))
@@ -393,7 +402,7 @@ public final class Producer {
         }
         // The next call starts on a channel the broker has not refused.
         if !refused.isEmpty { try reopenPublishChannel() }
-        return (refused, sends)
+        return (full + refused, sends)
     }
 
     /// Opens the publish channel afresh, its publishes numbered from 1 again: once RabbitMQ (3.10) refused a
