@@ -106,6 +106,43 @@ extension Integration {
             }
         }
 
+        @Test("a job whose dead letter a full warren.dead refuses runs again 5 s later, not at once; with room, it is dead-lettered")
+        func deadLetterRefused() throws {
+            // A virtual host of its own, whose warren.dead a policy keeps full.
+            let vhost = TestEnvironment.uniqueName("dead-full")
+            try Chaos.brokerCtl(["add_vhost", vhost])
+            defer { try? Chaos.brokerCtl(["delete_vhost", vhost]) }
+            try Chaos.brokerCtl(["set_permissions", "-p", vhost, "guest", ".*", ".*", ".*"])
+            try Chaos.brokerCtl([
+                "set_policy", "-p", vhost, "full", "^warren\\.dead$", #"{"max-length":0,"overflow":"reject-publish"}"#,
+                "--apply-to", "queues",
+            ])
+            let url = try TestEnvironment.brokerURL.replacingOccurrences(of: "/%2F", with: "/\(vhost)")
+            let queue = TestEnvironment.uniqueName("dead-full")
+            let worker = try ChildProcess(
+                TestEnvironment.warrenBinary,
+                ["worker", "--url", url, "--queue", queue, "--worker-id", TestEnvironment.uniqueName("dead-full")],
+                name: "worker of a full warren.dead")
+            defer { worker.terminate() }
+            try worker.waitForStderr(containing: "worker started")
+            try Producer.forTests(url: url).enqueue(JobRequest(type: "fail", input: ["message": "refused"], queue: queue))
+            let refusal = "requeueing the job in 5 s so it runs again"
+            try worker.waitForStderr(containing: refusal)
+            Thread.sleep(forTimeInterval: 3)
+            #expect(worker.stderr.components(separatedBy: refusal).count - 1 == 1, "one run in 3 s: \(worker.stderr)")
+            try Chaos.brokerCtl(["clear_policy", "-p", vhost, "full"])
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: url))
+            defer { connection.close() }
+            try connection.openChannel(1)
+            let lettered = ContinuousClock.now + .seconds(30)
+            while try connection.declareQueue(Topology.deadQueue, passive: true, channel: 1).messageCount == 0,
+                ContinuousClock.now < lettered
+            {
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+            #expect(try connection.declareQueue(Topology.deadQueue, passive: true, channel: 1).messageCount == 1)
+        }
+
         @Test("the last retryable failure is dead-lettered; warren dead list shows it and dead requeue replays it")
         func exhaustedThenRequeued() throws {
             let queue = TestEnvironment.uniqueName("exhaust")

@@ -100,6 +100,21 @@ extension WorkerSession {
         try updatePrefetch()
     }
 
+    /// Sends a job back to its queue after ``unreachableQueueRetry``, not at once: a job whose dead letter or delayed
+    /// copy a full queue refused would run again at once, be refused again, and so on, as fast as the broker goes.
+    func requeueLater(_ deliveryTag: UInt64) {
+        laterRequeues.append((deliveryTag, .now + Self.unreachableQueueRetry))
+    }
+
+    /// Sends back the jobs ``requeueLater(_:)`` keeps whose time came.
+    func requeueDueJobs() throws {
+        let now = ContinuousClock.now
+        while let first = laterRequeues.first, first.due <= now {
+            laterRequeues.removeFirst()
+            try nackJob(first.deliveryTag, requeue: true)
+        }
+    }
+
     /// Runs the held jobs' work again, once it is due.
     func retryHeldJobs() throws {
         guard let due = heldJobsRetryAt, due <= .now else { return }

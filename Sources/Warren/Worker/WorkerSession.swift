@@ -83,6 +83,8 @@ final class WorkerSession {
     var heldJobs: [HeldJob] = []
     var heldJobsRetryAt: ContinuousClock.Instant?
     var heldReasons: Set<String> = []
+    /// Jobs to send back to their queues once due (``requeueLater(_:)``), oldest first.
+    var laterRequeues: [(deliveryTag: UInt64, due: ContinuousClock.Instant)] = []
     /// The kind of each delay queue at its last use: whether it is a quorum queue.
     var delayQueueKinds: [String: Bool] = [:]
     /// Job queues found classic under `--quorum-queues`, and said so (once each).
@@ -291,6 +293,7 @@ final class WorkerSession {
             try retryUnreachableQueues()
             try retryUnreleasedLocks()
             try retryHeldJobs()
+            try requeueDueJobs()
             try sendRoundLongParkedJobs()
             discardReportedJournals()
             forgetExpiredOrphanResults()
@@ -366,6 +369,7 @@ final class WorkerSession {
         if let due = sentBatches.resendAt { timeout = min(timeout, due - now) }
         if let due = unreachableQueues.values.min() { timeout = min(timeout, due - now) }
         if let due = heldJobsRetryAt { timeout = min(timeout, due - now) }
+        if let due = laterRequeues.first?.due { timeout = min(timeout, due - now) }
         if let due = unreleasedLocksRetryAt { timeout = min(timeout, due - now) }
         if let due = throttledJobsDueAt { timeout = min(timeout, due - now) }
         if let due = fleetTurnsDueAt { timeout = min(timeout, due - now) }
@@ -415,6 +419,7 @@ final class WorkerSession {
         heldJobs = []  // their deliveries died with the connection: the broker delivers them again
         heldJobsRetryAt = nil
         heldReasons = []
+        laterRequeues = []
         deadLettersReachable = try Topology.declareDeadLetters(
             quorum: configuration.quorumQueues, on: connection, channel: Self.publishChannel)
         try Topology.declareProgress(on: connection, channel: Self.publishChannel)
@@ -710,11 +715,16 @@ final class WorkerSession {
 
     private func apply(_ settlement: Settlement) throws {
         if settlement.refused {
-            logger.error("the broker refused a message published for a job; requeueing the job so it runs again")
-        } else if settlement.replyRefused {
-            return try resultRefused(settlement)
+            logger.error(
+                """
+                the broker refused a message published for a job (its dead letter or delayed copy: is warren.dead or \
+                the delay queue full, with x-overflow reject-publish?); requeueing the job in \
+                \(Self.unreachableQueueRetry.components.seconds) s so it runs again
+                """)
+            return requeueLater(settlement.deliveryTag)
         }
-        if settlement.action == .ack && !settlement.refused {
+        if settlement.replyRefused { return try resultRefused(settlement) }
+        if settlement.action == .ack {
             acks.acknowledge(settlement.deliveryTag)
         } else {
             try nackJob(settlement.deliveryTag, requeue: true)
