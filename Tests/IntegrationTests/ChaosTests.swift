@@ -247,9 +247,10 @@ extension Integration.Chaos {
     func stopWhileTheBrokerIsAway() throws {
         let queue = TestEnvironment.uniqueName("stop-away")
         defer { BrokerProbe.delete(queue) }
-        let worker = try CLI.startWorker(queue: queue, arguments: ["--grace", "2"])
+        let worker = try CLI.startWorker(queue: queue, arguments: ["--grace", "10"])
         defer { worker.terminate() }
-        let job = try Producer.forTests().enqueue(JobRequest(type: "sleep", input: ["seconds": 1], queue: queue))
+        // Long enough to outlast the broker's stop (seconds on a loaded machine), short enough to end in the grace.
+        let job = try Producer.forTests().enqueue(JobRequest(type: "sleep", input: ["seconds": 6], queue: queue))
         try worker.waitForStart(of: job.id)
         try Self.brokerCtl(["stop_app"])
         var restarted = false
