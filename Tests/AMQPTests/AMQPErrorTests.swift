@@ -22,3 +22,15 @@ struct AMQPErrorTests {
         #expect(AMQPError.Code.connectionLost != .connectionClosed)
     }
 }
+
+@Suite struct AMQPErrorMessageSizeTests {
+    @Test func aChannelClosedForAMessageTooLargeNamesTheBrokersLimit() {
+        let error = AMQPError(
+            .channelClosed, "cannot publish", replyCode: 406,
+            replyText: "PRECONDITION_FAILED - message size 1048759 is larger than configured max size 1048576",
+            channel: 1)
+        #expect(error.brokerMaxMessageSize == 1_048_576)
+        let other = AMQPError(.channelClosed, "x", replyCode: 406, replyText: "PRECONDITION_FAILED - inequivalent arg")
+        #expect(other.brokerMaxMessageSize == nil)
+    }
+}

@@ -69,19 +69,27 @@ struct StoredResultsTests {
     @Test func fillsUpByCountOrBytesAndEmptiesOnceStored() {
         var stored = StoredResults()
         stored.maxCount = 2
-        stored.maxBytes = 10
-        #expect(stored.isEmpty && !stored.isFull && stored.batchBody == nil)
+        stored.maxBytes = 31  // {"results":[{},{}],"version":1}
+        #expect(stored.isEmpty && stored.hasRoom(for: 1_000) && stored.batch == nil, "one result always has room")
         stored.append(Array("{}".utf8))
-        #expect(!stored.isFull)
+        #expect(stored.hasRoom(for: 2) && !stored.hasRoom(for: 3), "a batch's body stays within maxBytes")
         stored.append(Array("{}".utf8))
-        #expect(stored.isFull)
+        #expect(!stored.hasRoom(for: 0), "maxCount")
         let settlement = Settlement(deliveryTag: 1, action: .ack, unconfirmed: 2)
         stored.waitFor(settlement)
-        #expect(stored.batchBody == Array(#"{"results":[{},{}],"version":1}"#.utf8))
+        let batch = try! #require(stored.batch)
+        #expect(ResultBatch.body(of: batch) == Array(#"{"results":[{},{}],"version":1}"#.utf8))
         #expect(stored.clear().map(ObjectIdentifier.init) == [ObjectIdentifier(settlement)])
-        #expect(stored.isEmpty && stored.batchBody == nil)
-        stored.append(Array(repeating: UInt8(ascii: " "), count: 10))
-        #expect(stored.isFull)
+        #expect(stored.isEmpty && stored.batch == nil)
+    }
+
+    @Test func aBatchSplitsIntoBodiesWithinTheLargestMessageALargerResultAlone() {
+        let results = [Array("{1}".utf8), Array("{22}".utf8), Array(repeating: UInt8(ascii: "x"), count: 40), Array("{}".utf8)]
+        // Bodies of at most 34 bytes: 26 of framing and commas, 8 of results.
+        let batches = ResultBatch.split(results, maxBytes: 34)
+        #expect(batches == [[results[0], results[1]], [results[2]], [results[3]]])
+        #expect(ResultBatch.body(of: batches[0]).count == 34)
+        #expect(ResultBatch.split([], maxBytes: 34).isEmpty)
     }
 
     @Test func heldResultsAreDueByTheHoldPolicy() {

@@ -12,6 +12,27 @@ public enum ResultBatch {
     /// The `type` property of a batch message. A stream message of any other type is read as one result.
     public static let messageType = "warren.result.batch"
 
+    /// The bytes a batch body adds to its results: `{"results":[`, `],"version":1}`, and a comma between two.
+    static func overhead(count: Int) -> Int { 26 + max(count - 1, 0) }
+
+    /// `results` in consecutive batches whose bodies hold at most `maxBytes` each, but for a result that is larger
+    /// alone, which goes in a batch of its own.
+    static func split(_ results: [[UInt8]], maxBytes: Int) -> [[[UInt8]]] {
+        var batches: [[[UInt8]]] = []
+        var batch: [[UInt8]] = []
+        var bytes = 0
+        for result in results {
+            if !batch.isEmpty, bytes + result.count + overhead(count: batch.count + 1) > maxBytes {
+                batches.append(batch)
+                (batch, bytes) = ([], 0)
+            }
+            batch.append(result)
+            bytes += result.count
+        }
+        if !batch.isEmpty { batches.append(batch) }
+        return batches
+    }
+
     /// The body of a batch of encoded result bodies.
     static func body(of results: [[UInt8]]) -> [UInt8] {
         var body = Array(#"{"results":["#.utf8)

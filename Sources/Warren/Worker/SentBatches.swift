@@ -16,7 +16,8 @@
 /// Thread safety: confined to the worker's broker thread.
 struct SentBatches {
     private struct Batch {
-        let body: [UInt8]
+        /// The encoded results the batch holds (``ResultBatch/body(of:)`` makes its body).
+        let results: [[UInt8]]
         /// Settlements waiting for this batch's confirm.
         let settlements: [Settlement]
     }
@@ -28,7 +29,7 @@ struct SentBatches {
     /// Publishes on the store channel since it opened: the confirm number of the last one.
     private var published: UInt64 = 0
     /// To append again, oldest first, from ``resendAt`` on.
-    private var toResend: [[UInt8]] = []
+    private var toResend: [[[UInt8]]] = []
     /// When the batches in ``toResend`` are due; `nil` means at once.
     private(set) var resendAt: ContinuousClock.Instant?
 
@@ -38,10 +39,10 @@ struct SentBatches {
     /// How many batches are not confirmed yet.
     var count: Int { unconfirmed.count + toResend.count }
 
-    /// Notes that `body` was published on the store channel; `settlements` wait for its confirm.
-    mutating func sent(_ body: [UInt8], holding settlements: [Settlement] = []) {
+    /// Notes that the batch of `results` was published on the store channel; `settlements` wait for its confirm.
+    mutating func sent(_ results: [[UInt8]], holding settlements: [Settlement] = []) {
         published += 1
-        unconfirmed[published] = Batch(body: body, settlements: settlements)
+        unconfirmed[published] = Batch(results: results, settlements: settlements)
     }
 
     /// Takes in the broker's confirm (`ack`) or refusal of publishes up to `tag` (all of them with `multiple`,
@@ -58,7 +59,7 @@ struct SentBatches {
             guard let batch = unconfirmed.removeValue(forKey: number) else { continue }
             settlements += batch.settlements
             guard !ack else { continue }
-            toResend.append(batch.body)
+            toResend.append(batch.results)
             refused += 1
         }
         if refused > 0 { resendAt = now + retryDelay }
@@ -70,24 +71,26 @@ struct SentBatches {
     /// redelivered.
     mutating func connectionLost() -> [Settlement] {
         let lost = unconfirmed.sorted { $0.key < $1.key }.map(\.value)
-        toResend += lost.map(\.body)
+        toResend += lost.map(\.results)
         unconfirmed = [:]
         published = 0
         resendAt = nil
         return lost.flatMap(\.settlements)
     }
 
-    /// The oldest batch to append again, if one is due at `now`. Once it is published, report it with
-    /// ``resent()``. Reads the clock only when a batch waits: the worker asks on every turn of its loop.
-    func dueForResend(at now: @autoclosure () -> ContinuousClock.Instant = .now) -> [UInt8]? {
+    /// The results of the oldest batch to append again, if one is due at `now`. Once they are published, report
+    /// it with ``resent(as:)``. Reads the clock only when a batch waits: the worker asks on every turn of its loop.
+    func dueForResend(at now: @autoclosure () -> ContinuousClock.Instant = .now) -> [[UInt8]]? {
         guard let first = toResend.first else { return nil }
         if let resendAt, resendAt > now() { return nil }
         return first
     }
 
-    /// Notes that the batch ``dueForResend(at:)`` returned was published again on the store channel.
-    mutating func resent() {
-        sent(toResend.removeFirst())
+    /// Notes that the results ``dueForResend(at:)`` returned were published again on the store channel, as
+    /// `batches` (one, or more when the broker's largest message has become smaller than the batch).
+    mutating func resent(as batches: [[[UInt8]]]) {
+        toResend.removeFirst()
+        for batch in batches { sent(batch) }
         if toResend.isEmpty { resendAt = nil }
     }
 }

@@ -13,7 +13,7 @@ struct StoredResults {
     var hold = HoldPolicy()
     /// A batch holds at most this many results. Default: 1,000.
     var maxCount = 1_000
-    /// A batch holds at most about this many bytes (one result more may pass it). Default: 1 MiB.
+    /// A batch's body holds at most this many bytes, unless one result alone is more. Default: 1 MiB.
     var maxBytes = 1 << 20
     private var bodies: [[UInt8]] = []
     private var byteCount = 0
@@ -22,14 +22,17 @@ struct StoredResults {
 
     var isEmpty: Bool { bodies.isEmpty && settlements.isEmpty }
 
-    /// Whether the batch must be appended before another result joins it.
-    var isFull: Bool { bodies.count >= maxCount || byteCount >= maxBytes }
+    /// Whether a result of `size` bytes can join the batch; if not, the batch must be appended first.
+    func hasRoom(for size: Int) -> Bool {
+        bodies.isEmpty
+            || (bodies.count < maxCount && byteCount + size + ResultBatch.overhead(count: bodies.count + 1) <= maxBytes)
+    }
 
     /// When the held results are due (now, if they already are); `nil` when none is held.
     var dueAt: ContinuousClock.Instant? { hold.dueAt(count: bodies.count) }
 
-    /// The body of the stream message that stores the results so far; `nil` when there are none.
-    var batchBody: [UInt8]? { bodies.isEmpty ? nil : ResultBatch.body(of: bodies) }
+    /// The encoded results so far, for the stream message that stores them (``ResultBatch``); `nil` when none.
+    var batch: [[UInt8]]? { bodies.isEmpty ? nil : bodies }
 
     /// Adds the encoded body of a result published on its own.
     mutating func append(_ body: [UInt8], at now: ContinuousClock.Instant = .now) {

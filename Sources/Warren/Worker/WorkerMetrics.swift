@@ -223,8 +223,8 @@ public final class WorkerMetrics: Sendable {
         // codes appear when first used).
         for reason in [
             "malformedMessage", "oversized", "invalidDescriptor", "unsupportedVersion", "unsupportedContentType",
-            "unknownType", "duplicateID", "dependencyCycle", "timeLimit", "crashedWorker", "resultRefused", "rejected",
-            "invalidInput", "handlerError",
+            "unknownType", "duplicateID", "dependencyCycle", "timeLimit", "crashedWorker", "resultRefused",
+            "resultTooLarge", "rejected", "invalidInput", "handlerError",
         ] {
             deadLettered(reason: reason, by: 0)
         }

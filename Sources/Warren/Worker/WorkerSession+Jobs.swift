@@ -130,16 +130,56 @@ extension WorkerSession {
     /// Releases `lock`, the job's unique lock if it holds one, then publishes a succeeded or cancelled `result` and
     /// acks `delivery` once the broker confirmed it. When the connection fails first, the result is kept for the
     /// redelivery (``OrphanResults``), as are results whose confirm is lost with the connection.
+    /// A result larger than the broker takes (``maxResultBytes``) fails the job instead (``endTooLarge(_:_:size:lock:)``).
     func end(_ delivery: Delivery, with result: JobResult, lock: HeldLock?) throws {
+        let body = try result.encoded()
+        guard body.count <= maxResultBytes else { return try endTooLarge(delivery, result, size: body.count, lock: lock) }
         let confirms: [Settlement.Confirm]
         do {
             try release(lock)
-            confirms = try publishResult(result, replyTo: delivery.replyQueue)
+            confirms = try publishResult(result, body: body, replyTo: delivery.replyQueue)
         } catch {
             orphanResults.keep(result)
             throw error
         }
         try settle(delivery.deliveryTag, action: .ack, after: confirms, result: result, delivery: delivery)
+    }
+
+    /// Fails a job whose `result` (`size` bytes encoded) is larger than the broker takes: it is dead-lettered with
+    /// reason `resultTooLarge`, and a failed result goes out in its place. Running it again would make the same
+    /// result.
+    func endTooLarge(_ delivery: Delivery, _ result: JobResult, size: Int, lock: HeldLock?) throws {
+        let error = JobError(
+            code: "resultTooLarge",
+            message: "the job's result is \(size) bytes; the broker takes messages of at most "
+                + "\(brokerMaxMessageBytes) bytes (its max_message_size)")
+        logger.error(
+            "dead-lettering a job whose result is larger than the broker takes",
+            metadata: ["job": "\(result.jobID)", "error": "\(error)"])
+        var failed = result
+        (failed.status, failed.output, failed.cancellation, failed.error) = (.failed, nil, nil, error)
+        try whenDeadLettersReachable(of: delivery) { [unowned self] in
+            try release(lock)
+            let dead = try deadLetter(delivery, error: error)
+            let confirms = try publishResult(failed, replyTo: delivery.replyQueue)
+            try settle(delivery.deliveryTag, action: .ack, after: [.publish(dead)] + confirms)
+        }
+    }
+
+    /// The largest result a job may have: one the broker takes, also alone in a batch of the results stream.
+    var maxResultBytes: Int { brokerMaxMessageBytes - ResultBatch.overhead(count: 1) }
+
+    /// Takes in the broker's largest message, when `error` is its refusal of a larger one: results, result batches
+    /// and status replies are kept under it from then on.
+    func learnBrokerMaxMessageSize(from error: AMQPError) {
+        guard let limit = error.brokerMaxMessageSize, limit < brokerMaxMessageBytes, limit > 0 else { return }
+        brokerMaxMessageBytes = limit
+        storedResults.maxBytes = min(storedResults.maxBytes, limit)
+        logger.warning(
+            """
+            the broker takes messages of at most \(limit) bytes (max_message_size): results, result batches and \
+            status replies are kept under it; a job whose result is larger fails (resultTooLarge)
+            """)
     }
 
     // MARK: - Bad input
@@ -257,15 +297,16 @@ extension WorkerSession {
     /// Publishes `result` for whoever waits for it: to the job's reply queue `replyTo` through the default
     /// exchange if the job named one, otherwise to the results exchange. Adds it to this turn's batch for the
     /// results stream, and returns the confirms that settle it.
-    func publishResult(_ result: JobResult, replyTo: String?) throws -> [Settlement.Confirm] {
+    /// - Parameter body: The result, encoded, if it is already.
+    func publishResult(_ result: JobResult, body: [UInt8]? = nil, replyTo: String?) throws -> [Settlement.Confirm] {
         totals[result.status.rawValue, default: 0] += 1
         defer { try? dependencyEnded(result, offset: nil) }
         let properties = MessageProperties(
             contentType: WireCoding.contentType, persistent: true, correlationID: result.jobID,
             timestamp: UInt64(Date().timeIntervalSince1970), type: result.status.messageType,
             appID: "warren")
-        let body = try result.encoded()
-        if storedResults.isFull { try storeResults(force: true) }
+        let body = try body ?? result.encoded()
+        if !storedResults.hasRoom(for: body.count) { try storeResults(force: true) }
         let confirm = try publish(
             body, exchange: replyTo == nil ? Topology.resultsExchange : "", routingKey: replyTo ?? result.jobID,
             properties: properties)
@@ -282,19 +323,29 @@ extension WorkerSession {
     /// leave after it on this connection (``SentBatches``). While many batches wait for their confirms, new ones
     /// hold their jobs' acks until they are confirmed, so that a broker slow to store slows the worker down.
     func storeResults(force: Bool = false) throws {
-        while let body = sentBatches.dueForResend() {
-            try publishBatch(body)
-            sentBatches.resent()
+        while var results = sentBatches.dueForResend() {
+            // In as many messages as the broker's largest message takes (it may have told its limit since), without
+            // a result it refused alone: its job, not settled, runs again and fails (``endTooLarge``).
+            let count = results.count
+            results.removeAll { $0.count > maxResultBytes }
+            if results.count < count {
+                logger.error(
+                    "not storing results larger than the broker takes; their jobs end failed (resultTooLarge)",
+                    metadata: ["results": "\(count - results.count)"])
+            }
+            let batches = ResultBatch.split(results, maxBytes: storedResults.maxBytes)
+            for batch in batches { try publishBatch(ResultBatch.body(of: batch)) }
+            sentBatches.resent(as: batches)
         }
-        guard force || storedResults.dueAt.map({ $0 <= .now }) == true, let body = storedResults.batchBody else {
+        guard force || storedResults.dueAt.map({ $0 <= .now }) == true, let results = storedResults.batch else {
             return
         }
-        try publishBatch(body)
+        try publishBatch(ResultBatch.body(of: results))
         let settlements = storedResults.clear()
         if sentBatches.count >= Self.maxUnconfirmedBatches {
-            sentBatches.sent(body, holding: settlements)
+            sentBatches.sent(results, holding: settlements)
         } else {
-            sentBatches.sent(body)
+            sentBatches.sent(results)
             for settlement in settlements { try countConfirm(of: settlement) }
         }
     }

@@ -60,6 +60,7 @@ extension WorkerSession {
             metadata: ["broker": "\(connection.configuration.redactedURL)", "error": "\(error)"])
         connection.close()
         lostToRefusal = error.code == .channelClosed || (error.code == .connectionClosed && error.replyCode != 320)
+        learnBrokerMaxMessageSize(from: error)
         worker.health.disconnected(error)
         metrics.brokerConnection(connected: false, blocked: false)
         // Whether the broker stored these results is unknown: keep them for the redelivery.

@@ -25,8 +25,8 @@ extension WorkerSession {
             for job in jobs.prefix(max(limit, 0)) {
                 // What a job's key or progress message may hold is bounded by the job messages the worker takes,
                 // not by what the broker takes in one reply: the list stops at a budget.
-                bytes += (try? WireCoding.encoder.encode(job).count) ?? Self.statusJobBytes
-                guard bytes <= Self.statusJobBytes else { break }
+                bytes += (try? WireCoding.encoder.encode(job).count) ?? statusJobBytes
+                guard bytes <= statusJobBytes else { break }
                 listed.append(job)
             }
             status.jobs = listed
@@ -35,9 +35,10 @@ extension WorkerSession {
         return status
     }
 
-    /// The most bytes of jobs a status reply lists: 4 MiB, far below the broker's largest message (128 MiB by
-    /// default), so that a request for many jobs with long keys never costs the worker its connection.
-    static let statusJobBytes = 4 << 20
+    /// The most bytes of jobs a status reply lists: 4 MiB, or half the broker's largest message when that is less
+    /// (``brokerMaxMessageBytes``), so that a request for many jobs with long keys never costs the worker its
+    /// connection.
+    var statusJobBytes: Int { min(4 << 20, brokerMaxMessageBytes / 2) }
 
     /// The jobs this worker holds, as `warren status --jobs` lists them: executing ones first, longest running
     /// first, then the others by priority and arrival.

@@ -83,6 +83,9 @@ final class WorkerSession {
     var heldJobs: [HeldJob] = []
     var heldJobsRetryAt: ContinuousClock.Instant?
     var heldReasons: Set<String> = []
+    /// The largest message body the broker takes: RabbitMQ's default `max_message_size` until the broker refuses a
+    /// larger one and tells its own (``learnBrokerMaxMessageSize(from:)``).
+    var brokerMaxMessageBytes = 128 << 20
     /// Jobs to send back to their queues once due (``requeueLater(_:)``), oldest first.
     var laterRequeues: [(deliveryTag: UInt64, due: ContinuousClock.Instant)] = []
     /// The kind of each delay queue at its last use: whether it is a quorum queue.

@@ -1,0 +1,59 @@
+import AMQP
+import Dispatch
+import Foundation
+import Testing
+import Warren
+
+extension Integration {
+    /// A broker whose `max_message_size` is below what a worker publishes: it closes the channel of a larger
+    /// message, and the worker learns its limit from that.
+    @Suite struct MessageSizeLimits {
+        @Test("a result larger than the broker's max_message_size fails its job (resultTooLarge), dead-lettered; results batches fit")
+        func resultsAboveTheBrokersLimit() throws {
+            try Chaos.brokerCtl(["eval", "application:set_env(rabbit, max_message_size, 65536)."])
+            defer { try? Chaos.brokerCtl(["eval", "application:set_env(rabbit, max_message_size, 134217728)."]) }
+            let queue = TestEnvironment.uniqueName("max-size")
+            defer { BrokerProbe.delete(queue) }
+            var registry = OperationRegistry.builtIn
+            registry.register("bytes", blocking: { (count: Int, _: JobContext) -> String in
+                String(repeating: "x", count: count)
+            })
+            var configuration = Worker.Configuration(url: try TestEnvironment.brokerURL)
+            configuration.queues = [queue]
+            configuration.localQueues = [OperationRegistry.defaultLocalQueue: 8]
+            let worker = try Worker(configuration: configuration, registry: registry)
+            let ended = DispatchSemaphore(value: 0)
+            Thread {
+                do { try worker.runOnCurrentThread() } catch { Issue.record("the worker failed: \(error)") }
+                ended.signal()
+            }.start()
+            defer {
+                worker.stop()
+                #expect(ended.wait(timeout: .now() + 60) == .success, "the worker stopped")
+            }
+            let tap = try MessageTap.results()
+            let dead = try MessageTap.deadLetters()
+            let producer = try Producer.forTests()
+            // Refused at the first publish, the worker's connection closed: the broker says its limit, and the
+            // job's redelivery fails.
+            let large = try producer.enqueue(JobRequest(type: "bytes", input: 70_000, queue: queue))
+            let failed = try tap.waitForResult(large.id)
+            #expect(failed.status == .failed)
+            #expect(failed.error?.code == "resultTooLarge")
+            #expect(failed.error?.message.contains("at most 65536 bytes (its max_message_size)") == true)
+            try dead.read(timeout: .seconds(30)) { $0.contains { $0.properties.messageID == large.id } }
+            #expect(dead.messages.filter { $0.properties.messageID == large.id }.count == 1)
+            // Results that fit one by one, not together: stored in as many stream messages as it takes.
+            let medium = (0..<8).map { _ in JobRequest(type: "bytes", input: 40_000, queue: queue) }
+            try producer.enqueue(medium)
+            #expect(try tap.waitForResults(medium.map(\.id)).allSatisfy { $0.status == .succeeded })
+            let ids = (medium.map(\.id) + [large.id])
+            let stored = try CLI.run(
+                ["results", "--json", "--url", try TestEnvironment.brokerURL] + ids.flatMap { ["--job", $0] })
+            #expect(stored.status == 0, "\(stored.stderr)")
+            for id in ids {
+                #expect(stored.stdout.contains("\"jobId\":\"\(id)\""), "\(id) is in the results stream")
+            }
+        }
+    }
+}
