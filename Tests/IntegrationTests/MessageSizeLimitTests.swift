@@ -55,5 +55,25 @@ extension Integration {
                 #expect(stored.stdout.contains("\"jobId\":\"\(id)\""), "\(id) is in the results stream")
             }
         }
+
+        @Test("a job larger than the broker's max_message_size is refused at enqueue: not enqueued, nor those after it")
+        func jobsAboveTheBrokersLimit() throws {
+            try Chaos.brokerCtl(["eval", "application:set_env(rabbit, max_message_size, 65536)."])
+            defer { try? Chaos.brokerCtl(["eval", "application:set_env(rabbit, max_message_size, 134217728)."]) }
+            let queue = TestEnvironment.uniqueName("max-size-job")
+            defer { BrokerProbe.delete(queue) }
+            let small = JobRequest(type: "echo", input: 1, queue: queue)
+            let large = JobRequest(type: "echo", input: .string(String(repeating: "x", count: 70_000)), queue: queue)
+            let after = JobRequest(type: "echo", input: 2, queue: queue)
+            let error = #expect(throws: WarrenError.self) { try Producer.forTests().enqueue([small, large, after]) }
+            #expect(error?.code == .broker)
+            #expect(
+                error?.message.hasPrefix(
+                    "job \(large.id) is 70") == true && error?.message.contains(
+                        "bytes; the broker takes messages of at most 65536 bytes (its max_message_size): it was not "
+                            + "enqueued, nor the 1 after it; the broker did not confirm job \(small.id) before it") == true,
+                "\(String(describing: error))")
+            #expect(error?.unconfirmedJobIDs == [small.id])
+        }
     }
 }

@@ -258,6 +258,13 @@ public final class Producer {
                 "the broker did not confirm \(Self.jobs(ids)) within 30 s (\(WarrenError.unconfirmedCauses)): "
                     + Self.mayBeEnqueued(ids.count), unconfirmedJobIDs: ids)
         } catch let error as AMQPError where published {
+            if let limit = error.brokerMaxMessageSize,
+                let index = jobs.prefix(handed).firstIndex(where: { $0.body.count > limit })
+            {
+                throw tooLarge(
+                    jobs[index].request, size: jobs[index].body.count, limit: limit, in: ordered, at: index,
+                    locked: locked)
+            }
             try? journal.retract(ordered.dropFirst(handed).map(\.id))
             if error.replyCode == 403, error.replyText?.contains("exchange 'amq.default'") == true {
                 // Every job goes through the default exchange, which this user may not write to: none was taken.
@@ -371,6 +378,26 @@ public final class Producer {
         // nothing and the broker would confirm the publish all the same.
         try publish(job.body, exchange: "", routingKey: job.request.queue, properties: job.properties, mandatory: true)
         return publishCount
+    }
+
+    /// The error for a call whose job at `index` of `ordered` is larger than the broker takes (its `max_message_size`):
+    /// the broker closed the channel at it, so neither it nor the jobs after it were enqueued; those before it may
+    /// be. Takes the jobs not enqueued back from the journal, and their unique locks.
+    private func tooLarge(
+        _ job: JobRequest, size: Int, limit: Int, in ordered: [JobRequest], at index: Int, locked: [JobRequest]
+    ) -> WarrenError {
+        let before = ordered.prefix(index).map(\.id)
+        let notEnqueued = Set(ordered.dropFirst(index).map(\.id))
+        try? journal.retract(ordered.dropFirst(index).map(\.id))
+        try? releaseUniqueLocks(of: locked.filter { notEnqueued.contains($0.id) })
+        var message =
+            "job \(job.id) is \(size) bytes; the broker takes messages of at most \(limit) bytes (its "
+            + "max_message_size): it was not enqueued"
+        if ordered.count > index + 1 { message += ", nor the \(ordered.count - index - 1) after it" }
+        if !before.isEmpty {
+            message += "; the broker did not confirm \(Self.jobs(before)) before it: " + Self.mayBeEnqueued(before.count)
+        }
+        return WarrenError(.broker, message, unconfirmedJobIDs: before)
     }
 
     /// The waits before a job the broker refused (`basic.nack`) is sent again: a quorum queue refuses publishes
