@@ -263,5 +263,38 @@ extension Integration {
             #expect(headers[Topology.attemptHeader]?.intValue == 1)
             #expect(back.properties.expiration == nil)
         }
+
+        @Test("dead requeue to a queue that refuses the copy names the job and its queue; the letter stays")
+        func requeueRefused() throws {
+            let queue = TestEnvironment.uniqueName("requeue-full")
+            let policy = TestEnvironment.uniqueName("requeue-full")
+            defer { BrokerProbe.delete(queue) }
+            let url = try TestEnvironment.brokerURL
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: url))
+            defer { connection.close() }
+            try connection.openChannel(1)
+            try Topology.declareJobQueue(queue, priorities: false, on: connection, channel: 1)
+            let dead = try MessageTap.deadLetters()
+            let id = TestEnvironment.uniqueName("requeue-full")
+            try connection.publish(
+                Array(#"{"version":1,"id":"\#(id)","type":"echo"}"#.utf8), exchange: "", routingKey: queue,
+                properties: MessageProperties(contentType: "application/json", expiration: "1", messageID: id),
+                channel: 1)
+            try dead.read(timeout: .seconds(30)) { $0.contains { $0.properties.messageID == id } }
+            try Chaos.brokerCtl([
+                "set_policy", policy, "^\(queue)$", #"{"max-length":0,"overflow":"reject-publish"}"#,
+                "--apply-to", "queues",
+            ])
+            defer { try? Chaos.brokerCtl(["clear_policy", policy]) }
+            let applied = ContinuousClock.now + .seconds(60)
+            while try !CommandLine.queuePolicies().contains("\(queue)\t\(policy)"), ContinuousClock.now < applied {
+                Thread.sleep(forTimeInterval: 0.2)
+            }
+            let requeue = try CLI.run(["dead", "requeue", id, "--url", url])
+            #expect(requeue.status == 1)
+            #expect(requeue.stderr.contains("refused the copy of job \(id) for queue '\(queue)'"), "\(requeue.stderr)")
+            let listed = try CLI.run(["dead", "list", "--url", url])
+            #expect(listed.stdout.contains(id), "the letter stays")
+        }
     }
 }

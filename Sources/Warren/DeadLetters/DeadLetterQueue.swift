@@ -111,7 +111,7 @@ public final class DeadLetterQueue {
             }
             let tags = (published + 1)..<(published + 1 + sent.count)
             published += sent.count
-            let unroutable = try waitForConfirms(tags)
+            let unroutable = try waitForConfirms(tags, of: sent.map(\.1))
             for (tag, letter) in sent {
                 if let queue = letter.queue, unroutable.contains(queue) {
                     try connection.nack(tag, requeue: true, channel: Self.channel)
@@ -138,10 +138,11 @@ public final class DeadLetterQueue {
         return (deliveries, total)
     }
 
-    /// Waits for the confirms of the publishes numbered `tags` on the channel; returns the routing keys of
-    /// mandatory publishes no queue took. The broker confirms copies bound for different queues in any order, a
-    /// `multiple` confirm covering only the tags up to its own still unconfirmed: each tag is counted once.
-    private func waitForConfirms(_ tags: Range<Int>) throws -> Set<String> {
+    /// Waits for the confirms of the publishes numbered `tags` on the channel, the copies of `letters`; returns the
+    /// routing keys of mandatory publishes no queue took. The broker confirms copies bound for different queues in
+    /// any order, a `multiple` confirm covering only the tags up to its own still unconfirmed: each tag is counted
+    /// once.
+    private func waitForConfirms(_ tags: Range<Int>, of letters: [DeadLetter]) throws -> Set<String> {
         var unconfirmed = IndexSet(integersIn: tags)
         var returned: [String] = []
         let deadline = ContinuousClock.now + .seconds(30)
@@ -159,7 +160,15 @@ public final class DeadLetterQueue {
             }
             switch event {
             case .confirm(_, let tag, let multiple, let ack):
-                guard ack else { throw WarrenError(.broker, "the broker refused a requeued message") }
+                guard ack else {
+                    let index = Int(tag) - tags.lowerBound
+                    let letter = letters.indices.contains(index) ? letters[index] : nil
+                    throw WarrenError(
+                        .broker,
+                        "the broker refused the copy of job \(letter?.jobID ?? "(no id)") for queue "
+                            + "'\(letter?.queue ?? "?")' (basic.nack: is the queue at its length limit, with x-overflow "
+                            + "reject-publish?); the letters not requeued stay in warren.dead")
+                }
                 if multiple {
                     unconfirmed.remove(integersIn: 1..<(Int(tag) + 1))
                 } else {
