@@ -166,8 +166,8 @@ public final class DeadLetterQueue {
                     throw WarrenError(
                         .broker,
                         "the broker refused the copy of job \(letter?.jobID ?? "(no id)") for queue "
-                            + "'\(letter?.queue ?? "?")' (basic.nack: is the queue at its length limit, with x-overflow "
-                            + "reject-publish?); the letters not requeued stay in warren.dead")
+                            + "'\(letter?.queue ?? "?")' (basic.nack: is the queue at its length limit, with "
+                            + "x-overflow reject-publish?); the letters not requeued stay in warren.dead")
                 }
                 if multiple {
                     unconfirmed.remove(integersIn: 1..<(Int(tag) + 1))

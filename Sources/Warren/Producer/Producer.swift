@@ -395,7 +395,8 @@ public final class Producer {
             + "max_message_size): it was not enqueued"
         if ordered.count > index + 1 { message += ", nor the \(ordered.count - index - 1) after it" }
         if !before.isEmpty {
-            message += "; the broker did not confirm \(Self.jobs(before)) before it: " + Self.mayBeEnqueued(before.count)
+            message +=
+                "; the broker did not confirm \(Self.jobs(before)) before it: " + Self.mayBeEnqueued(before.count)
         }
         return WarrenError(.broker, message, unconfirmedJobIDs: before)
     }

@@ -130,10 +130,13 @@ extension WorkerSession {
     /// Releases `lock`, the job's unique lock if it holds one, then publishes a succeeded or cancelled `result` and
     /// acks `delivery` once the broker confirmed it. When the connection fails first, the result is kept for the
     /// redelivery (``OrphanResults``), as are results whose confirm is lost with the connection.
-    /// A result larger than the broker takes (``maxResultBytes``) fails the job instead (``endTooLarge(_:_:size:lock:)``).
+    /// A result larger than the broker takes (``maxResultBytes``) fails the job instead
+    /// (``endTooLarge(_:_:size:lock:)``).
     func end(_ delivery: Delivery, with result: JobResult, lock: HeldLock?) throws {
         let body = try result.encoded()
-        guard body.count <= maxResultBytes else { return try endTooLarge(delivery, result, size: body.count, lock: lock) }
+        guard body.count <= maxResultBytes else {
+            return try endTooLarge(delivery, result, size: body.count, lock: lock)
+        }
         let confirms: [Settlement.Confirm]
         do {
             try release(lock)
