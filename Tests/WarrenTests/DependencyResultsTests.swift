@@ -82,11 +82,10 @@ struct DependencyResultsTests {
 
     @Test func fetchesReadEachOffsetOnceForEveryJobWantingIt() {
         var fetches = ResultFetches()
-        let wants = [
-            fetches.want("a", at: 7), fetches.want("b", at: 7), fetches.want("a", at: 7), fetches.want("c", at: 9),
-        ]
-        #expect(
-            wants == [true, false, false, true], "a second job's result at the same offset comes with the same read")
+        for (job, offset) in [("a", 7), ("b", 7), ("a", 7), ("c", 9)] { fetches.want(job, at: UInt64(offset)) }
+        #expect(fetches.nextRead() == 7)
+        #expect(fetches.nextRead() == 9, "a second job's result at the same offset comes with the same read")
+        #expect(fetches.nextRead() == nil)
         fetches.started("tag-7", reading: 7)
         fetches.started("tag-9", reading: 9)
         #expect(fetches.offset(readBy: "tag-7") == 7)
@@ -96,11 +95,28 @@ struct DependencyResultsTests {
         #expect(fetches.offset(readBy: "tag-7") == nil)
         let late = fetches.finish("tag-7")
         #expect(late.isEmpty, "a late delivery of a finished fetch wants nothing")
-        let again = fetches.want("a", at: 7)
-        #expect(again, "an offset read before is read again when wanted again")
+        fetches.want("a", at: 7)
+        #expect(fetches.nextRead() == 7, "an offset read before is read again when wanted again")
         fetches.removeAll()
         #expect(fetches.offset(readBy: "tag-9") == nil)
         let gone = fetches.finish("tag-9")
         #expect(gone.isEmpty)
+    }
+
+    @Test func atMostMaxReadsOffsetsAreReadAtOnceTheOthersInTurn() {
+        var fetches = ResultFetches(maxReads: 2)
+        for offset in UInt64(1)...4 { fetches.want("job-\(offset)", at: offset) }
+        var reading: [UInt64] = []
+        while let offset = fetches.nextRead() {
+            fetches.started("tag-\(offset)", reading: offset)
+            reading.append(offset)
+        }
+        #expect(reading == [1, 2])
+        #expect(fetches.finish("tag-1") == ["job-1"])
+        #expect(fetches.nextRead() == 3)
+        fetches.started("tag-3", reading: 3)
+        #expect(fetches.nextRead() == nil)
+        fetches.removeAll()
+        #expect(fetches.nextRead() == nil, "the waiting offsets went with the connection")
     }
 }

@@ -1,18 +1,36 @@
 /// Reads of single messages of the `warren.results` stream, by offset: how a worker gets the results of
 /// dependencies that ended before their dependents arrived (``WorkerSession/holdForDependencies(_:)``). Each offset
 /// is read once, by a consumer of its own that stops after the message at that offset, for every job whose result
-/// is wanted from it.
+/// is wanted from it. At most ``maxReads`` offsets are read at once, the others in turn: a job with thousands of
+/// dependencies would otherwise open a consumer for each, one broker call after another, before the worker could
+/// handle anything else.
 ///
 /// Thread safety: confined to the worker's broker thread.
 struct ResultFetches {
+    /// How many offsets are read at once.
+    let maxReads: Int
     /// The offset each fetch consumer reads, by consumer tag.
     private var offsets: [String: UInt64] = [:]
-    /// The jobs whose results are wanted from each offset being read, or about to be.
+    /// The jobs whose results are wanted from each offset being read, or waiting to be.
     private var wanted: [UInt64: Set<String>] = [:]
+    /// Offsets wanted and not read yet, in the order they were first wanted.
+    private var waiting: [UInt64] = []
 
-    /// Records that `jobID`'s result is wanted from `offset`; `true` when no consumer reads that offset yet.
-    mutating func want(_ jobID: String, at offset: UInt64) -> Bool {
-        wanted[offset, default: []].insert(jobID).inserted && wanted[offset]!.count == 1
+    init(maxReads: Int = 16) {
+        self.maxReads = maxReads
+    }
+
+    /// Records that `jobID`'s result is wanted from `offset`; an offset wanted for the first time waits for
+    /// ``nextRead()``.
+    mutating func want(_ jobID: String, at offset: UInt64) {
+        if wanted[offset, default: []].insert(jobID).inserted && wanted[offset]!.count == 1 { waiting.append(offset) }
+    }
+
+    /// The next offset to read, if fewer than ``maxReads`` are read: start its consumer, then report it with
+    /// ``started(_:reading:)``.
+    mutating func nextRead() -> UInt64? {
+        guard offsets.count < maxReads, !waiting.isEmpty else { return nil }
+        return waiting.removeFirst()
     }
 
     /// Records the consumer that reads `offset`.
@@ -35,5 +53,6 @@ struct ResultFetches {
     mutating func removeAll() {
         offsets = [:]
         wanted = [:]
+        waiting = []
     }
 }

@@ -168,13 +168,20 @@ extension WorkerSession {
         try take(job)
     }
 
-    /// Reads the stream message at `offset` for `dependency`'s result, unless it is being read already.
+    /// Reads the stream message at `offset` for `dependency`'s result, unless it is being read or waits to be.
     private func fetchResult(of dependency: String, at offset: UInt64) throws {
-        guard resultFetches.want(dependency, at: offset) else { return }
-        let consumerTag = try connection.consume(
-            Topology.resultsStream, arguments: ["x-stream-offset": .int(Int64(clamping: offset))],
-            channel: Self.fetchChannel)
-        resultFetches.started(consumerTag, reading: offset)
+        resultFetches.want(dependency, at: offset)
+        try startFetches()
+    }
+
+    /// Starts the reads of the offsets that wait for their turn (``ResultFetches/nextRead()``).
+    private func startFetches() throws {
+        while let offset = resultFetches.nextRead() {
+            let consumerTag = try connection.consume(
+                Topology.resultsStream, arguments: ["x-stream-offset": .int(Int64(clamping: offset))],
+                channel: Self.fetchChannel)
+            resultFetches.started(consumerTag, reading: offset)
+        }
     }
 
     /// A message read by a fetch (``fetchResult(of:at:)``): the results wanted from it go to the jobs that wait for
@@ -188,6 +195,7 @@ extension WorkerSession {
         if let offset, offset < requested { return }
         try connection.cancelConsumer(delivery.consumerTag, channel: Self.fetchChannel)
         var missing = resultFetches.finish(delivery.consumerTag)
+        try startFetches()
         if offset == requested {
             for case .success(let result) in ResultBatch.results(in: delivery.body, type: delivery.properties.type)
             where missing.remove(result.jobID) != nil {
