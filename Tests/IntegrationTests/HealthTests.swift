@@ -83,8 +83,9 @@ extension Integration {
             defer { worker.terminate() }
             let metrics = try worker.metricsURL()
             let producer = try Producer.forTests()
+            // Long enough to end after the alarm is on (rabbitmqctl takes seconds to start on a loaded machine).
             let job = try producer.enqueue(
-                JobRequest(type: "sleep", input: ["seconds": 1], queue: queue), watch: true)
+                JobRequest(type: "sleep", input: ["seconds": 5], queue: queue), watch: true)
             try worker.waitForStart(of: job.id)
             // The broker blocks connections that publish: the worker's, once the job's result goes out.
             try Chaos.brokerCtl(["set_vm_memory_high_watermark", "0.00001"])
