@@ -5,6 +5,15 @@ import Warren
 
 extension Integration {
     @Suite struct Chaos {
+        /// Adds a virtual host of the test broker named after `prefix`, where guest may do anything; returns its
+        /// name (delete it with `delete_vhost`) and the URL of the test broker there.
+        static func addVirtualHost(_ prefix: String) throws -> (name: String, url: String) {
+            let name = TestEnvironment.uniqueName(prefix)
+            try brokerCtl(["add_vhost", name])
+            try brokerCtl(["set_permissions", "-p", name, "guest", ".*", ".*", ".*"])
+            return (name, try TestEnvironment.brokerURL.replacingOccurrences(of: "/%2F", with: "/\(name)"))
+        }
+
         /// Runs `scripts/broker ctl DIR ARGS` against the test broker.
         static func brokerCtl(_ arguments: [String]) throws {
             let directory = try #require(TestEnvironment.brokerDirectory, "WARREN_BROKER_DIR is set by scripts/test")

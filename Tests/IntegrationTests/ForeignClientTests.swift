@@ -35,11 +35,8 @@ extension Integration {
             let section = try #require(document.components(separatedBy: "### 8.2 Python").dropFirst().first)
             let code = try #require(section.components(separatedBy: "```python\n").dropFirst().first?
                 .components(separatedBy: "\n```").first)
-            let vhost = TestEnvironment.uniqueName("example")
-            try Chaos.brokerCtl(["add_vhost", vhost])
+            let (vhost, url) = try Chaos.addVirtualHost("example")
             defer { try? Chaos.brokerCtl(["delete_vhost", vhost]) }
-            try Chaos.brokerCtl(["set_permissions", "-p", vhost, "guest", ".*", ".*", ".*"])
-            let url = try TestEnvironment.brokerURL.replacingOccurrences(of: "/%2F", with: "/\(vhost)")
             let worker = try ChildProcess(
                 TestEnvironment.warrenBinary,
                 ["worker", "--url", url, "--quorum-queues", "--worker-id", TestEnvironment.uniqueName("example-worker")],

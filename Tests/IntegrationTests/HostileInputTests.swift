@@ -226,11 +226,8 @@ extension Integration {
         func largeControlMessages() throws {
             // A virtual host of its own: its control stream keeps the large message a day, which every worker the
             // other tests start would read.
-            let vhost = TestEnvironment.uniqueName("hostile-large-control")
-            try Chaos.brokerCtl(["add_vhost", vhost])
+            let (vhost, url) = try Chaos.addVirtualHost("hostile-large-control")
             defer { try? Chaos.brokerCtl(["delete_vhost", vhost]) }
-            try Chaos.brokerCtl(["set_permissions", "-p", vhost, "guest", ".*", ".*", ".*"])
-            let url = try TestEnvironment.brokerURL.replacingOccurrences(of: "/%2F", with: "/\(vhost)")
             let queue = "jobs"
             let worker = try ChildProcess(
                 TestEnvironment.warrenBinary,

@@ -8,10 +8,18 @@ extension Integration {
     /// A broker whose `max_message_size` is below what a worker publishes: it closes the channel of a larger
     /// message, and the worker learns its limit from that.
     @Suite struct MessageSizeLimits {
+        /// RabbitMQ's default `max_message_size`.
+        static let defaultMaxMessageSize = 134_217_728
+
+        /// Sets the test broker's `max_message_size`, for the channels opened from then on.
+        static func setBrokerMaxMessageSize(_ bytes: Int) throws {
+            try Chaos.brokerCtl(["eval", "application:set_env(rabbit, max_message_size, \(bytes))."])
+        }
+
         @Test("a result larger than the broker's max_message_size fails its job (resultTooLarge), dead-lettered; results batches fit")
         func resultsAboveTheBrokersLimit() throws {
-            try Chaos.brokerCtl(["eval", "application:set_env(rabbit, max_message_size, 65536)."])
-            defer { try? Chaos.brokerCtl(["eval", "application:set_env(rabbit, max_message_size, 134217728)."]) }
+            try Self.setBrokerMaxMessageSize(65536)
+            defer { try? Self.setBrokerMaxMessageSize(Self.defaultMaxMessageSize) }
             let queue = TestEnvironment.uniqueName("max-size")
             defer { BrokerProbe.delete(queue) }
             var registry = OperationRegistry.builtIn
@@ -58,8 +66,8 @@ extension Integration {
 
         @Test("a job larger than the broker's max_message_size is refused at enqueue: not enqueued, nor those after it")
         func jobsAboveTheBrokersLimit() throws {
-            try Chaos.brokerCtl(["eval", "application:set_env(rabbit, max_message_size, 65536)."])
-            defer { try? Chaos.brokerCtl(["eval", "application:set_env(rabbit, max_message_size, 134217728)."]) }
+            try Self.setBrokerMaxMessageSize(65536)
+            defer { try? Self.setBrokerMaxMessageSize(Self.defaultMaxMessageSize) }
             let queue = TestEnvironment.uniqueName("max-size-job")
             defer { BrokerProbe.delete(queue) }
             let small = JobRequest(type: "echo", input: 1, queue: queue)

@@ -268,11 +268,8 @@ extension Integration {
 
         @Test("a virtual host's queue limit is reported in the broker's words, not as a deleted or foreign queue")
         func queueLimit() throws {
-            let vhost = TestEnvironment.uniqueName("perm-vhost")
-            try Chaos.brokerCtl(["add_vhost", vhost])
+            let (vhost, url) = try Chaos.addVirtualHost("perm-vhost")
             defer { try? Chaos.brokerCtl(["delete_vhost", vhost]) }
-            try Chaos.brokerCtl(["set_permissions", "-p", vhost, "guest", ".*", ".*", ".*"])
-            let url = try TestEnvironment.brokerURL.replacingOccurrences(of: "/%2F", with: "/\(vhost)")
             // Room for the dead-letter queue and one job queue.
             try Chaos.brokerCtl(["set_vhost_limits", "-p", vhost, #"{"max-queues": 2}"#])
             let state = try TestEnvironment.temporaryDirectory()

@@ -78,11 +78,8 @@ extension Integration {
         @Test("warren dead list counts every letter right after another listing put them back")
         func countAfterListing() throws {
             // A virtual host of its own: a dead letter queue holding these letters only.
-            let vhost = TestEnvironment.uniqueName("dead-count")
-            try Chaos.brokerCtl(["add_vhost", vhost])
+            let (vhost, url) = try Chaos.addVirtualHost("dead-count")
             defer { try? Chaos.brokerCtl(["delete_vhost", vhost]) }
-            try Chaos.brokerCtl(["set_permissions", "-p", vhost, "guest", ".*", ".*", ".*"])
-            let url = try TestEnvironment.brokerURL.replacingOccurrences(of: "/%2F", with: "/\(vhost)")
             let connection = try AMQPConnection(configuration: AMQPConfiguration(url: url))
             defer { connection.close() }
             try connection.openChannel(1)
@@ -109,15 +106,12 @@ extension Integration {
         @Test("a job whose dead letter a full warren.dead refuses runs again 5 s later, not at once; with room, it is dead-lettered")
         func deadLetterRefused() throws {
             // A virtual host of its own, whose warren.dead a policy keeps full.
-            let vhost = TestEnvironment.uniqueName("dead-full")
-            try Chaos.brokerCtl(["add_vhost", vhost])
+            let (vhost, url) = try Chaos.addVirtualHost("dead-full")
             defer { try? Chaos.brokerCtl(["delete_vhost", vhost]) }
-            try Chaos.brokerCtl(["set_permissions", "-p", vhost, "guest", ".*", ".*", ".*"])
             try Chaos.brokerCtl([
                 "set_policy", "-p", vhost, "full", "^warren\\.dead$", #"{"max-length":0,"overflow":"reject-publish"}"#,
                 "--apply-to", "queues",
             ])
-            let url = try TestEnvironment.brokerURL.replacingOccurrences(of: "/%2F", with: "/\(vhost)")
             let queue = TestEnvironment.uniqueName("dead-full")
             let worker = try ChildProcess(
                 TestEnvironment.warrenBinary,
@@ -238,18 +232,7 @@ extension Integration {
             let url = try TestEnvironment.brokerURL
             let connection = try AMQPConnection(configuration: AMQPConfiguration(url: url))
             defer { connection.close() }
-            try connection.openChannel(1)
-            try Topology.declareJobQueue(queue, priorities: false, on: connection, channel: 1)
-            let dead = try MessageTap.deadLetters()
-            let id = TestEnvironment.uniqueName("expires")
-            try connection.publish(
-                Array(#"{"version":1,"id":"\#(id)","type":"echo"}"#.utf8), exchange: "", routingKey: queue,
-                properties: MessageProperties(
-                    contentType: "application/json", headers: ["x-trace": "kept"], persistent: true, expiration: "1",
-                    messageID: id),
-                channel: 1)
-            try dead.read(timeout: .seconds(30)) { $0.contains { $0.properties.messageID == id } }
-            let letter = try #require(dead.messages.first { $0.properties.messageID == id })
+            let (id, letter) = try Self.expiredJob(in: queue, on: connection)
             #expect(letter.properties.headers?["x-first-death-reason"]?.stringValue == "expired")
 
             let requeue = try CLI.run(["dead", "requeue", id, "--url", url])
@@ -272,15 +255,7 @@ extension Integration {
             let url = try TestEnvironment.brokerURL
             let connection = try AMQPConnection(configuration: AMQPConfiguration(url: url))
             defer { connection.close() }
-            try connection.openChannel(1)
-            try Topology.declareJobQueue(queue, priorities: false, on: connection, channel: 1)
-            let dead = try MessageTap.deadLetters()
-            let id = TestEnvironment.uniqueName("requeue-full")
-            try connection.publish(
-                Array(#"{"version":1,"id":"\#(id)","type":"echo"}"#.utf8), exchange: "", routingKey: queue,
-                properties: MessageProperties(contentType: "application/json", expiration: "1", messageID: id),
-                channel: 1)
-            try dead.read(timeout: .seconds(30)) { $0.contains { $0.properties.messageID == id } }
+            let (id, _) = try Self.expiredJob(in: queue, on: connection)
             try Chaos.brokerCtl([
                 "set_policy", policy, "^\(queue)$", #"{"max-length":0,"overflow":"reject-publish"}"#,
                 "--apply-to", "queues",
@@ -295,6 +270,25 @@ extension Integration {
             #expect(requeue.stderr.contains("refused the copy of job \(id) for queue '\(queue)'"), "\(requeue.stderr)")
             let listed = try CLI.run(["dead", "list", "--url", url])
             #expect(listed.stdout.contains(id), "the letter stays")
+        }
+
+        /// Declares `queue` as Warren declares job queues, publishes there a job the broker expires at once, and waits
+        /// for its dead letter; returns the job's id and the letter.
+        static func expiredJob(
+            in queue: String, on connection: AMQPConnection
+        ) throws -> (id: String, letter: Delivery) {
+            try connection.openChannel(1)
+            try Topology.declareJobQueue(queue, priorities: false, on: connection, channel: 1)
+            let dead = try MessageTap.deadLetters()
+            let id = TestEnvironment.uniqueName("expires")
+            try connection.publish(
+                Array(#"{"version":1,"id":"\#(id)","type":"echo"}"#.utf8), exchange: "", routingKey: queue,
+                properties: MessageProperties(
+                    contentType: "application/json", headers: ["x-trace": "kept"], persistent: true, expiration: "1",
+                    messageID: id),
+                channel: 1)
+            try dead.read(timeout: .seconds(30)) { $0.contains { $0.properties.messageID == id } }
+            return (id, try #require(dead.messages.first { $0.properties.messageID == id }))
         }
     }
 }
