@@ -13,6 +13,7 @@ enum WireFuzzing {
     /// Every decoder, one input.
     static func all(_ bytes: [UInt8]) {
         fastDescriptorReader(bytes)
+        fastResultReader(bytes)
         jobs(bytes)
         results(bytes)
         controlMessages(bytes)
@@ -69,6 +70,27 @@ enum WireFuzzing {
             }
             check(Identical.descriptors(read, reference), "the fast path read \(read), JSONDecoder \(reference)", bytes)
         }
+    }
+
+    /// The hand-written result reader against `JSONDecoder`, for a result and for a batch of results: whatever it
+    /// reads, `JSONDecoder` must read identically.
+    static func fastResultReader(_ bytes: [UInt8]) {
+        if let read = WireFastPaths.handReadResult(bytes) {
+            guard let reference = try? WireFastPaths.codableResult(bytes) else {
+                fail("the fast path read a result that JSONDecoder refuses: \(read)", bytes)
+            }
+            check(Identical.results(read, reference), "the fast path read \(read), JSONDecoder \(reference)", bytes)
+        }
+        guard let batch = WireFastPaths.handReadResultBatch(bytes) else { return }
+        guard let reference = try? WireFastPaths.codableResultBatch(bytes) else {
+            fail("the fast path read a result batch that JSONDecoder refuses: \(batch)", bytes)
+        }
+        check(
+            batch.version == reference.version && batch.results.count == reference.results.count
+                && zip(batch.results, reference.results).allSatisfy { read, decoded in
+                    decoded.map { Identical.results(read, $0) } ?? false
+                },
+            "the fast path read the batch \(batch), JSONDecoder \(reference)", bytes)
     }
 
     /// The hand-written result writer against `JSONEncoder`: whatever it writes must be `JSONEncoder`'s bytes.

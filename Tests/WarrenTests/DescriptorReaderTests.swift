@@ -42,7 +42,7 @@ struct DescriptorReaderTests {
         var generator = SeededGenerator(seed: 2)
         for _ in 0..<200 {
             let bytes = try WireSamples.descriptor(using: &generator).encoded()
-            expectRead(Self.withWhitespace(bytes, using: &generator))
+            expectRead(WireSamples.withWhitespace(bytes, using: &generator))
         }
     }
 
@@ -50,7 +50,7 @@ struct DescriptorReaderTests {
         var generator = SeededGenerator(seed: 3)
         for _ in 0..<200 {
             let bytes = try WireSamples.descriptor(using: &generator).encoded()
-            let escaped = Self.withEscapes(bytes, using: &generator)
+            let escaped = WireSamples.withEscapes(bytes, using: &generator)
             #expect(escaped != bytes)
             expectRead(escaped)
         }
@@ -217,7 +217,7 @@ struct DescriptorReaderTests {
         var declined = 0
         for _ in 0..<3000 {
             var bytes = try WireSamples.descriptor(using: &generator).encoded()
-            if Bool.random(using: &generator) { bytes = Self.withEscapes(bytes, using: &generator) }
+            if Bool.random(using: &generator) { bytes = WireSamples.withEscapes(bytes, using: &generator) }
             for _ in 0...Int.random(in: 0...2, using: &generator) {
                 let index = Int.random(in: 0..<bytes.count, using: &generator)
                 switch Int.random(in: 0..<4, using: &generator) {
@@ -265,71 +265,5 @@ struct DescriptorReaderTests {
         #expect(idError.code == "invalidDescriptor" && idError.message.hasPrefix("job id must be"))
         let dependencyError = try #require(throws: JobError.self) { try decoder.decode(dependencies, contentType: nil) }
         #expect(dependencyError.message == "the job has 3 dependencies; the limit is 2")
-    }
-
-    // MARK: - Rewriting JSON text
-
-    /// `bytes` with a run of random whitespace around every token (never inside strings).
-    static func withWhitespace(_ bytes: [UInt8], using generator: inout SeededGenerator) -> [UInt8] {
-        let whitespace = Array(" \t\n\r".utf8)
-        func run() -> [UInt8] {
-            (0..<Int.random(in: 0...3, using: &generator)).map { _ in whitespace.randomElement(using: &generator)! }
-        }
-        var result = run()
-        var inString = false
-        var escaped = false
-        for byte in bytes {
-            if inString {
-                result.append(byte)
-                if escaped {
-                    escaped = false
-                } else if byte == UInt8(ascii: "\\") {
-                    escaped = true
-                } else if byte == UInt8(ascii: "\"") {
-                    inString = false
-                    result += run()
-                }
-                continue
-            }
-            if Array("{}[],:".utf8).contains(byte) {
-                result += run() + [byte] + run()
-            } else {
-                if byte == UInt8(ascii: "\"") { inString = true }
-                result.append(byte)
-            }
-        }
-        return result + run()
-    }
-
-    /// `bytes` with characters inside strings replaced by escapes at random: `\uXXXX` in either case of hex
-    /// (surrogate pairs beyond the BMP) and `\/`. Escapes already there are kept.
-    static func withEscapes(_ bytes: [UInt8], using generator: inout SeededGenerator) -> [UInt8] {
-        func hex(_ unit: UInt16) -> String {
-            let digits = String(unit, radix: 16)
-            let padded = String(repeating: "0", count: 4 - digits.count) + digits
-            return "\\u" + (Bool.random(using: &generator) ? padded.uppercased() : padded)
-        }
-        var result = ""
-        var inString = false
-        var verbatim = 0  // characters of an escape already in the text, to copy as they are
-        var escapedAny = false
-        for scalar in String(decoding: bytes, as: UTF8.self).unicodeScalars {
-            if verbatim > 0 {
-                verbatim = verbatim == 1 && scalar == "u" ? 4 : verbatim - 1
-            } else if scalar == "\\" && inString {
-                verbatim = 1
-            } else if scalar == "\"" {
-                inString.toggle()
-            } else if inString && Int.random(in: 0..<3, using: &generator) == 0 {
-                escapedAny = true
-                result +=
-                    scalar == "/" && Bool.random(using: &generator) ? #"\/"# : String(scalar).utf16.map(hex).joined()
-                continue
-            }
-            result.unicodeScalars.append(scalar)
-        }
-        // Every descriptor has a string ("version" is a key): escape its first letter if nothing else was.
-        if !escapedAny { result = result.replacingOccurrences(of: "\"version\"", with: #""\u0076ersion""#) }
-        return Array(result.utf8)
     }
 }

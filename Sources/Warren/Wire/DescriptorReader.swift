@@ -45,52 +45,35 @@ enum DescriptorReader {
         var dependencies: [String]?
         var requireSuccess: Bool?
 
-        var seen: UInt32 = 0
-        try scanner.expect("{")
-        if !scanner.consume("}") {
-            repeat {
-                let plainName = try scanner.readPlainASCIIString()
-                let index = try plainName.map(fieldIndex(bytes:)) ?? fieldIndex(named: scanner.readString())
-                try scanner.expect(":")
-                guard let index else {
-                    _ = try scanner.readValue(depth: 1)
-                    continue
-                }
-                let bit: UInt32 = 1 << index
-                guard seen & bit == 0 else { throw JSONScanner.Decline() }
-                seen |= bit
-                let field = fields[index].key
-                // `null` reads as absent (the Codable path uses decodeIfPresent), except for required fields.
-                if scanner.consumeNull() {
-                    guard field != .version, field != .id, field != .type else { throw JSONScanner.Decline() }
-                    continue
-                }
-                switch field {
-                case .version: version = try scanner.readInt()
-                case .id: id = try scanner.readString()
-                case .type: type = try scanner.readString()
-                case .input: input = try scanner.readValue(depth: 1)
-                case .priority:
-                    guard let named = JobPriority(rawValue: try scanner.readString()) else {
-                        throw JSONScanner.Decline()
-                    }
-                    priority = named
-                case .sequence: sequence = try scanner.readUInt64()
-                case .key: key = try scanner.readString()
-                case .deadline: deadline = try readDate(&scanner)
-                case .notBefore: notBefore = try readDate(&scanner)
-                case .createdAt: createdAt = try readDate(&scanner)
-                case .maxAttempts: maxAttempts = try scanner.readInt()
-                case .timeLimitSeconds: timeLimitSeconds = try scanner.readDouble()
-                case .unique: unique = try scanner.readBool()
-                case .dependencies:
-                    var ids: [String] = []
-                    try scanner.readArray(depth: 2) { ids.append(try $0.readString()) }
-                    dependencies = ids
-                case .requireSuccess: requireSuccess = try scanner.readBool()
-                }
-            } while scanner.consume(",")
-            try scanner.expect("}")
+        try scanner.readMembers(ofObjectAt: 1, fields) { scanner, index in
+            let field = keys[index]
+            // `null` reads as absent (the Codable path uses decodeIfPresent), except for required fields.
+            if scanner.consumeNull() {
+                guard field != .version, field != .id, field != .type else { throw JSONScanner.Decline() }
+                return
+            }
+            switch field {
+            case .version: version = try scanner.readInt()
+            case .id: id = try scanner.readString()
+            case .type: type = try scanner.readString()
+            case .input: input = try scanner.readValue(depth: 1)
+            case .priority:
+                guard let named = JobPriority(rawValue: try scanner.readString()) else { throw JSONScanner.Decline() }
+                priority = named
+            case .sequence: sequence = try scanner.readUInt64()
+            case .key: key = try scanner.readString()
+            case .deadline: deadline = try scanner.readDate()
+            case .notBefore: notBefore = try scanner.readDate()
+            case .createdAt: createdAt = try scanner.readDate()
+            case .maxAttempts: maxAttempts = try scanner.readInt()
+            case .timeLimitSeconds: timeLimitSeconds = try scanner.readDouble()
+            case .unique: unique = try scanner.readBool()
+            case .dependencies:
+                var ids: [String] = []
+                try scanner.readArray(depth: 2) { ids.append(try $0.readString()) }
+                dependencies = ids
+            case .requireSuccess: requireSuccess = try scanner.readBool()
+            }
         }
         scanner.skipWhitespace()
         guard scanner.isAtEnd, let version, let id, let type else { throw JSONScanner.Decline() }
@@ -102,44 +85,7 @@ enum DescriptorReader {
         return descriptor
     }
 
-    /// The fields and their names' bytes; a field's index here is its bit in the set of fields seen.
-    private static let fields = OperationDescriptor.CodingKeys.allCases.map { (key: $0, name: Array($0.rawValue.utf8)) }
-
-    /// The index in ``fields`` of the field called `name`, matched as JSONDecoder matches keys: by Swift string
-    /// equality, which holds for equal bytes (the cheap test) and for canonically equivalent ones too.
-    private static func fieldIndex(named name: String) -> Int? {
-        var bytes = name
-        if let index = bytes.withUTF8(fieldIndex(bytes:)) { return index }
-        return OperationDescriptor.CodingKeys(rawValue: name).flatMap { key in fields.firstIndex { $0.key == key } }
-    }
-
-    /// The index in ``fields`` of the field whose name is these very bytes. For a name in plain ASCII, as every
-    /// field's is, no other spelling is equal as a Swift string: `nil` means an unknown field.
-    private static func fieldIndex(bytes: UnsafeBufferPointer<UInt8>) -> Int? {
-        fields.firstIndex { field in
-            field.name.count == bytes.count
-                && field.name.withUnsafeBufferPointer { memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }
-        }
-    }
-
-    /// A date as ``WireCoding/decoder`` reads it: Unix seconds, or an ISO 8601 string, in the wire format's years.
-    private static func readDate(_ scanner: inout JSONScanner) throws -> Date {
-        let date: Date
-        if scanner.isAtString() {
-            // Plain ASCII, as Warren writes dates, is parsed where it lies; an escaped one is unescaped first.
-            let parsed: Date?
-            if let plain = try scanner.readPlainASCIIString() {
-                parsed = ISO8601Date.date(parsing: plain)
-            } else {
-                var text = try scanner.readString()
-                parsed = text.withUTF8 { ISO8601Date.date(parsing: $0) }
-            }
-            guard let parsed else { throw JSONScanner.Decline() }
-            date = parsed
-        } else {
-            date = Date(timeIntervalSince1970: try scanner.readDouble())
-        }
-        guard WireCoding.dateRange.contains(date.timeIntervalSince1970) else { throw JSONScanner.Decline() }
-        return date
-    }
+    /// The fields, in the order of ``fields``.
+    private static let keys = OperationDescriptor.CodingKeys.allCases
+    private static let fields = WireFieldNames(keys.map(\.rawValue))
 }

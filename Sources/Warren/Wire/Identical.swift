@@ -46,4 +46,18 @@ import Foundation
             && zip(a.dependencies ?? [], b.dependencies ?? []).allSatisfy(strings)
             && a.requireSuccess == b.requireSuccess
     }
+
+    public static func results(_ a: JobResult, _ b: JobResult) -> Bool {
+        a.version == b.version && strings(a.jobID, b.jobID) && strings(a.type, b.type) && a.sequence == b.sequence
+            && strings(a.key, b.key) && a.status == b.status
+            && (a.output == nil) == (b.output == nil) && values(a.output ?? .null, b.output ?? .null)
+            && strings(a.error?.code, b.error?.code) && strings(a.error?.message, b.error?.message)
+            && a.error?.retryable == b.error?.retryable && a.error?.retryAfter == b.error?.retryAfter
+            && strings(a.cancellation?.reason, b.cancellation?.reason)
+            && strings(a.cancellation?.message, b.cancellation?.message)
+            && a.attempt == b.attempt && a.redelivered == b.redelivered && dates(a.requeuedAt, b.requeuedAt)
+            && strings(a.workerID, b.workerID) && dates(a.timings.enqueuedAt, b.timings.enqueuedAt)
+            && dates(a.timings.receivedAt, b.timings.receivedAt) && dates(a.timings.startedAt, b.timings.startedAt)
+            && dates(a.timings.finishedAt, b.timings.finishedAt)
+    }
 }

@@ -1,4 +1,4 @@
-/// Reads JSON values straight from UTF-8 bytes, for the fast path of ``DescriptorReader``.
+/// Reads JSON values straight from UTF-8 bytes, for the fast paths of ``DescriptorReader`` and ``JobResultReader``.
 ///
 /// It accepts only what Foundation's `JSONDecoder` (with ``WireCoding/decoder``) reads to the very same value, and
 /// throws ``Decline`` for everything else: invalid JSON, invalid UTF-8, a lone surrogate escape, a number that is
@@ -14,7 +14,7 @@ struct JSONScanner {
     private let bytes: UnsafeBufferPointer<UInt8>
     private var position = 0
     /// Arrays and objects deeper than this are declined; the top-level value is level 1.
-    private let maxDepth: Int
+    let maxDepth: Int
 
     init(_ bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int) {
         self.bytes = bytes

@@ -130,7 +130,7 @@ public struct JobResult: Sendable, Hashable, Codable {
     public var workerID: String
     public var timings: JobTimings
 
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case version, jobID = "jobId", type, sequence, key, status, output, error, cancellation, attempt,
             redelivered, requeuedAt, workerID = "workerId", timings
     }
@@ -181,6 +181,6 @@ public struct JobResult: Sendable, Hashable, Codable {
 
     /// Decodes a result message body.
     public static func decode(_ body: [UInt8]) throws -> JobResult {
-        try WireCoding.decoder.decode(JobResult.self, from: Data(body))
+        try JobResultReader.result(from: body) ?? WireCoding.decoder.decode(JobResult.self, from: Data(body))
     }
 }

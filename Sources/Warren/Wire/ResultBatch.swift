@@ -51,15 +51,25 @@ public enum ResultBatch {
     public static func results(in body: [UInt8], type: String?) -> [Result<JobResult, WarrenError>] {
         do {
             guard type == messageType else { return [.success(try JobResult.decode(body))] }
-            let batch = try WireCoding.decoder.decode(Body.self, from: Data(body))
-            guard batch.version == WireCoding.version else {
-                return [.failure(WarrenError(.wireFormat, "result batch of version \(batch.version); this reads 1"))]
+            let (version, results) =
+                try JobResultReader.batch(from: body).map { ($0.version, $0.results.map(Result.success)) }
+                ?? decodedWithCodable(body)
+            guard version == WireCoding.version else {
+                return [.failure(WarrenError(.wireFormat, "result batch of version \(version); this reads 1"))]
             }
-            return batch.results.map(\.result)
+            return results
         } catch {
             let what = type == messageType ? "result batch" : "result message"
             return [.failure(WarrenError(.wireFormat, "unreadable \(what): \(error)"))]
         }
+    }
+
+    /// The version and results of a batch, read by `JSONDecoder` (``JobResultReader`` is the fast path).
+    static func decodedWithCodable(
+        _ body: [UInt8]
+    ) throws -> (version: Int, results: [Result<JobResult, WarrenError>]) {
+        let batch = try WireCoding.decoder.decode(Body.self, from: Data(body))
+        return (batch.version, batch.results.map(\.result))
     }
 
     private struct Body: Decodable {

@@ -85,4 +85,91 @@ enum WireSamples {
         }
         return descriptor
     }
+
+    /// A result of any status, with every optional member there or not.
+    static func result(using generator: inout SeededGenerator) -> JobResult {
+        func maybe<T>(_ make: (inout SeededGenerator) -> T) -> T? {
+            Bool.random(using: &generator) ? make(&generator) : nil
+        }
+        let status = JobStatus.allCases.randomElement(using: &generator)!
+        let text = string(using: &generator)
+        return JobResult(
+            jobID: "job-\(text)", type: maybe { string(using: &$0) },
+            sequence: .random(in: 0 ... .max, using: &generator), key: maybe { string(using: &$0) }, status: status,
+            output: status == .succeeded ? maybe { value(using: &$0) } : nil,
+            error: status == .failed
+                ? JobError(code: text, message: "failed: \(text)", retryable: .random(using: &generator)) : nil,
+            cancellation: status == .cancelled ? Cancellation(reason: text, message: "cancelled: \(text)") : nil,
+            attempt: .random(in: .min ... .max, using: &generator), redelivered: .random(using: &generator),
+            requeuedAt: maybe { date(using: &$0) }, workerID: "host-\(text)",
+            timings: JobTimings(
+                enqueuedAt: maybe { date(using: &$0) }, receivedAt: maybe { date(using: &$0) },
+                startedAt: maybe { date(using: &$0) }, finishedAt: maybe { date(using: &$0) }))
+    }
+
+    // MARK: - Rewriting JSON text
+
+    /// `bytes` with a run of random whitespace around every token (never inside strings).
+    static func withWhitespace(_ bytes: [UInt8], using generator: inout SeededGenerator) -> [UInt8] {
+        let whitespace = Array(" \t\n\r".utf8)
+        func run() -> [UInt8] {
+            (0..<Int.random(in: 0...3, using: &generator)).map { _ in whitespace.randomElement(using: &generator)! }
+        }
+        var result = run()
+        var inString = false
+        var escaped = false
+        for byte in bytes {
+            if inString {
+                result.append(byte)
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                    result += run()
+                }
+                continue
+            }
+            if Array("{}[],:".utf8).contains(byte) {
+                result += run() + [byte] + run()
+            } else {
+                if byte == UInt8(ascii: "\"") { inString = true }
+                result.append(byte)
+            }
+        }
+        return result + run()
+    }
+
+    /// `bytes` with characters inside strings replaced by escapes at random: `\uXXXX` in either case of hex
+    /// (surrogate pairs beyond the BMP) and `\/`. Escapes already there are kept.
+    static func withEscapes(_ bytes: [UInt8], using generator: inout SeededGenerator) -> [UInt8] {
+        func hex(_ unit: UInt16) -> String {
+            let digits = String(unit, radix: 16)
+            let padded = String(repeating: "0", count: 4 - digits.count) + digits
+            return "\\u" + (Bool.random(using: &generator) ? padded.uppercased() : padded)
+        }
+        var result = ""
+        var inString = false
+        var verbatim = 0  // characters of an escape already in the text, to copy as they are
+        var escapedAny = false
+        for scalar in String(decoding: bytes, as: UTF8.self).unicodeScalars {
+            if verbatim > 0 {
+                verbatim = verbatim == 1 && scalar == "u" ? 4 : verbatim - 1
+            } else if scalar == "\\" && inString {
+                verbatim = 1
+            } else if scalar == "\"" {
+                inString.toggle()
+            } else if inString && Int.random(in: 0..<3, using: &generator) == 0 {
+                escapedAny = true
+                result +=
+                    scalar == "/" && Bool.random(using: &generator) ? #"\/"# : String(scalar).utf16.map(hex).joined()
+                continue
+            }
+            result.unicodeScalars.append(scalar)
+        }
+        // Every descriptor has a string ("version" is a key): escape its first letter if nothing else was.
+        if !escapedAny { result = result.replacingOccurrences(of: "\"version\"", with: #""\u0076ersion""#) }
+        return Array(result.utf8)
+    }
 }
