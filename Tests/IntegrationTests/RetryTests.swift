@@ -272,6 +272,48 @@ extension Integration {
             #expect(listed.stdout.contains(id), "the letter stays")
         }
 
+        @Test("dead requeue ID requeues that job's oldest letter and reads warren.dead no further than it")
+        func requeueStopsAtTheLetter() throws {
+            let queue = TestEnvironment.uniqueName("requeue-early")
+            defer { BrokerProbe.delete(queue) }
+            let url = try TestEnvironment.brokerURL
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: url))
+            defer { connection.close() }
+            try connection.openChannel(1)
+            try Topology.declareJobQueue(queue, priorities: false, on: connection, channel: 1)
+            let dead = try MessageTap.deadLetters()
+            let (before, wanted) = (TestEnvironment.uniqueName("before"), TestEnvironment.uniqueName("wanted"))
+            let after = (0..<50).map { TestEnvironment.uniqueName("after-\($0)") }
+            // The wanted job has two letters, as a duplicate delivery of one job makes.
+            let letters = [before, wanted, wanted] + after
+            for id in letters {
+                try connection.publish(
+                    Array(#"{"version":1,"id":"\#(id)","type":"echo"}"#.utf8), exchange: Topology.deadExchange,
+                    routingKey: queue,
+                    properties: MessageProperties(
+                        contentType: "application/json",
+                        headers: [Topology.deadQueueHeader: .string(queue), Topology.deadReasonHeader: "test"],
+                        persistent: true, messageID: id),
+                    channel: 1)
+            }
+            try dead.read(timeout: .seconds(30)) { _ in dead.messages.count >= letters.count }
+
+            let requeue = try CLI.run(["dead", "requeue", wanted, "--url", url])
+            #expect(requeue.status == 0, "\(requeue.stderr)")
+            #expect(requeue.stdout.contains("requeued \(wanted) to \(queue)"), "\(requeue.stdout)")
+            #expect(try BrokerProbe.depth(of: queue) == 1)
+            // What the requeue took and left went back, and comes again marked redelivered; what it did not reach
+            // comes for the first time. (All go back to warren.dead as the connection closes.)
+            var redelivered: [String: [Bool]] = [:]
+            while let delivery = try connection.get(Topology.deadQueue, channel: 1) {
+                guard let id = delivery.properties.messageID, letters.contains(id) else { continue }
+                redelivered[id, default: []].append(delivery.redelivered)
+            }
+            #expect(redelivered[before] == [true])
+            #expect(redelivered[wanted] == [false], "the later letter of the same job stays, untouched")
+            #expect(after.allSatisfy { redelivered[$0] == [false] }, "\(redelivered)")
+        }
+
         /// Declares `queue` as Warren declares job queues, publishes there a job the broker expires at once, and waits
         /// for its dead letter; returns the job's id and the letter.
         static func expiredJob(

@@ -77,15 +77,31 @@ public final class DeadLetterQueue {
         public var stayed: [DeadLetter] = []
     }
 
-    /// Sends dead letters back to the queues they came from, with their attempt count reset: those whose job id
-    /// is in `jobIDs`, or every one (up to `limit`) when `jobIDs` is `nil`.
+    /// Sends dead letters back to the queues they came from, with their attempt count reset: the oldest letter of
+    /// each job whose id is in `jobIDs`, or every one (up to `limit`) when `jobIDs` is `nil`.
+    ///
+    /// Given ids, it takes letters only until it found one of each: those it takes and leaves go back to the queue,
+    /// which RabbitMQ takes long to do for many. A later letter of the same job (one job dead-lettered twice, as a
+    /// duplicate delivery can be) stays: requeueing both would run the job twice.
     public func requeue(jobIDs: Set<String>? = nil, limit: Int = 100_000) throws -> RequeueReport {
         try brokerCall {
             var report = RequeueReport()
             var sent: [(tag: UInt64, letter: DeadLetter)] = []
-            for delivery in try take(limit: limit).deliveries {
+            var unfound = jobIDs ?? []
+            let taken = try take(limit: limit) { delivery in
+                guard jobIDs != nil else { return true }
+                if let id = DeadLetter(delivery).jobID { unfound.remove(id) }
+                return !unfound.isEmpty
+            }
+            var chosenIDs: Set<String> = []
+            func isChosen(_ letter: DeadLetter) -> Bool {
+                guard let jobIDs else { return true }
+                guard let id = letter.jobID, jobIDs.contains(id) else { return false }
+                return chosenIDs.insert(id).inserted
+            }
+            for delivery in taken.deliveries {
                 let letter = DeadLetter(delivery)
-                let chosen = jobIDs.map { ids in letter.jobID.map(ids.contains) ?? false } ?? true
+                let chosen = isChosen(letter)
                 guard chosen, let queue = letter.queue else {
                     if chosen { report.stayed.append(letter) }
                     try connection.nack(delivery.deliveryTag, requeue: true, channel: Self.channel)
@@ -125,8 +141,11 @@ public final class DeadLetterQueue {
         }
     }
 
-    /// Takes up to `limit` messages, unacknowledged, and how many the queue held as the first was taken.
-    private func take(limit: Int) throws -> (deliveries: [Delivery], total: Int) {
+    /// Takes up to `limit` messages, unacknowledged, and how many the queue held as the first was taken; stops
+    /// after a message for which `more` returns `false`.
+    private func take(
+        limit: Int, while more: (Delivery) -> Bool = { _ in true }
+    ) throws -> (deliveries: [Delivery], total: Int) {
         var deliveries: [Delivery] = []
         var total = 0
         while deliveries.count < limit,
@@ -134,6 +153,7 @@ public final class DeadLetterQueue {
         {
             if deliveries.isEmpty { total = Int(remaining) + 1 }
             deliveries.append(delivery)
+            guard more(delivery) else { break }
         }
         return (deliveries, total)
     }
