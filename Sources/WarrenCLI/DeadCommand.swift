@@ -57,8 +57,9 @@ struct DeadCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Send dead letters back to their job queues, attempt count reset: the given ids, or all.",
             discussion: """
-                Exits 1 when an id has no dead letter, or a chosen letter stays dead (it names no queue, or its \
-                queue is gone).
+                Exits 1 when an id has no dead letter, or a chosen letter stays dead (it names no queue, its \
+                queue is gone, or the broker refused its copy); the others are requeued all the same. A job's \
+                later letters (a duplicate delivery's) stay.
                 Examples:
                   warren dead requeue 3f0c… 7a1e…
                   warren dead requeue --all
@@ -90,15 +91,29 @@ struct DeadCommand: ParsableCommand {
                     ?? "it names no queue (no x-warren-original-queue header, no x-death)"
                 StandardErrorLines.write("warren: \(letter.jobID ?? "-") stays dead: \(why)\n")
             }
+            for letter in report.refused {
+                StandardErrorLines.write(
+                    """
+                    warren: \(letter.jobID ?? "-") stays dead: the broker refused its copy for queue \
+                    '\(ResultPrinter.printable(letter.queue ?? "-"))' (basic.nack: is the queue at its length limit, \
+                    with x-overflow reject-publish? with reject-publish-dlx, warren.dead now holds the job twice)
+
+                    """)
+            }
+            for letter in report.duplicates {
+                StandardErrorLines.write(
+                    "warren: a later letter of job \(letter.jobID ?? "-") stays dead: requeueing it too would run the job twice\n")
+            }
             var missing = false
             if !all {
                 let found = Set(report.requeued.compactMap(\.jobID)).union(report.stayed.compactMap(\.jobID))
+                    .union(report.refused.compactMap(\.jobID))
                 for id in ids where !found.contains(id) {
                     StandardErrorLines.write("warren: no dead letter for job \(ResultPrinter.printable(id))\n")
                     missing = true
                 }
             }
-            if missing || !report.stayed.isEmpty { throw ExitCode.failure }
+            if missing || !report.stayed.isEmpty || !report.refused.isEmpty { throw ExitCode.failure }
         }
     }
 

@@ -247,15 +247,22 @@ extension Integration {
             #expect(back.properties.expiration == nil)
         }
 
-        @Test("dead requeue to a queue that refuses the copy names the job and its queue; the letter stays")
+        @Test("dead requeue to a queue that refuses the copy names the job and its queue; that letter stays, others go")
         func requeueRefused() throws {
             let queue = TestEnvironment.uniqueName("requeue-full")
+            let open = TestEnvironment.uniqueName("requeue-open")
             let policy = TestEnvironment.uniqueName("requeue-full")
-            defer { BrokerProbe.delete(queue) }
+            defer {
+                BrokerProbe.delete(queue)
+                BrokerProbe.delete(open)
+            }
             let url = try TestEnvironment.brokerURL
             let connection = try AMQPConnection(configuration: AMQPConfiguration(url: url))
             defer { connection.close() }
             let (id, _) = try Self.expiredJob(in: queue, on: connection)
+            let another = try AMQPConnection(configuration: AMQPConfiguration(url: url))
+            defer { another.close() }
+            let (other, _) = try Self.expiredJob(in: open, on: another)
             try Chaos.brokerCtl([
                 "set_policy", policy, "^\(queue)$", #"{"max-length":0,"overflow":"reject-publish"}"#,
                 "--apply-to", "queues",
@@ -265,11 +272,16 @@ extension Integration {
             while try !CommandLine.queuePolicies().contains("\(queue)\t\(policy)"), ContinuousClock.now < applied {
                 Thread.sleep(forTimeInterval: 0.2)
             }
-            let requeue = try CLI.run(["dead", "requeue", id, "--url", url])
+            let requeue = try CLI.run(["dead", "requeue", id, other, "--url", url])
             #expect(requeue.status == 1)
-            #expect(requeue.stderr.contains("refused the copy of job \(id) for queue '\(queue)'"), "\(requeue.stderr)")
+            #expect(
+                requeue.stderr.contains("\(id) stays dead: the broker refused its copy for queue '\(queue)'"),
+                "\(requeue.stderr)")
+            #expect(requeue.stdout == "requeued \(other) to \(open)\n", "\(requeue.stdout)")
+            #expect(try BrokerProbe.depth(of: open) == 1)
             let listed = try CLI.run(["dead", "list", "--url", url])
-            #expect(listed.stdout.contains(id), "the letter stays")
+            #expect(listed.stdout.contains(id), "the refused letter stays")
+            #expect(!listed.stdout.contains(other), "the requeued letter left warren.dead: its job is not there twice")
         }
 
         @Test("dead requeue ID requeues that job's oldest letter and reads warren.dead no further than it")

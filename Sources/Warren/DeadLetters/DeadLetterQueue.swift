@@ -75,14 +75,23 @@ public final class DeadLetterQueue {
         public var requeued: [DeadLetter] = []
         /// Letters that stay dead: they name no queue, or their queue no longer exists.
         public var stayed: [DeadLetter] = []
+        /// Letters that stay dead because the broker refused their copy (`basic.nack`: the job queue is at its
+        /// length limit, with `x-overflow` `reject-publish`; with `reject-publish-dlx` the broker dead-letters the
+        /// copy too, so that `warren.dead` holds the job twice).
+        public var refused: [DeadLetter] = []
+        /// Later letters of a job whose letter was requeued in the same call: they stay dead, since sending both
+        /// would run the job twice (one job dead-lettered twice, as a duplicate delivery can be).
+        public var duplicates: [DeadLetter] = []
     }
 
     /// Sends dead letters back to the queues they came from, with their attempt count reset: the oldest letter of
-    /// each job whose id is in `jobIDs`, or every one (up to `limit`) when `jobIDs` is `nil`.
+    /// each job whose id is in `jobIDs`, or of every job (up to `limit` letters) when `jobIDs` is `nil`. Each
+    /// leaves `warren.dead` once the broker confirmed its copy; the others stay (``RequeueReport``).
     ///
     /// Given ids, it takes letters only until it found one of each: those it takes and leaves go back to the queue,
-    /// which RabbitMQ takes long to do for many. A later letter of the same job (one job dead-lettered twice, as a
-    /// duplicate delivery can be) stays: requeueing both would run the job twice.
+    /// which RabbitMQ takes long to do for many.
+    /// - Throws: ``WarrenError`` (`broker`) when the connection fails; (`timeout`) when the broker does not confirm
+    ///   the copies within 30 s: the letters stay, but copies may reach their queues.
     public func requeue(jobIDs: Set<String>? = nil, limit: Int = 100_000) throws -> RequeueReport {
         try brokerCall {
             var report = RequeueReport()
@@ -93,43 +102,37 @@ public final class DeadLetterQueue {
                 if let id = DeadLetter(delivery).jobID { unfound.remove(id) }
                 return !unfound.isEmpty
             }
-            var chosenIDs: Set<String> = []
-            func isChosen(_ letter: DeadLetter) -> Bool {
-                guard let jobIDs else { return true }
-                guard let id = letter.jobID, jobIDs.contains(id) else { return false }
-                return chosenIDs.insert(id).inserted
-            }
+            var requeuedIDs: Set<String> = []
             for delivery in taken.deliveries {
                 let letter = DeadLetter(delivery)
-                let chosen = isChosen(letter)
-                guard chosen, let queue = letter.queue else {
-                    if chosen { report.stayed.append(letter) }
+                let wanted = jobIDs.map { ids in letter.jobID.map(ids.contains) ?? false } ?? true
+                guard wanted else {
                     try connection.nack(delivery.deliveryTag, requeue: true, channel: Self.channel)
                     continue
                 }
-                var properties = delivery.properties
-                var headers = properties.headers ?? [:]
-                for name in [Topology.deadReasonHeader, Topology.deadMessageHeader, Topology.deadQueueHeader] {
-                    headers[name] = nil
+                if let id = letter.jobID, !requeuedIDs.insert(id).inserted {
+                    report.duplicates.append(letter)
+                    try connection.nack(delivery.deliveryTag, requeue: true, channel: Self.channel)
+                    continue
                 }
-                // The broker's own record of earlier dead-letterings: the replay starts afresh.
-                for name in ["x-death", "x-first-death-exchange", "x-first-death-queue", "x-first-death-reason"] {
-                    headers[name] = nil
+                guard let queue = letter.queue else {
+                    report.stayed.append(letter)
+                    try connection.nack(delivery.deliveryTag, requeue: true, channel: Self.channel)
+                    continue
                 }
-                headers[Topology.attemptHeader] = 1
-                headers[Topology.requeuedAtHeader] = .int(Int64(Date().timeIntervalSince1970 * 1000))
-                properties.headers = headers
-                properties.expiration = nil
                 try connection.publish(
-                    delivery.body, exchange: "", routingKey: queue, properties: properties, mandatory: true,
-                    channel: Self.channel)
+                    delivery.body, exchange: "", routingKey: queue, properties: Self.copyProperties(of: delivery),
+                    mandatory: true, channel: Self.channel)
                 sent.append((delivery.deliveryTag, letter))
             }
-            let tags = (published + 1)..<(published + 1 + sent.count)
+            let first = published + 1
             published += sent.count
-            let unroutable = try waitForConfirms(tags, of: sent.map(\.1))
-            for (tag, letter) in sent {
-                if let queue = letter.queue, unroutable.contains(queue) {
+            let (unroutable, refused) = try waitForConfirms(first..<(published + 1))
+            for (index, (tag, letter)) in sent.enumerated() {
+                if refused.contains(first + index) {
+                    try connection.nack(tag, requeue: true, channel: Self.channel)
+                    report.refused.append(letter)
+                } else if let queue = letter.queue, unroutable.contains(queue) {
                     try connection.nack(tag, requeue: true, channel: Self.channel)
                     report.stayed.append(letter)
                 } else {
@@ -139,6 +142,25 @@ public final class DeadLetterQueue {
             }
             return report
         }
+    }
+
+    /// The properties of the copy of a dead letter: its own, without the reason of its death (Warren's headers and
+    /// the broker's), with a first attempt, the time of the requeue and no expiration.
+    private static func copyProperties(of delivery: Delivery) -> MessageProperties {
+        var properties = delivery.properties
+        var headers = properties.headers ?? [:]
+        for name in [Topology.deadReasonHeader, Topology.deadMessageHeader, Topology.deadQueueHeader] {
+            headers[name] = nil
+        }
+        // The broker's own record of earlier dead-letterings: the replay starts afresh.
+        for name in ["x-death", "x-first-death-exchange", "x-first-death-queue", "x-first-death-reason"] {
+            headers[name] = nil
+        }
+        headers[Topology.attemptHeader] = 1
+        headers[Topology.requeuedAtHeader] = .int(Int64(Date().timeIntervalSince1970 * 1000))
+        properties.headers = headers
+        properties.expiration = nil
+        return properties
     }
 
     /// Takes up to `limit` messages, unacknowledged, and how many the queue held as the first was taken; stops
@@ -158,13 +180,14 @@ public final class DeadLetterQueue {
         return (deliveries, total)
     }
 
-    /// Waits for the confirms of the publishes numbered `tags` on the channel, the copies of `letters`; returns the
-    /// routing keys of mandatory publishes no queue took. The broker confirms copies bound for different queues in
-    /// any order, a `multiple` confirm covering only the tags up to its own still unconfirmed: each tag is counted
-    /// once.
-    private func waitForConfirms(_ tags: Range<Int>, of letters: [DeadLetter]) throws -> Set<String> {
+    /// Waits for the confirms of the publishes numbered `tags` on the channel; returns the routing keys of
+    /// mandatory publishes no queue took, and the numbers of the publishes the broker refused. The broker confirms
+    /// copies bound for different queues in any order, a `multiple` confirm covering only the tags up to its own
+    /// still unconfirmed: each tag is counted once.
+    private func waitForConfirms(_ tags: Range<Int>) throws -> (unroutable: Set<String>, refused: Set<Int>) {
         var unconfirmed = IndexSet(integersIn: tags)
-        var returned: [String] = []
+        var returned: Set<String> = []
+        var refused: Set<Int> = []
         let deadline = ContinuousClock.now + .seconds(30)
         while !unconfirmed.isEmpty {
             guard let event = try connection.nextEvent() else {
@@ -180,29 +203,19 @@ public final class DeadLetterQueue {
             }
             switch event {
             case .confirm(_, let tag, let multiple, let ack):
-                guard ack else {
-                    let index = Int(tag) - tags.lowerBound
-                    let letter = letters.indices.contains(index) ? letters[index] : nil
-                    throw WarrenError(
-                        .broker,
-                        "the broker refused the copy of job \(letter?.jobID ?? "(no id)") for queue "
-                            + "'\(letter?.queue ?? "?")' (basic.nack: is the queue at its length limit, with "
-                            + "x-overflow reject-publish?); the letters not requeued stay in warren.dead")
-                }
-                if multiple {
-                    unconfirmed.remove(integersIn: 1..<(Int(tag) + 1))
-                } else {
-                    unconfirmed.remove(Int(tag))
-                }
+                let numbers = multiple ? IndexSet(integersIn: 1..<(Int(tag) + 1)) : IndexSet(integer: Int(tag))
+                let answered = unconfirmed.intersection(numbers)
+                if !ack { refused.formUnion(answered) }
+                unconfirmed.subtract(answered)
             case .returned(_, _, _, _, let routingKey, _):
-                returned.append(routingKey)
+                returned.insert(routingKey)
             case .channelClosed(let error):
                 throw error
             default:
                 break
             }
         }
-        return Set(returned)
+        return (returned, refused)
     }
 
     private func brokerCall<T>(_ body: () throws -> T) throws -> T {
