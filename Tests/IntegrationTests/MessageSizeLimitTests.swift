@@ -64,6 +64,61 @@ extension Integration {
             }
         }
 
+        @Test("a fresh worker's first result batch over max_message_size: split and stored again, no job runs twice")
+        func batchAboveTheBrokersLimit() throws {
+            try Self.setBrokerMaxMessageSize(65536)
+            defer { try? Self.setBrokerMaxMessageSize(Self.defaultMaxMessageSize) }
+            let queue = TestEnvironment.uniqueName("max-size-batch")
+            defer { BrokerProbe.delete(queue) }
+            let producer = try Producer.forTests()
+            // Waiting before the worker starts: they end together, and their results fill a batch of some 200 KB.
+            let jobs = (0..<10).map { _ in
+                JobRequest(type: "echo", input: .string(String(repeating: "x", count: 20_000)), queue: queue)
+            }
+            try producer.enqueue(jobs)
+            let tap = try MessageTap.results()
+            let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "10"])
+            defer { worker.terminate() }
+            let results = try tap.waitForResults(jobs.map(\.id))
+            #expect(results.allSatisfy { $0.status == .succeeded && $0.attempt == 1 })
+            try tap.settle(for: .seconds(2))
+            #expect(jobs.allSatisfy { tap.results(for: $0.id).count == 1 }, "no job ran twice")
+            #expect(
+                !worker.stderr.contains("lost the broker"),
+                "the worker kept its connection: \(worker.stderr.split(separator: "\n").filter { $0.contains("lost") })")
+            let stored = try CLI.run(
+                ["results", "--json", "--url", try TestEnvironment.brokerURL] + jobs.flatMap { ["--job", $0.id] })
+            #expect(stored.status == 0, "\(stored.stderr)")
+            for job in jobs {
+                #expect(stored.stdout.contains("\"jobId\":\"\(job.id)\""), "\(job.id) is in the results stream")
+            }
+        }
+
+        @Test("a fresh worker's status reply over max_message_size: answered again within it, no job sent back")
+        func statusAboveTheBrokersLimit() throws {
+            try Self.setBrokerMaxMessageSize(65536)
+            defer { try? Self.setBrokerMaxMessageSize(Self.defaultMaxMessageSize) }
+            let queue = TestEnvironment.uniqueName("max-size-status")
+            defer { BrokerProbe.delete(queue) }
+            let workerID = TestEnvironment.uniqueName("worker")
+            let worker = try CLI.startWorker(
+                queue: queue, id: workerID, arguments: ["--width", "1", "--prefetch", "400"])
+            defer { worker.terminate() }
+            let jobs = (0..<300).map { _ in
+                JobRequest(type: "sleep", input: ["seconds": 60], key: String(repeating: "k", count: 200), queue: queue)
+            }
+            try Producer.forTests().enqueue(jobs)
+            try BrokerProbe.expectReady(in: queue, 0, "the worker holds them all")
+            let status = try CLI.run(
+                ["status", "--jobs", "--jobs-limit", "1000", "--url", try TestEnvironment.brokerURL])
+            #expect(status.status == 0, "\(status.stderr)")
+            #expect(status.stdout.contains("more jobs"), "\(status.stdout.suffix(300))")
+            #expect(
+                !worker.stderr.contains("lost the broker"),
+                "the worker kept its connection: \(worker.stderr.split(separator: "\n").filter { $0.contains("lost") })")
+            #expect(!status.stdout.contains("attempt=2"), "no job went back to the broker")
+        }
+
         @Test("a job larger than the broker's max_message_size is refused at enqueue: not enqueued, nor those after it")
         func jobsAboveTheBrokersLimit() throws {
             try Self.setBrokerMaxMessageSize(65536)

@@ -103,7 +103,7 @@ extension Integration {
             }
         }
 
-        @Test("a job whose dead letter a full warren.dead refuses runs again 5 s later, not at once; with room, it is dead-lettered")
+        @Test("a job whose dead letter a full warren.dead refuses is held, not run again; with room, it is dead-lettered")
         func deadLetterRefused() throws {
             // A virtual host of its own, whose warren.dead a policy keeps full.
             let (vhost, url) = try Chaos.addVirtualHost("dead-full")
@@ -119,11 +119,14 @@ extension Integration {
                 name: "worker of a full warren.dead")
             defer { worker.terminate() }
             try worker.waitForStderr(containing: "worker started")
-            try Producer.forTests(url: url).enqueue(JobRequest(type: "fail", input: ["message": "refused"], queue: queue))
-            let refusal = "requeueing the job in 5 s so it runs again"
-            try worker.waitForStderr(containing: refusal)
-            Thread.sleep(forTimeInterval: 3)
-            #expect(worker.stderr.components(separatedBy: refusal).count - 1 == 1, "one run in 3 s: \(worker.stderr)")
+            let job = try Producer.forTests(url: url).enqueue(
+                JobRequest(type: "fail", input: ["message": "refused"], queue: queue))
+            try worker.waitForStderr(containing: "holding the job, and publishing its dead letter again every 5 s")
+            let status = try CLI.run(["status", "--jobs", "--url", url])
+            #expect(status.stdout.contains("job \(job.id) type=fail held for"), "\(status.stdout)")
+            // Two more tries of the dead letter: the job itself ran once.
+            Thread.sleep(forTimeInterval: 11)
+            #expect(worker.stderr.components(separatedBy: "job failed").count - 1 == 1, "one run: \(worker.stderr)")
             try Chaos.brokerCtl(["clear_policy", "-p", vhost, "full"])
             let connection = try AMQPConnection(configuration: AMQPConfiguration(url: url))
             defer { connection.close() }
@@ -135,6 +138,8 @@ extension Integration {
                 Thread.sleep(forTimeInterval: 0.1)
             }
             #expect(try connection.declareQueue(Topology.deadQueue, passive: true, channel: 1).messageCount == 1)
+            #expect(try connection.declareQueue(queue, passive: true, channel: 1).messageCount == 0, "acked")
+            #expect(worker.stderr.components(separatedBy: "job failed").count - 1 == 1)
         }
 
         @Test("the last retryable failure is dead-lettered; warren dead list shows it and dead requeue replays it")

@@ -60,7 +60,7 @@ struct SentBatchesTests {
         batches.sent([[2]], holding: [held])
         _ = batches.confirmed(upTo: 1, multiple: false, ack: false, now: start)  // refused: due a second later
         batches.sent([[3]])
-        #expect(batches.connectionLost().map(\.deliveryTag) == [9])
+        #expect(batches.channelLost().map(\.deliveryTag) == [9])
         // The refused one first, then the unconfirmed ones by confirm number; no waiting.
         var order: [[[UInt8]]] = []
         while let results = batches.dueForResend(at: start) {
@@ -77,7 +77,7 @@ struct SentBatchesTests {
     @Test func aBatchResentInPartsIsConfirmedPartByPart() {
         var batches = SentBatches()
         batches.sent([[1], [2]])
-        _ = batches.connectionLost()
+        _ = batches.channelLost()
         let results = batches.dueForResend(at: start)
         #expect(results == [[1], [2]])
         batches.resent(as: [[[1]], [[2]]])  // confirm numbers 1 and 2

@@ -127,7 +127,7 @@ struct WorkerConfigurationTests {
         #expect(rejection(configuration)?.message == "a worker needs at least one queue to consume")
     }
 
-    @Test(arguments: ["", "warren.dead", "warren.results", "warren.control", "warren.delay.jobs.8s", "amq.gen-1"])
+    @Test(arguments: ["", "warren.dead", "warren.dead.watch", "warren.results", "warren.control", "warren.delay.jobs.8s", "amq.gen-1"])
     func aQueueThatCannotHoldJobsIsRejected(name: String) {
         var configuration = Worker.Configuration(url: url)
         configuration.queues = ["jobs", name]

@@ -21,6 +21,10 @@ public struct DeadLetter: Sendable {
     /// The original message, untouched.
     public var body: [UInt8]
     public var properties: MessageProperties
+    /// The broker's reason, for a message the broker dead-lettered itself (no worker's reason in its headers).
+    var brokerReason: String? {
+        properties.headers?[Topology.deadReasonHeader] == nil && reason != "-" ? reason : nil
+    }
 
     init(_ delivery: Delivery) {
         let headers = delivery.properties.headers ?? [:]

@@ -30,6 +30,9 @@ public enum Topology {
     public static let deadExchange = "warren.dead"
     /// Durable queue that keeps dead-lettered messages.
     public static let deadQueue = "warren.dead"
+    /// Durable queue bound to ``deadExchange`` beside ``deadQueue``, which workers consume: a copy of each dead
+    /// letter, so that a job the broker dead-lettered itself (its reason in `x-death`) gets a `failed` result.
+    public static let deadWatchQueue = "warren.dead.watch"
     /// The queue that holds the state of the schedules, consumed by every ``Scheduler`` (single active consumer).
     public static let scheduleQueue = "warren.schedules"
     /// The maximum AMQP priority of priority job queues: the five ``JobPriority`` levels.
@@ -86,10 +89,10 @@ public enum Topology {
         return nil
     }
 
-    /// Whether `name` is one of Warren's own queues: the dead letters, the streams, the schedule state, delay
-    /// queues, unique jobs' locks and fleet-wide rate limits' windows.
+    /// Whether `name` is one of Warren's own queues: the dead letters and their copies, the streams, the schedule
+    /// state, delay queues, unique jobs' locks and fleet-wide rate limits' windows.
     public static func isOwnQueue(_ name: String) -> Bool {
-        [deadQueue, resultsStream, controlStream, scheduleQueue].contains(name)
+        [deadQueue, deadWatchQueue, resultsStream, controlStream, scheduleQueue].contains(name)
             || ["warren.delay.", UniqueLock.prefix, FleetRateLimit.prefix].contains(where: { name.hasPrefix($0) })
     }
 
@@ -340,6 +343,22 @@ public enum Topology {
             return false
         }
         try connection.bindQueue(deadQueue, to: deadExchange, channel: channel)
+        return true
+    }
+
+    /// Declares ``deadWatchQueue`` unless it exists, and binds it to the dead-letter exchange, which
+    /// ``declareDeadLetters(quorum:on:channel:)`` declared.
+    /// - Returns: `false` when the queue lives on a cluster node that is down (``AMQPError/isQueueNodeDown``).
+    /// - Throws: `AMQPError` when the broker refuses otherwise, or the connection fails.
+    static func declareDeadLetterWatch(quorum: Bool, on connection: AMQPConnection, channel: UInt16) throws -> Bool {
+        do {
+            if try lookUp(deadWatchQueue, on: connection) == nil {
+                _ = try declare(deadWatchQueue, arguments: quorum ? ["x-queue-type": "quorum"] : [:], on: connection)
+            }
+        } catch let error as AMQPError where error.isQueueNodeDown {
+            return false
+        }
+        try connection.bindQueue(deadWatchQueue, to: deadExchange, channel: channel)
         return true
     }
 

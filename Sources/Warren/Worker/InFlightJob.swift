@@ -65,9 +65,13 @@ final class Settlement {
     }
 
     let deliveryTag: UInt64
+    /// The channel of the delivery: the jobs channel, or that of the broker's dead letters
+    /// (``WorkerSession/deadWatchChannel``).
+    let channel: UInt16
     let action: Action
     var unconfirmed: Int
-    /// Whether the broker refused a publish other than the result's: the job is requeued.
+    /// Whether the broker refused a publish other than the result's: the job is held (a refused dead letter) or
+    /// requeued (a refused delayed copy).
     var refused = false
     /// The confirm number of the result's publish, and whether the broker refused that one.
     var replyNumber: UInt64?
@@ -77,9 +81,17 @@ final class Settlement {
     /// The job's delivery, dead-lettered if the broker refuses its result; `nil` when the settlement dead-letters
     /// the job already.
     let delivery: Delivery?
+    /// The job's delivery and error when the settlement dead-letters it: a dead letter the broker refuses is
+    /// published again later, the job held meanwhile.
+    let deadLettered: (delivery: Delivery, error: JobError)?
 
-    init(deliveryTag: UInt64, action: Action, unconfirmed: Int, result: JobResult? = nil, delivery: Delivery? = nil) {
+    init(
+        deliveryTag: UInt64, channel: UInt16 = WorkerSession.jobsChannel, action: Action, unconfirmed: Int,
+        result: JobResult? = nil, delivery: Delivery? = nil, deadLettered: (delivery: Delivery, error: JobError)? = nil
+    ) {
         self.deliveryTag = deliveryTag
+        self.channel = channel
+        self.deadLettered = deadLettered
         self.action = action
         self.unconfirmed = unconfirmed
         self.result = result

@@ -66,10 +66,10 @@ struct SentBatches {
         return (refused, settlements)
     }
 
-    /// The connection died, and the store channel with it: every unconfirmed batch is due again at once, and
-    /// numbering starts again. Returns the settlements that waited for those batches: their jobs will be
-    /// redelivered.
-    mutating func connectionLost() -> [Settlement] {
+    /// The store channel died, with the connection or alone (the broker closed it for a batch larger than it
+    /// takes): every unconfirmed batch is due again at once, and numbering starts again. Returns the settlements
+    /// that waited for those batches.
+    mutating func channelLost() -> [Settlement] {
         let lost = unconfirmed.sorted { $0.key < $1.key }.map(\.value)
         toResend += lost.map(\.results)
         unconfirmed = [:]

@@ -132,9 +132,7 @@ extension WorkerSession {
                 logger.warning("ignoring a status request: \(problem)")
                 return nil
             }
-            _ = try publish(
-                Array(try WireCoding.encoder.encode(status(listingJobs: message.jobs))), exchange: "", routingKey: replyTo,
-                properties: MessageProperties(contentType: WireCoding.contentType, type: "warren.status"))
+            try answerStatus(replyTo: replyTo, listingJobs: message.jobs)
         case "sync":
             return message.token
         case "crashed":

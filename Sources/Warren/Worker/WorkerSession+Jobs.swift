@@ -117,12 +117,7 @@ extension WorkerSession {
             }
             job.operation.job.logger.warning("job failed", metadata: ["error": "\(error)"])
             let failed = makeResult(job.descriptor, delivery: job.delivery, status: .failed, timings: timings, error: error)
-            return try whenDeadLettersReachable(of: job.delivery) { [unowned self] in
-                try release(HeldLock(job.descriptor))
-                let dead = try deadLetter(job.delivery, error: error)
-                let confirms = try publishResult(failed, replyTo: job.delivery.replyQueue)
-                try settle(job.delivery.deliveryTag, action: .ack, after: [.publish(dead)] + confirms)
-            }
+            return try deadLetterJob(job.delivery, error: error, result: failed, lock: HeldLock(job.descriptor))
         }
         try end(job.delivery, with: result, lock: HeldLock(job.descriptor))
     }
@@ -161,16 +156,12 @@ extension WorkerSession {
             metadata: ["job": "\(result.jobID)", "error": "\(error)"])
         var failed = result
         (failed.status, failed.output, failed.cancellation, failed.error) = (.failed, nil, nil, error)
-        try whenDeadLettersReachable(of: delivery) { [unowned self] in
-            try release(lock)
-            let dead = try deadLetter(delivery, error: error)
-            let confirms = try publishResult(failed, replyTo: delivery.replyQueue)
-            try settle(delivery.deliveryTag, action: .ack, after: [.publish(dead)] + confirms)
-        }
+        try deadLetterJob(delivery, error: error, result: failed, lock: lock)
     }
 
-    /// The largest result a job may have: one the broker takes, also alone in a batch of the results stream.
-    var maxResultBytes: Int { brokerMaxMessageBytes - ResultBatch.overhead(count: 1) }
+    /// The largest result a job may have: one the broker takes (the results stream stores it alone, not in a batch,
+    /// when a batch of it would be larger).
+    var maxResultBytes: Int { brokerMaxMessageBytes }
 
     /// Takes in the broker's largest message, when `error` is its refusal of a larger one: results, result batches
     /// and status replies are kept under it from then on.
@@ -216,13 +207,21 @@ extension WorkerSession {
                 workerID: configuration.workerID,
                 timings: JobTimings(enqueuedAt: descriptor?.createdAt, receivedAt: receivedAt, finishedAt: Date()))
         } : nil
+        let lock = releasesLock ? descriptor.flatMap(HeldLock.init) ?? HeldLock(salvaged) : nil
+        try deadLetterJob(delivery, error: error, result: result, lock: lock)
+    }
+
+    /// Once the dead-letter queue is reachable, releases `lock`, dead-letters the job of `delivery` with `error`,
+    /// publishes its failed `result` if it has one, and acks it once the broker confirmed them. A dead letter the
+    /// broker refuses (a full `warren.dead`) goes out again every few seconds while the job is held, listed in
+    /// `status` (``deadLetterRefused(_:)``): the job does not run again.
+    func deadLetterJob(_ delivery: Delivery, error: JobError, result: JobResult?, lock: HeldLock?) throws {
         try whenDeadLettersReachable(of: delivery) { [unowned self] in
-            if releasesLock {
-                try release(descriptor.flatMap(HeldLock.init) ?? HeldLock(salvaged))
-            }
-            var confirms: [Settlement.Confirm] = [.publish(try deadLetter(delivery, error: error))]
-            if let result { confirms += try publishResult(result, replyTo: delivery.replyQueue) }
-            try settle(delivery.deliveryTag, action: .ack, after: confirms)
+            try release(lock)
+            let dead = try deadLetter(delivery, error: error)
+            let confirms = try result.map { try publishResult($0, replyTo: delivery.replyQueue) } ?? []
+            try settle(
+                delivery.deliveryTag, action: .ack, after: [.publish(dead)] + confirms, deadLettered: (delivery, error))
         }
     }
 
@@ -337,13 +336,13 @@ extension WorkerSession {
                     metadata: ["results": "\(count - results.count)"])
             }
             let batches = ResultBatch.split(results, maxBytes: storedResults.maxBytes)
-            for batch in batches { try publishBatch(ResultBatch.body(of: batch)) }
+            for batch in batches { try publishBatch(batch) }
             sentBatches.resent(as: batches)
         }
         guard force || storedResults.dueAt.map({ $0 <= .now }) == true, let results = storedResults.batch else {
             return
         }
-        try publishBatch(ResultBatch.body(of: results))
+        try publishBatch(results)
         let settlements = storedResults.clear()
         if sentBatches.count >= Self.maxUnconfirmedBatches {
             sentBatches.sent(results, holding: settlements)
@@ -356,13 +355,31 @@ extension WorkerSession {
     /// Result batches waiting for their confirms past which new batches hold their jobs' acks until confirmed.
     static let maxUnconfirmedBatches = 64
 
-    /// Publishes a result batch to the `warren.results` stream, on the store channel.
-    private func publishBatch(_ body: [UInt8]) throws {
+    /// Publishes encoded `results` to the `warren.results` stream, on the store channel, as a batch; a single result
+    /// whose batch the broker would not take (26 bytes more) goes alone, a message readers take as one result.
+    private func publishBatch(_ results: [[UInt8]]) throws {
+        let batch = ResultBatch.body(of: results)
+        let alone = results.count == 1 && batch.count > brokerMaxMessageBytes
         let properties = MessageProperties(
             contentType: WireCoding.contentType, persistent: true, timestamp: UInt64(Date().timeIntervalSince1970),
-            type: ResultBatch.messageType, appID: "warren")
+            type: alone ? "warren.result" : ResultBatch.messageType, appID: "warren")
         try connection.publish(
-            body, exchange: "", routingKey: Topology.resultsStream, properties: properties, channel: Self.storeChannel)
+            alone ? results[0] : batch, exchange: "", routingKey: Topology.resultsStream, properties: properties,
+            channel: Self.storeChannel)
+    }
+
+    /// The broker closed the store channel: for a batch larger than it takes (`max_message_size`, before the
+    /// worker learnt it), the worker learns its limit, opens the channel again and appends the batches it had not
+    /// confirmed again, split to fit: the jobs whose results they hold were acknowledged or will be, and run no
+    /// more. Anything else ends the connection, as on any other channel.
+    func storeChannelClosed(_ error: AMQPError) throws {
+        let known = brokerMaxMessageBytes
+        learnBrokerMaxMessageSize(from: error)
+        guard brokerMaxMessageBytes < known else { throw error }
+        try connection.openChannel(Self.storeChannel)
+        try connection.enableConfirms(channel: Self.storeChannel)
+        for settlement in sentBatches.channelLost() { try countConfirm(of: settlement) }
+        try storeResults()
     }
 }
 

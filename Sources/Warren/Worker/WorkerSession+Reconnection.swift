@@ -64,7 +64,7 @@ extension WorkerSession {
         worker.health.disconnected(error)
         metrics.brokerConnection(connected: false, blocked: false)
         // Whether the broker stored these results is unknown: keep them for the redelivery.
-        for settlement in unconfirmed.removeAll() + storedResults.clear() + sentBatches.connectionLost() {
+        for settlement in unconfirmed.removeAll() + storedResults.clear() + sentBatches.channelLost() {
             if let result = settlement.result { orphanResults.keep(result) }
         }
         jobConsumers = [:]

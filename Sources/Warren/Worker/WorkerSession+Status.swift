@@ -1,3 +1,4 @@
+import AMQP
 import Foundation
 
 /// `warren status`: what a worker reports of itself, and of the jobs it holds.
@@ -33,6 +34,31 @@ extension WorkerSession {
             status.moreJobs = jobs.count - listed.count
         }
         return status
+    }
+
+    /// Publishes this worker's status to `replyTo`, on a channel of its own: a reply larger than the broker takes
+    /// (`max_message_size`, before the worker learnt it) closes that channel only, and the worker answers again
+    /// within the limit it then knows (``statusChannelClosed(_:)``).
+    func answerStatus(replyTo: String, listingJobs limit: Int?) throws {
+        if !statusChannelOpen {
+            try connection.openChannel(Self.statusChannel)
+            statusChannelOpen = true
+        }
+        lastStatusRequest = (replyTo, limit)
+        try connection.publish(
+            Array(try WireCoding.encoder.encode(status(listingJobs: limit))), exchange: "", routingKey: replyTo,
+            properties: MessageProperties(contentType: WireCoding.contentType, type: "warren.status"),
+            channel: Self.statusChannel)
+    }
+
+    /// The broker closed the status channel: for a reply larger than it takes, the worker learns its limit and
+    /// answers the last request again; anything else ends the connection, as on any other channel.
+    func statusChannelClosed(_ error: AMQPError) throws {
+        statusChannelOpen = false
+        let known = brokerMaxMessageBytes
+        learnBrokerMaxMessageSize(from: error)
+        guard brokerMaxMessageBytes < known, let (replyTo, limit) = lastStatusRequest else { throw error }
+        try answerStatus(replyTo: replyTo, listingJobs: limit)
     }
 
     /// The most bytes of jobs a status reply lists: 4 MiB, or half the broker's largest message when that is less

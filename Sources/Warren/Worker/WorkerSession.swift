@@ -17,6 +17,10 @@ final class WorkerSession {
     static let fetchChannel: UInt16 = 6
     /// The channel that releases unique jobs' locks (``WorkerSession+UniqueLocks``), opened when first needed.
     static let lockChannel: UInt16 = 7
+    /// The channel that consumes the copies of dead letters (``WorkerSession+BrokerDeadLetters``).
+    static let deadWatchChannel: UInt16 = 9
+    /// The channel of status replies (``answerStatus(replyTo:listingJobs:)``), opened when first needed.
+    static let statusChannel: UInt16 = 10
 
     let worker: Worker
     let localQueues: [String: LocalQueue]
@@ -74,6 +78,10 @@ final class WorkerSession {
     var orphanResults = OrphanResults()
     /// Whether ``lockChannel`` is open.
     var lockChannelOpen = false
+    /// Whether ``statusChannel`` is open.
+    var statusChannelOpen = false
+    /// The reply queue and job limit of the last status request answered on this connection.
+    var lastStatusRequest: (replyTo: String, jobs: Int?)?
     /// Job queue consumed, by consumer tag.
     var jobConsumers: [String: String] = [:]
     /// Job queue of each consumer cancelled on this connection, by consumer tag: its deliveries may still be held.
@@ -94,6 +102,8 @@ final class WorkerSession {
     var classicQueuesReported: Set<String> = []
     /// Whether the dead-letter queue was found reachable this turn (`nil`: not looked for yet).
     var deadLettersReachable: Bool?
+    /// The consumer of ``Topology/deadWatchQueue`` on this connection, while there is one.
+    var deadWatchConsumer: String?
     /// Job queues out of reach (their cluster node is down, or the broker cancelled their consumer), with when to
     /// look for each again (``retryUnreachableQueues()``).
     var unreachableQueues: [String: ContinuousClock.Instant] = [:]
@@ -416,6 +426,8 @@ final class WorkerSession {
         blockedReason = nil
         acks.reset()
         lockChannelOpen = false
+        statusChannelOpen = false
+        lastStatusRequest = nil
         publishCount = 0  // confirm numbers start at 1 on every new channel
         try connection.openChannel(Self.publishChannel)
         try Topology.declareResults(on: connection, channel: Self.publishChannel)
@@ -432,6 +444,7 @@ final class WorkerSession {
         try openRateChannel()
         try consumeControl()
         guard !stopIsPending || awaitsRedeliveries else { return }
+        if stopDeadline == nil, !stopIsPending { try watchDeadLetters() }
         if !parked.isEmpty { try readResultsStream() }
         try connection.openChannel(Self.jobsChannel)
         guard stopDeadline == nil || awaitsRedeliveries else { return }
@@ -537,6 +550,8 @@ final class WorkerSession {
                 try handleStoredResult(delivery)
             case .delivery(let delivery) where delivery.channel == Self.fetchChannel:
                 try handleFetchedResults(delivery)
+            case .delivery(let delivery) where delivery.channel == Self.deadWatchChannel:
+                try handleWatchedLetter(delivery)
             case .delivery(let delivery):
                 acks.received(delivery.deliveryTag)
                 try containingMessageErrors(delivery.deliveryTag) { try handleJob(delivery) }
@@ -546,6 +561,10 @@ final class WorkerSession {
                 try fleetTurnsAnswered(upTo: tag, multiple: multiple, granted: ack)
             case .confirm(_, let tag, let multiple, let ack):
                 try settle(upTo: tag, multiple: multiple, ack: ack)
+            case .channelClosed(let error) where error.channel == Self.statusChannel:
+                try statusChannelClosed(error)
+            case .channelClosed(let error) where error.channel == Self.storeChannel:
+                try storeChannelClosed(error)
             case .channelClosed(let error):
                 throw error
             case .consumerCancelled(_, let tag):
@@ -593,6 +612,7 @@ final class WorkerSession {
                 for tag in jobConsumers.keys {
                     try connection.cancelConsumer(tag, channel: Self.jobsChannel, awaitingReply: false)
                 }
+                try stopWatchingDeadLetters()
             }
             beginStop()
         }
@@ -668,12 +688,17 @@ final class WorkerSession {
     ///   - result: The result those publishes carry, kept in case the connection dies before the confirm.
     ///   - delivery: The job's delivery, to dead-letter if the broker refuses its result; `nil` when these publishes
     ///     dead-letter it already.
+    ///   - channel: The delivery's channel.
+    ///   - deadLettered: The delivery and error, when these publishes dead-letter the job
+    ///     (``Settlement/deadLettered``).
     func settle(
         _ deliveryTag: UInt64, action: Settlement.Action, after confirms: [Settlement.Confirm],
-        result: JobResult? = nil, delivery: Delivery? = nil
+        result: JobResult? = nil, delivery: Delivery? = nil, channel: UInt16 = jobsChannel,
+        deadLettered: (delivery: Delivery, error: JobError)? = nil
     ) throws {
         let settlement = Settlement(
-            deliveryTag: deliveryTag, action: action, unconfirmed: confirms.count, result: result, delivery: delivery)
+            deliveryTag: deliveryTag, channel: channel, action: action, unconfirmed: confirms.count, result: result,
+            delivery: delivery, deadLettered: deadLettered)
         guard !confirms.isEmpty else { return try apply(settlement) }
         for confirm in confirms {
             switch confirm {
@@ -717,12 +742,21 @@ final class WorkerSession {
     }
 
     private func apply(_ settlement: Settlement) throws {
+        if settlement.channel == Self.deadWatchChannel { return try settleWatchedLetter(settlement) }
         if settlement.refused {
+            if let (delivery, error) = settlement.deadLettered {
+                return try hold(
+                    """
+                    the broker refused a dead letter (is warren.dead at its length limit, with x-overflow \
+                    reject-publish?); holding the job, and publishing its dead letter again every \
+                    \(Self.unreachableQueueRetry.components.seconds) s
+                    """, ["queue": "\(Topology.deadQueue)"], delivery
+                ) { [unowned self] in try deadLetterJob(delivery, error: error, result: nil, lock: nil) }
+            }
             logger.error(
                 """
-                the broker refused a message published for a job (its dead letter or delayed copy: is warren.dead or \
-                the delay queue full, with x-overflow reject-publish?); requeueing the job in \
-                \(Self.unreachableQueueRetry.components.seconds) s so it runs again
+                the broker refused a job's delayed copy (is the delay queue full, with x-overflow reject-publish?); \
+                requeueing the job in \(Self.unreachableQueueRetry.components.seconds) s so it runs again
                 """)
             return requeueLater(settlement.deliveryTag)
         }
@@ -748,10 +782,7 @@ final class WorkerSession {
                 + (delivery.replyQueue.map { "reply queue '\($0)'" } ?? "the results exchange")
                 + "; a queue at its length limit with x-overflow reject-publish does this")
         logger.error("dead-lettering a job whose result the broker refused", metadata: ["error": "\(error)"])
-        try whenDeadLettersReachable(of: delivery) { [unowned self] in
-            let dead = try deadLetter(delivery, error: error)
-            try settle(settlement.deliveryTag, action: .ack, after: [.publish(dead)])
-        }
+        try deadLetterJob(delivery, error: error, result: nil, lock: nil)
     }
 
     /// Nacks a job delivery now: back to its queue, or (`requeue: false`) to the queue's dead-letter exchange.

@@ -1,0 +1,104 @@
+import AMQP
+import Foundation
+
+/// Results for the jobs the broker dead-letters itself.
+///
+/// RabbitMQ dead-letters a job to `warren.dead` without a worker's say when an operator's policy tells it to: the
+/// job's time to live passed (`expired`), its queue was at its length limit (`maxlen`), a quorum queue delivered it
+/// more often than its delivery limit (`delivery_limit`), or a consumer rejected it without requeueing it
+/// (`rejected`). No worker ended such a job, so none published its result, and its dependents and waiters would
+/// wait for good. Every worker consumes ``Topology/deadWatchQueue``, which holds a copy of each dead letter; the one
+/// that takes the copy of such a letter publishes a `failed` result (`brokerDeadLettered`) for its job, and
+/// acknowledges the copy once that is confirmed. The letter itself stays in `warren.dead`, for `warren dead list`
+/// and `warren dead requeue`. The copies of the letters workers make, which carry their reason in their headers,
+/// are acknowledged at once: those jobs have their results.
+extension WorkerSession {
+    /// Declares and consumes ``Topology/deadWatchQueue``; without it (its cluster node is down, or the broker
+    /// refuses it), the worker goes on, with a warning.
+    func watchDeadLetters() throws {
+        deadWatchConsumer = nil
+        do {
+            try connection.openChannel(Self.deadWatchChannel)
+            guard
+                try Topology.declareDeadLetterWatch(
+                    quorum: configuration.quorumQueues, on: connection, channel: Self.deadWatchChannel)
+            else {
+                return logger.warning(
+                    """
+                    the queue of dead letters' copies is on a cluster node that is down: jobs the broker \
+                    dead-letters itself get no result from this worker until it reconnects
+                    """,
+                    metadata: ["queue": "\(Topology.deadWatchQueue)"])
+            }
+            try connection.qos(prefetchCount: Self.deadWatchPrefetch, channel: Self.deadWatchChannel)
+            deadWatchConsumer = try connection.consume(Topology.deadWatchQueue, channel: Self.deadWatchChannel)
+        } catch let error as AMQPError where error.code == .channelClosed {
+            // A refusal (no configure or read permission on the queue, say) closes only the channel it came on.
+            logger.warning(
+                "cannot consume the queue of dead letters' copies: jobs the broker dead-letters itself get no result",
+                metadata: ["queue": "\(Topology.deadWatchQueue)", "error": "\(error)"])
+        }
+    }
+
+    /// How many copies a worker holds at once.
+    static let deadWatchPrefetch: UInt16 = 20
+
+    /// Stops taking copies, as the worker stops: those it holds and has not settled go back to the queue.
+    func stopWatchingDeadLetters() throws {
+        guard let tag = deadWatchConsumer else { return }
+        deadWatchConsumer = nil
+        try connection.cancelConsumer(tag, channel: Self.deadWatchChannel, awaitingReply: false)
+    }
+
+    /// A copy of a dead letter: a `failed` result for a job the broker dead-lettered; nothing for the others.
+    func handleWatchedLetter(_ delivery: Delivery) throws {
+        let letter = DeadLetter(delivery)
+        guard let reason = letter.brokerReason, let jobID = letter.jobID else {
+            if letter.brokerReason != nil {
+                logger.warning(
+                    "the broker dead-lettered a message that names no job: no result for it",
+                    metadata: ["reason": "\(letter.reason)", "queue": "\(letter.queue ?? "-")"])
+            }
+            return try connection.ack(delivery.deliveryTag, channel: Self.deadWatchChannel)
+        }
+        let error = JobError(
+            code: "brokerDeadLettered",
+            message: "RabbitMQ dead-lettered the job from queue '\(letter.queue ?? "?")' before a worker ended it "
+                + "(x-death reason '\(reason)': \(Self.explanation(ofBrokerReason: reason)))")
+        let salvaged =
+            delivery.body.count <= configuration.maxMessageBytes
+            ? JobDecoder.salvage(from: delivery.body) : SalvagedDescriptor()
+        let result = JobResult(
+            jobID: jobID, type: letter.type, sequence: salvaged.sequence ?? 0, key: salvaged.key, status: .failed,
+            error: error, attempt: Self.sentAttempt(of: delivery), redelivered: reason == "delivery_limit",
+            requeuedAt: Self.requeuedAt(of: delivery), workerID: configuration.workerID,
+            timings: JobTimings(finishedAt: Date()))
+        logger.warning(
+            "the broker dead-lettered a job; publishing its failed result",
+            metadata: ["job": "\(jobID)", "reason": "\(reason)", "queue": "\(letter.queue ?? "-")"])
+        try release(HeldLock(salvaged))
+        let confirms = try publishResult(result, replyTo: delivery.replyQueue)
+        try settle(delivery.deliveryTag, action: .ack, after: confirms, channel: Self.deadWatchChannel)
+    }
+
+    /// Acknowledges a copy whose job's result the broker confirmed; one it refused is acknowledged too, with an
+    /// error: the letter stays in `warren.dead`, and `warren dead requeue` runs the job again.
+    func settleWatchedLetter(_ settlement: Settlement) throws {
+        if settlement.refused || settlement.replyRefused {
+            logger.error(
+                "the broker refused the failed result of a job it dead-lettered itself; its letter stays in warren.dead")
+        }
+        try connection.ack(settlement.deliveryTag, channel: Self.deadWatchChannel)
+    }
+
+    /// What RabbitMQ's dead-lettering `reason` means for a job.
+    static func explanation(ofBrokerReason reason: String) -> String {
+        switch reason {
+        case "expired": "its time to live passed, under a message-ttl policy or expiration"
+        case "maxlen": "its queue was at a max-length or max-length-bytes limit"
+        case "delivery_limit": "the quorum queue delivered it more often than its delivery-limit"
+        case "rejected": "a consumer rejected it without requeueing it"
+        default: "see RabbitMQ's dead-lettering documentation"
+        }
+    }
+}

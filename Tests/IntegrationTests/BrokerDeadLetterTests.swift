@@ -1,0 +1,53 @@
+import AMQP
+import Foundation
+import Testing
+import Warren
+
+extension Integration {
+    @Suite struct BrokerDeadLetters {
+        @Test("a job the broker dead-letters itself gets a failed result from a worker; its dependent runs")
+        func expiredJobGetsAResult() throws {
+            let queue = TestEnvironment.uniqueName("broker-dead")
+            let expiring = TestEnvironment.uniqueName("broker-dead-expiring")
+            defer {
+                BrokerProbe.delete(queue)
+                BrokerProbe.delete(expiring)
+            }
+            let tap = try MessageTap.results()
+            let workerID = TestEnvironment.uniqueName("worker")
+            let worker = try CLI.startWorker(queue: queue, id: workerID)
+            defer { worker.terminate() }
+            let url = try TestEnvironment.brokerURL
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: url))
+            defer { connection.close() }
+            // On a queue no worker consumes, so that only the broker can end it: it expires at once.
+            let (id, _) = try Retries.expiredJob(in: expiring, on: connection)
+            var dependent = JobRequest(type: "echo", input: "after", queue: queue, dependencies: [id])
+            dependent.checksDependencies = false
+            let producer = try Producer.forTests()
+            defer { producer.close() }
+            try producer.enqueue(dependent)
+            // A job a worker dead-letters has its result already: the copy of its letter adds none.
+            let unknown = try producer.enqueue(JobRequest(type: "no-such-type", queue: queue))
+
+            let result = try tap.waitForResult(id)
+            #expect(result.status == .failed)
+            #expect(result.error?.code == "brokerDeadLettered")
+            #expect(
+                result.error?.message.contains("from queue '\(expiring)'") == true
+                    && result.error?.message.contains("x-death reason 'expired'") == true,
+                "\(result.error?.message ?? "")")
+            #expect(result.workerID == workerID)
+            #expect(result.type == "echo")
+            #expect(try tap.waitForResult(dependent.id).status == .succeeded)
+            #expect(try tap.waitForResult(unknown.id).error?.code == "unknownType")
+            try tap.settle(for: .seconds(2))
+            #expect(tap.results(for: id).count == 1)
+            #expect(tap.results(for: unknown.id).count == 1)
+            // The letter stays, for dead list and dead requeue.
+            let list = try CLI.run(["dead", "list", "--url", url])
+            #expect(list.stdout.contains("\(id) reason=expired queue=\(expiring)"), "\(list.stdout)")
+            #expect(worker.stderr.contains("the broker dead-lettered a job; publishing its failed result"))
+        }
+    }
+}
