@@ -11,7 +11,8 @@ struct ResultsCommand: ParsableCommand {
             Reads the warren.results stream, which keeps every result for 7 days; reading removes nothing. \
             Without --follow, prints the results stored when it starts (all of them, or those since --since) and \
             exits, or once --idle seconds pass without one; with --follow, starts now (or at --since) and keeps \
-            printing until interrupted or --idle seconds pass without a result, reconnecting if it loses the broker.
+            printing until interrupted or --idle seconds pass without a result, reconnecting if it loses the broker \
+            (exit 1 if the broker is still out of reach when --idle seconds have passed).
             Line format: STATUS JOB-ID type=T seq=N [key=K] worker=W attempt=A [output=JSON|error=CODE: MESSAGE]
             A stale result (an older sequence of a key whose newer result was seen) prints as `stale …`.
             With --follow, progress reports of running jobs print as: progress JOB-ID 42% worker=W MESSAGE
@@ -50,7 +51,11 @@ struct ResultsCommand: ParsableCommand {
 
     func validate() throws {
         if since != nil && offset != nil { throw ValidationError("give --since or --offset, not both") }
-        if let idle, !(idle > 0) { throw ValidationError("--idle must be a positive number of seconds") }
+        if let idle, !(idle > 0 && idle <= Self.maxIdle) {
+            throw ValidationError(
+                "--idle must be seconds above 0 and at most \(Int(Self.maxIdle)) (a year); with --follow, leave it out "
+                    + "to follow without end")
+        }
         try JobIDArgument.validate(job)
     }
 
@@ -63,22 +68,26 @@ struct ResultsCommand: ParsableCommand {
         // the reader from ever being idle.
         var reader = try ResultReader(url: broker.brokerURL, from: start, progress: follow, endingNow: !follow)
         defer { reader.close() }
-        let quiet = idle ?? (follow ? nil : 1)
+        let quiet = (idle ?? (follow ? nil : 1)).map { Duration.milliseconds(Int($0 * 1000)) }
+        // When it exits if nothing comes: --idle after the last result or report, also while the broker is away.
+        var quietUntil = quiet.map { ContinuousClock.now + $0 }
         var filter = StaleResultFilter()
         var lastOffset: UInt64?
         while true {
             let event: ResultReader.Event?
             do {
-                event = try reader.next(waitingUpTo: quiet.map { .milliseconds(Int($0 * 1000)) } ?? .seconds(3600))
+                event = try reader.next(waitingUpTo: quietUntil.map { max($0 - .now, .zero) } ?? .seconds(3600))
             } catch let error as WarrenError where follow && error.code == .broker {
                 reader.close()
-                reader = reconnect(after: error, from: lastOffset.map { .offset($0 + 1) } ?? origin)
+                reader = try reconnect(
+                    after: error, from: lastOffset.map { .offset($0 + 1) } ?? origin, givingUpAt: quietUntil)
                 continue
             }
             guard let event else {
-                if quiet != nil { return }
+                if let quietUntil, ContinuousClock.now >= quietUntil { return }
                 continue
             }
+            quietUntil = quiet.map { ContinuousClock.now + $0 }
             if case .result(_, let offset?) = event { lastOffset = offset }
             switch event {
             case .result(.success(let result), let offset):
@@ -103,14 +112,31 @@ struct ResultsCommand: ParsableCommand {
         }
     }
 
+    /// The longest `--idle`: a year.
+    static let maxIdle: Double = 31_536_000
+
     /// Connects again, waiting 100 ms doubling to 5 s between attempts, for as long as it takes (until
-    /// interrupted), and reads on `from` there. Says why it cannot, each time the reason changes.
-    private func reconnect(after error: WarrenError, from start: ResultReader.Start) -> ResultReader {
+    /// interrupted, or until `deadline`, the end of `--idle`, when it exits 1), and reads on `from` there. Says why
+    /// it cannot, each time the reason changes.
+    private func reconnect(
+        after error: WarrenError, from start: ResultReader.Start, givingUpAt deadline: ContinuousClock.Instant?
+    ) throws -> ResultReader {
         StandardErrorLines.write("warren: lost the broker (\(error.message)); reconnecting\n")
         var delay = 0.1
         var said: String?
         while true {
-            Thread.sleep(forTimeInterval: delay)
+            if let deadline {
+                let left = deadline - .now
+                guard left > .zero else {
+                    StandardErrorLines.write(
+                        "warren: no result for --idle \(idle.map { "\($0)" } ?? "") s, the broker out of reach "
+                            + "(\(said ?? error.message)); giving up\n")
+                    throw ExitCode.failure
+                }
+                Thread.sleep(forTimeInterval: min(delay, left / .seconds(1)))
+            } else {
+                Thread.sleep(forTimeInterval: delay)
+            }
             do {
                 let reader = try ResultReader(url: broker.brokerURL, from: start, progress: true)
                 StandardErrorLines.write("warren: reconnected\n")

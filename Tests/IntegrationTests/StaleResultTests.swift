@@ -55,6 +55,28 @@ extension Integration {
             #expect(object["offset"] is Int)
         }
 
+        @Test("warren results --follow --idle gives up, exit 1, when the broker stays out of reach that long")
+        func followGivesUpWithoutTheBroker() throws {
+            let (vhost, url) = try Chaos.addVirtualHost("follow-idle")
+            let follower = try ChildProcess(
+                TestEnvironment.warrenBinary, ["results", "--follow", "--idle", "4", "--url", url])
+            defer { follower.terminate() }
+            Thread.sleep(forTimeInterval: 1)
+            // Deleting the virtual host closes the follower's connection, and refuses it any other.
+            try Chaos.brokerCtl(["delete_vhost", vhost])
+            #expect(follower.waitForExit(timeout: .seconds(60)) == 1)
+            #expect(follower.stderr.contains("lost the broker"), "\(follower.stderr)")
+            #expect(follower.stderr.contains("s, the broker out of reach ("), "\(follower.stderr)")
+            #expect(follower.stderr.contains("giving up"), "\(follower.stderr)")
+        }
+
+        @Test(arguments: ["inf", "1e17", "0", "-1", "31536001"])
+        func idleOutOfRangeIsRefused(_ idle: String) throws {
+            let output = try CLI.run(["results", "--idle=\(idle)", "--url", try TestEnvironment.brokerURL])
+            #expect(output.status == 64, "\(output.stderr)")
+            #expect(output.stderr.contains("--idle must be seconds above 0 and at most 31536000"), "\(output.stderr)")
+        }
+
         @Test("warren results reports a stored message that is no result on stderr, with its offset, and reads on")
         func unreadableStoredResult() throws {
             let url = try TestEnvironment.brokerURL
