@@ -9,6 +9,11 @@ struct DeadCommand: ParsableCommand {
         abstract: "Inspect and replay dead-lettered jobs (the warren.dead queue).",
         subcommands: [List.self, Requeue.self])
 
+    /// `warren dead` alone: a usage error, as `warren` alone is.
+    func run() throws {
+        throw ValidationError("name a subcommand: list or requeue")
+    }
+
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List dead letters with their reasons; the queue keeps them.",

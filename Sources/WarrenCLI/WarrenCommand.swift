@@ -21,6 +21,12 @@ public struct WarrenCommand: ParsableCommand {
 
     public init() {}
 
+    /// `warren` alone names no command: a usage error (exit 64), not help and success, so that a script whose
+    /// arguments got lost learns of it. `warren --help` lists the commands.
+    public func run() throws {
+        throw ValidationError("name a command (warren --help lists them)")
+    }
+
     /// Runs the command the arguments name. A `ValidationError` that a command's `run()` throws (from a file it
     /// reads, or what the producer refuses) shows that command's usage, as one from its `validate()` does, where
     /// swift-argument-parser would show the root's (`Usage: warren <subcommand>`).

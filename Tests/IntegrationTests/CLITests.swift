@@ -139,6 +139,12 @@ extension Integration {
                 // The usage shown is the command's, also for what its run() refuses (a file, the producer).
                 #expect(output.stderr.contains("Usage: warren \(arguments[0])"), "\(arguments): \(output.stderr)")
             }
+            // No command at all is no success either: a script that lost its arguments learns of it.
+            for (arguments, problem) in [([], "name a command"), (["dead"], "name a subcommand: list or requeue")] {
+                let output = try CLI.run(arguments)
+                #expect(output.status == 64, "\(arguments): \(output.stderr)")
+                #expect(output.stdout.isEmpty && output.stderr.contains(problem), "\(arguments): \(output.stderr)")
+            }
         }
 
         @Test("pause and resume --worker ID exit 1, naming the live workers, when no live worker is ID")
