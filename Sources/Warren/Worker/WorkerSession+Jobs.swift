@@ -213,8 +213,8 @@ extension WorkerSession {
 
     /// Once the dead-letter queue is reachable, releases `lock`, dead-letters the job of `delivery` with `error`,
     /// publishes its failed `result` if it has one, and acks it once the broker confirmed them. A dead letter the
-    /// broker refuses (a full `warren.dead`) goes out again every few seconds while the job is held, listed in
-    /// `status` (``deadLetterRefused(_:)``): the job does not run again.
+    /// broker refuses (a full `warren.dead`) goes out again every few seconds while the job is held
+    /// (``hold(_:_:_:_:)``, listed in `status`): the job does not run again.
     func deadLetterJob(_ delivery: Delivery, error: JobError, result: JobResult?, lock: HeldLock?) throws {
         try whenDeadLettersReachable(of: delivery) { [unowned self] in
             try release(lock)
