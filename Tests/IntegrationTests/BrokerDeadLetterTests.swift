@@ -49,5 +49,23 @@ extension Integration {
             #expect(list.stdout.contains("\(id) reason=expired queue=\(expiring)"), "\(list.stdout)")
             #expect(worker.stderr.contains("the broker dead-lettered a job; publishing its failed result"))
         }
+
+        @Test("a worker whose queue of dead letters' copies is deleted goes on, connected; it is made again")
+        func watchQueueDeleted() throws {
+            let queue = TestEnvironment.uniqueName("broker-dead-deleted")
+            defer { BrokerProbe.delete(queue) }
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            BrokerProbe.delete(Topology.deadWatchQueue)
+            try worker.waitForStderr(containing: "the broker cancelled the consumer of dead letters' copies")
+            let tap = try MessageTap.results()
+            let job = try Producer.forTests().enqueue(JobRequest(type: "echo", input: 1, queue: queue))
+            #expect(try tap.waitForResult(job.id).status == .succeeded)
+            #expect(!worker.stderr.contains("lost the broker"), "the worker kept its connection")
+            // The next worker makes it again.
+            let next = try CLI.startWorker(queue: queue)
+            defer { next.terminate() }
+            #expect(try BrokerProbe.depth(of: Topology.deadWatchQueue) == 0)
+        }
     }
 }

@@ -50,6 +50,18 @@ extension WorkerSession {
         try connection.cancelConsumer(tag, channel: Self.deadWatchChannel, awaitingReply: false)
     }
 
+    /// The broker cancelled the consumer of the copies (their queue was deleted, or its cluster node went down):
+    /// the worker goes on without it until it next connects.
+    func deadWatchCancelled() {
+        deadWatchConsumer = nil
+        logger.warning(
+            """
+            the broker cancelled the consumer of dead letters' copies (was the queue deleted, or its node lost?): \
+            jobs the broker dead-letters itself get no result from this worker until it reconnects
+            """,
+            metadata: ["queue": "\(Topology.deadWatchQueue)"])
+    }
+
     /// A copy of a dead letter: a `failed` result for a job the broker dead-lettered; nothing for the others.
     func handleWatchedLetter(_ delivery: Delivery) throws {
         let letter = DeadLetter(delivery)

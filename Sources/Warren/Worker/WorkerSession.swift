@@ -567,6 +567,8 @@ final class WorkerSession {
                 try storeChannelClosed(error)
             case .channelClosed(let error):
                 throw error
+            case .consumerCancelled(_, let tag) where tag == deadWatchConsumer:
+                deadWatchCancelled()
             case .consumerCancelled(_, let tag):
                 guard let queue = jobConsumers[tag] else {
                     throw AMQPError(.channelClosed, "the broker cancelled consumer '\(tag)' (was its queue deleted?)")
