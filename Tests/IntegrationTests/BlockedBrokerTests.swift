@@ -81,6 +81,9 @@ extension Integration {
         func workerStartingStops() throws {
             let queue = TestEnvironment.uniqueName("blocked-start")
             defer { BrokerProbe.delete(queue) }
+            // A status request of a moment ago, which the worker answers as it reads the control stream at start-up.
+            let status = try CLI.run(["status", "--timeout", "0.5", "--url", try TestEnvironment.brokerURL])
+            #expect(status.status == 0, "\(status.stderr)")
             try Self.withMemoryAlarm {
                 let worker = try ChildProcess(
                     TestEnvironment.warrenBinary,

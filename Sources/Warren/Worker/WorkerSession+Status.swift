@@ -40,15 +40,22 @@ extension WorkerSession {
     /// (`max_message_size`, before the worker learnt it) closes that channel only, and the worker answers again
     /// within the limit it then knows (``statusChannelClosed(_:)``).
     func answerStatus(replyTo: String, listingJobs limit: Int?) throws {
-        if !statusChannelOpen {
-            try connection.openChannel(Self.statusChannel)
-            statusChannelOpen = true
-        }
+        try openStatusChannel()
         lastStatusRequest = (replyTo, limit)
         try connection.publish(
             Array(try WireCoding.encoder.encode(status(listingJobs: limit))), exchange: "", routingKey: replyTo,
             properties: MessageProperties(contentType: WireCoding.contentType, type: "warren.status"),
             channel: Self.statusChannel)
+    }
+
+    /// Opens ``statusChannel`` unless it is open. A connection opens it as it is set up, before its first publish:
+    /// a broker under a memory or disk alarm stops reading a connection once it publishes, and a `channel.open` then
+    /// would wait for its time limit (a request replayed from the control stream at start-up, under an alarm, held
+    /// a worker's start and its `SIGTERM` for 30 s).
+    func openStatusChannel() throws {
+        guard !statusChannelOpen else { return }
+        try connection.openChannel(Self.statusChannel)
+        statusChannelOpen = true
     }
 
     /// The broker closed the status channel: for a reply larger than it takes, the worker learns its limit and

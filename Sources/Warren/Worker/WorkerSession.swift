@@ -19,7 +19,7 @@ final class WorkerSession {
     static let lockChannel: UInt16 = 7
     /// The channel that consumes the copies of dead letters (``WorkerSession+BrokerDeadLetters``).
     static let deadWatchChannel: UInt16 = 9
-    /// The channel of status replies (``answerStatus(replyTo:listingJobs:)``), opened when first needed.
+    /// The channel of status replies (``answerStatus(replyTo:listingJobs:)``).
     static let statusChannel: UInt16 = 10
 
     let worker: Worker
@@ -78,7 +78,8 @@ final class WorkerSession {
     var orphanResults = OrphanResults()
     /// Whether ``lockChannel`` is open.
     var lockChannelOpen = false
-    /// Whether ``statusChannel`` is open.
+    /// Whether ``statusChannel`` is open: it is from the start of each connection, and again after the broker closed
+    /// it for a reply larger than it takes.
     var statusChannelOpen = false
     /// The reply queue and job limit of the last status request answered on this connection.
     var lastStatusRequest: (replyTo: String, jobs: Int?)?
@@ -441,6 +442,7 @@ final class WorkerSession {
         try connection.enableConfirms(channel: Self.publishChannel)
         try connection.openChannel(Self.storeChannel)
         try connection.enableConfirms(channel: Self.storeChannel)
+        try openStatusChannel()
         try openRateChannel()
         try consumeControl()
         guard !stopIsPending || awaitsRedeliveries else { return }
