@@ -70,17 +70,28 @@ struct StoredResultsTests {
         var stored = StoredResults()
         stored.maxCount = 2
         stored.maxBytes = 31  // {"results":[{},{}],"version":1}
-        #expect(stored.isEmpty && stored.hasRoom(for: 1_000) && stored.batch == nil, "one result always has room")
+        #expect(stored.isEmpty && stored.hasRoom(for: 1_000) && stored.batches == nil, "one result always has room")
         stored.append(Array("{}".utf8))
         #expect(stored.hasRoom(for: 2) && !stored.hasRoom(for: 3), "a batch's body stays within maxBytes")
         stored.append(Array("{}".utf8))
         #expect(!stored.hasRoom(for: 0), "maxCount")
         let settlement = Settlement(deliveryTag: 1, action: .ack, unconfirmed: 2)
         stored.waitFor(settlement)
-        let batch = try! #require(stored.batch)
-        #expect(ResultBatch.body(of: batch) == Array(#"{"results":[{},{}],"version":1}"#.utf8))
+        let batches = try! #require(stored.batches)
+        #expect(batches.map(ResultBatch.body(of:)) == [Array(#"{"results":[{},{}],"version":1}"#.utf8)])
         #expect(stored.clear().map(ObjectIdentifier.init) == [ObjectIdentifier(settlement)])
-        #expect(stored.isEmpty && stored.batch == nil)
+        #expect(stored.isEmpty && stored.batches == nil)
+    }
+
+    @Test func resultsHeldBeforeTheLargestMessageFellGoInBatchesWithinIt() {
+        var stored = StoredResults()
+        stored.append(Array("{1}".utf8))
+        stored.append(Array("{22}".utf8))
+        stored.append(Array("{333}".utf8))
+        #expect(stored.batches?.count == 1)
+        stored.maxBytes = 34  // the broker told its limit: 26 bytes of framing and commas, 8 of results
+        #expect(stored.batches == [[Array("{1}".utf8), Array("{22}".utf8)], [Array("{333}".utf8)]])
+        #expect(stored.batches?.allSatisfy { ResultBatch.body(of: $0).count <= 34 } == true)
     }
 
     @Test func aBatchSplitsIntoBodiesWithinTheLargestMessageALargerResultAlone() {

@@ -31,8 +31,14 @@ struct StoredResults {
     /// When the held results are due (now, if they already are); `nil` when none is held.
     var dueAt: ContinuousClock.Instant? { hold.dueAt(count: bodies.count) }
 
-    /// The encoded results so far, for the stream message that stores them (``ResultBatch``); `nil` when none.
-    var batch: [[UInt8]]? { bodies.isEmpty ? nil : bodies }
+    /// The encoded results so far, for the stream messages that store them (``ResultBatch``); `nil` when none.
+    /// One batch, unless ``maxBytes`` fell below what they hold since they were added (the broker told its largest
+    /// message): then as many as keep each within it.
+    var batches: [[[UInt8]]]? {
+        guard !bodies.isEmpty else { return nil }
+        guard byteCount + ResultBatch.overhead(count: bodies.count) > maxBytes else { return [bodies] }
+        return ResultBatch.split(bodies, maxBytes: maxBytes)
+    }
 
     /// Adds the encoded body of a result published on its own.
     mutating func append(_ body: [UInt8], at now: ContinuousClock.Instant = .now) {

@@ -339,17 +339,17 @@ extension WorkerSession {
             for batch in batches { try publishBatch(batch) }
             sentBatches.resent(as: batches)
         }
-        guard force || storedResults.dueAt.map({ $0 <= .now }) == true, let results = storedResults.batch else {
+        guard force || storedResults.dueAt.map({ $0 <= .now }) == true, let batches = storedResults.batches else {
             return
         }
-        try publishBatch(results)
+        for batch in batches { try publishBatch(batch) }
         let settlements = storedResults.clear()
-        if sentBatches.count >= Self.maxUnconfirmedBatches {
-            sentBatches.sent(results, holding: settlements)
-        } else {
-            sentBatches.sent(results)
-            for settlement in settlements { try countConfirm(of: settlement) }
-        }
+        let holdsSettlements = sentBatches.count >= Self.maxUnconfirmedBatches
+        for batch in batches.dropLast() { sentBatches.sent(batch) }
+        // The broker confirms a channel's publishes in order: the last batch's confirm covers those before it.
+        sentBatches.sent(batches[batches.count - 1], holding: holdsSettlements ? settlements : [])
+        guard !holdsSettlements else { return }
+        for settlement in settlements { try countConfirm(of: settlement) }
     }
 
     /// Result batches waiting for their confirms past which new batches hold their jobs' acks until confirmed.
