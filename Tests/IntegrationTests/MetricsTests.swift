@@ -14,8 +14,11 @@ extension Integration {
             let queue = TestEnvironment.uniqueName("metrics")
             defer { BrokerProbe.delete(queue) }
             let results = try MessageTap.results()
+            // A state directory of its own: the journals of workers other tests killed while their jobs ran would
+            // have it report dead workers, moving a counter this test expects at zero.
             let worker = try CLI.startWorker(
-                queue: queue, arguments: ["--metrics-port", "0", "--log-format", "json", "--width", "2"])
+                queue: queue, arguments: ["--metrics-port", "0", "--log-format", "json", "--width", "2"],
+                environment: ["WARREN_STATE_DIR": try TestEnvironment.temporaryDirectory().path])
             defer { worker.terminate() }
             let url = try worker.metricsURL()
 

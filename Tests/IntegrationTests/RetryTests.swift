@@ -238,6 +238,7 @@ extension Integration {
             let connection = try AMQPConnection(configuration: AMQPConfiguration(url: url))
             defer { connection.close() }
             let (id, letter) = try Self.expiredJob(in: queue, on: connection)
+            defer { BrokerProbe.discardDeadLetterCopies(of: [id]) }
             #expect(letter.properties.headers?["x-first-death-reason"]?.stringValue == "expired")
 
             let requeue = try CLI.run(["dead", "requeue", id, "--url", url])
@@ -268,6 +269,7 @@ extension Integration {
             let another = try AMQPConnection(configuration: AMQPConfiguration(url: url))
             defer { another.close() }
             let (other, _) = try Self.expiredJob(in: open, on: another)
+            defer { BrokerProbe.discardDeadLetterCopies(of: [id, other]) }
             try Chaos.brokerCtl([
                 "set_policy", policy, "^\(queue)$", #"{"max-length":0,"overflow":"reject-publish"}"#,
                 "--apply-to", "queues",

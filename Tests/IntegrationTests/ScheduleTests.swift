@@ -23,7 +23,7 @@ extension Integration {
             let results = try tap.waitForResults([now.id, later.id])
             #expect(results.map(\.status) == [.succeeded, .succeeded])
             let order = tap.messages.compactMap { try? JobResult.decode($0.body).jobID }
-            #expect(order == [now.id, later.id])
+            #expect(order.filter { [now.id, later.id].contains($0) } == [now.id, later.id])
             let started = try #require(results.last?.timings.startedAt)
             #expect(started >= notBefore, "started \(started), not before \(notBefore)")
             #expect(results.last?.attempt == 1, "waiting is not an attempt")
