@@ -91,7 +91,8 @@ struct StatusCommand: ParsableCommand {
                 }
             }
             switch deadLetters {
-            case .success(let count): print(try ResultPrinter.json(["deadLetters": count]))
+            case .success(let count?): print(try ResultPrinter.json(["deadLetters": count]))
+            case .success(nil): print(try ResultPrinter.json(["deadLettersMissing": Self.noDeadLetterQueue]))
             case .failure(let error): print(try ResultPrinter.json(["deadLettersUnreachable": error.message]))
             }
             if workersUnknown != nil { throw ExitCode.failure }
@@ -113,11 +114,16 @@ struct StatusCommand: ParsableCommand {
             }
         }
         switch deadLetters {
-        case .success(let count): print("dead letters=\(count)\(count > 0 ? " (warren dead list)" : "")")
+        case .success(let count?): print("dead letters=\(count)\(count > 0 ? " (warren dead list)" : "")")
+        case .success(nil): print("dead letters: \(Self.noDeadLetterQueue)")
         case .failure(let error): print("dead letters: unreachable: \(error.message)")
         }
         if workersUnknown != nil { throw ExitCode.failure }
     }
+
+    /// What status says when the dead-letter queue does not exist.
+    static let noDeadLetterQueue =
+        "no queue \(Topology.deadQueue): no worker has connected here yet, or it was deleted (a worker makes it as it connects)"
 
     /// A warning for each worker id that more than one live worker answers as: each lists its own jobs, but
     /// commands for that id reach them all.

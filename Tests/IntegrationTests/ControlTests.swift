@@ -309,7 +309,7 @@ extension Integration {
             #expect(withDefault.stdout.contains(#""queue":"warren.default""#), "\(withDefault.stdout)")
             #expect(withDefault.stdout.contains(#"{"exists":false,"queue":"\#(missing)"}"#), "\(withDefault.stdout)")
 
-            let deadBefore = try producer.deadLetterCount()
+            let deadBefore = try #require(try producer.deadLetterCount())
             let worker = try CLI.startWorker(queue: queue, id: "\(queue)-worker")
             defer { worker.terminate() }
             _ = try tap.waitForResults(jobs.map(\.id))
@@ -328,6 +328,18 @@ extension Integration {
             let json = try CLI.run(["status", "--queue", queue, "--json", "--url", url])
             #expect(json.stdout.contains("{\"consumers\":1,\"delayed\":1,\"queue\":\"\(queue)\",\"waiting\":0}"))
             #expect(json.stdout.contains("{\"deadLetters\":\(deadBefore + 1)}"))
+        }
+
+        @Test("warren status where no dead-letter queue exists says so, rather than count none")
+        func statusWithoutDeadLetterQueue() throws {
+            let (vhost, url) = try Chaos.addVirtualHost("no-dead")
+            defer { try? Chaos.brokerCtl(["delete_vhost", vhost]) }
+            let text = try CLI.run(["status", "--timeout", "0.2", "--url", url])
+            #expect(text.status == 0, "\(text.stderr)")
+            #expect(text.stdout.contains("dead letters: no queue warren.dead: no worker has connected here yet"), "\(text.stdout)")
+            #expect(!text.stdout.contains("dead letters="), "\(text.stdout)")
+            let json = try CLI.run(["status", "--timeout", "0.2", "--json", "--url", url])
+            #expect(json.stdout.contains(#"{"deadLettersMissing":"no queue warren.dead: "#), "\(json.stdout)")
         }
 
         @Test("a job past its deadline is not started; an executing one is cancelled when it passes")

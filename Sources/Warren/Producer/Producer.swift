@@ -660,11 +660,13 @@ public final class Producer {
         }
     }
 
-    /// How many messages the dead-letter queue holds (`warren dead list` shows them).
+    /// How many messages the dead-letter queue holds (`warren dead list` shows them), or `nil` when there is no
+    /// such queue: no worker has connected to this virtual host yet, or it was deleted (each worker makes it again
+    /// as it connects; meanwhile jobs a worker dead-letters are held, and the broker's own dead letters dropped).
     /// - Throws: ``WarrenError``: `queueUnreachable` when the queue lives on a cluster node that is down; `broker`
     ///   when the connection fails.
-    public func deadLetterCount() throws -> Int {
-        try brokerCall { Int(try Topology.lookUp(Topology.deadQueue, on: connection)?.messageCount ?? 0) }
+    public func deadLetterCount() throws -> Int? {
+        try brokerCall { try Topology.lookUp(Topology.deadQueue, on: connection).map { Int($0.messageCount) } }
     }
 
     /// Waits for the result of a job enqueued with `watch: true`.
