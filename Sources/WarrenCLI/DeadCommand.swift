@@ -109,6 +109,14 @@ struct DeadCommand: ParsableCommand {
                 StandardErrorLines.write(
                     "warren: a later letter of job \(letter.jobID ?? "-") stays dead: requeueing it too would run the job twice\n")
             }
+            if let why = report.copiesLeft {
+                StandardErrorLines.write(
+                    """
+                    warren: the copies of the requeued letters stay in \(Topology.deadWatchQueue) (\(why)): a worker \
+                    that takes one answers its job with a failed result (brokerDeadLettered) although it runs again
+
+                    """)
+            }
             var missing = false
             if !all {
                 let found = Set(report.requeued.compactMap(\.jobID)).union(report.stayed.compactMap(\.jobID))

@@ -50,6 +50,61 @@ extension Integration {
             #expect(worker.stderr.contains("the broker dead-lettered a job; publishing its failed result"))
         }
 
+        @Test("a message the broker dead-letters from one of Warren's own queues gets no result: it is no job")
+        func ownQueueLetterGetsNoResult() throws {
+            let queue = TestEnvironment.uniqueName("broker-dead-own")
+            defer { BrokerProbe.delete(queue) }
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            let tap = try MessageTap.results()
+            let url = try TestEnvironment.brokerURL
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: url))
+            defer { connection.close() }
+            try connection.openChannel(2)  // channel 1 is the expired job's (Retries.expiredJob)
+            // What a catch-all dead-letter-exchange policy makes of a unique job's expired lock token: its
+            // message_id is the id of the job that held it.
+            let holder = TestEnvironment.uniqueName("holder")
+            let death: AMQPFieldValue = .array([
+                .table(["reason": "expired", "queue": .string(UniqueLock.prefix + "some-key"), "count": .int(1)])
+            ])
+            try connection.publish(
+                Array("lock".utf8), exchange: Topology.deadExchange, routingKey: "",
+                properties: MessageProperties(headers: ["x-death": death], messageID: holder), channel: 2)
+            // A job the broker dead-lettered from a job queue, after it: answered, so the token's copy was handled.
+            let (job, _) = try Retries.expiredJob(in: TestEnvironment.uniqueName("broker-dead-expiring"), on: connection)
+            #expect(try tap.waitForResult(job).error?.code == "brokerDeadLettered")
+            try tap.settle(for: .seconds(1))
+            #expect(tap.results(for: holder).isEmpty, "no result for a lock token")
+            #expect(try BrokerProbe.depth(of: Topology.deadWatchQueue) == 0, "its copy was acknowledged")
+        }
+
+        @Test("dead requeue takes the copies of the letters it requeues: a job that expired while no worker ran runs, and only succeeds")
+        func requeueTakesTheCopies() throws {
+            let queue = TestEnvironment.uniqueName("broker-dead-requeue")
+            defer { BrokerProbe.delete(queue) }
+            let url = try TestEnvironment.brokerURL
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: url))
+            defer { connection.close() }
+            try connection.openChannel(2)  // channel 1 is the expired job's (Retries.expiredJob)
+            // warren.dead.watch exists, as a worker made it, and no worker runs.
+            _ = try Topology.declareDeadLetters(on: connection, channel: 2)
+            if try Topology.lookUp(Topology.deadWatchQueue, on: connection) == nil {
+                _ = try connection.declareQueue(Topology.deadWatchQueue, channel: 2)
+            }
+            try connection.bindQueue(Topology.deadWatchQueue, to: Topology.deadExchange, channel: 2)
+            let (id, _) = try Retries.expiredJob(in: queue, on: connection)
+            let requeue = try CLI.run(["dead", "requeue", id, "--url", url])
+            #expect(requeue.status == 0, "\(requeue.stderr)")
+            #expect(!requeue.stderr.contains("copies"), "\(requeue.stderr)")
+
+            let tap = try MessageTap.results()
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            #expect(try tap.waitForResult(id).status == .succeeded)
+            try tap.settle(for: .seconds(1))
+            #expect(tap.results(for: id).map(\.status) == [.succeeded], "no brokerDeadLettered failure before it")
+        }
+
         @Test("a worker whose queue of dead letters' copies is deleted goes on, connected; it is made again")
         func watchQueueDeleted() throws {
             let queue = TestEnvironment.uniqueName("broker-dead-deleted")

@@ -94,6 +94,32 @@ extension Integration {
             }
         }
 
+        @Test("dead requeue without read on warren.dead.watch requeues, and warns that the letters' copies stay")
+        func requeueWithoutTheCopies() throws {
+            let queue = TestEnvironment.uniqueName("perm-requeue")
+            defer { BrokerProbe.delete(queue) }
+            let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
+            defer { connection.close() }
+            try connection.openChannel(2)  // channel 1 is the expired job's (Retries.expiredJob)
+            _ = try Topology.declareDeadLetters(on: connection, channel: 2)
+            if try Topology.lookUp(Topology.deadWatchQueue, on: connection) == nil {
+                _ = try connection.declareQueue(Topology.deadWatchQueue, channel: 2)
+            }
+            try connection.bindQueue(Topology.deadWatchQueue, to: Topology.deadExchange, channel: 2)
+            let (id, _) = try Retries.expiredJob(in: queue, on: connection)
+            defer { BrokerProbe.discardDeadLetterCopies(of: [id]) }
+            try Self.withUser(configure: "^$", write: #"^amq\.default$"#, read: #"^warren\.dead$"#) { _, url in
+                let requeue = try CLI.run(["dead", "requeue", id, "--url", url])
+                #expect(requeue.status == 0, "\(requeue.stderr)")
+                #expect(requeue.stdout.contains("requeued \(id) to \(queue)"), "\(requeue.stdout)")
+                #expect(
+                    requeue.stderr.contains("the copies of the requeued letters stay in warren.dead.watch")
+                        && requeue.stderr.contains("ACCESS_REFUSED"),
+                    "\(requeue.stderr)")
+            }
+            #expect(try BrokerProbe.depth(of: queue) == 1)
+        }
+
         @Test("a retry whose delay queue the broker refuses is held, not run again at once, until it is allowed")
         func refusedDelayQueue() throws {
             let url = try TestEnvironment.brokerURL

@@ -10,7 +10,8 @@ public struct DeadLetter: Sendable {
     /// (unless it was too big to read), else the message's AMQP `type` property.
     public var type: String?
     /// Why it was dead-lettered (`x-warren-dead-reason`): a `JobError` code, or the broker's reason
-    /// (`rejected`, `expired`, `maxlen`) for messages the broker dead-lettered itself; `-` when neither says.
+    /// (`rejected`, `expired`, `maxlen`, `delivery_limit`) for messages the broker dead-lettered itself; `-` when
+    /// neither says.
     public var reason: String
     /// The explanation (`x-warren-dead-message`).
     public var message: String?
@@ -21,20 +22,18 @@ public struct DeadLetter: Sendable {
     /// The original message, untouched.
     public var body: [UInt8]
     public var properties: MessageProperties
-    /// The broker's reason, for a message the broker dead-lettered itself (no worker's reason in its headers).
-    var brokerReason: String? {
-        properties.headers?[Topology.deadReasonHeader] == nil && reason != "-" ? reason : nil
-    }
+    /// What could be read of the body's top-level object (nothing when it was not read).
+    let salvaged: SalvagedDescriptor
 
-    init(_ delivery: Delivery) {
+    /// - Parameter readingBody: Whether to read the job's id, type, key and sequence from the body; without, the
+    ///   id and type come from the message's properties.
+    init(_ delivery: Delivery, readingBody: Bool = true) {
         let headers = delivery.properties.headers ?? [:]
-        let death = headers["x-death"].flatMap { value -> AMQPTable? in
-            if case .array(let deaths) = value, case .table(let first)? = deaths.first { return first }
-            return nil
-        }
+        let death = Self.firstDeath(in: headers)
         reason = headers[Topology.deadReasonHeader]?.stringValue ?? death?["reason"]?.stringValue ?? "-"
         // Read as the worker read it for the failed result: a valid descriptor's id and type are its first ones.
-        let salvaged = reason == "oversized" ? SalvagedDescriptor() : JobDecoder.salvage(from: delivery.body)
+        salvaged =
+            reason == "oversized" || !readingBody ? SalvagedDescriptor() : JobDecoder.salvage(from: delivery.body)
         jobID = [salvaged.id, delivery.properties.messageID].lazy.compactMap { $0 }
             .first { OperationDescriptor.problem(withID: $0) == nil }
         type = salvaged.type ?? delivery.properties.type
@@ -43,5 +42,21 @@ public struct DeadLetter: Sendable {
         size = delivery.body.count
         body = delivery.body
         properties = delivery.properties
+    }
+
+    /// The broker's reason and the queue it dead-lettered the message from, for a message the broker dead-lettered
+    /// itself (its first `x-death` entry, and no worker's reason in its headers); `nil` for the others. Reads
+    /// headers only.
+    static func brokerDeath(of properties: MessageProperties) -> (reason: String, queue: String?)? {
+        let headers = properties.headers ?? [:]
+        guard headers[Topology.deadReasonHeader] == nil, let death = firstDeath(in: headers),
+            let reason = death["reason"]?.stringValue
+        else { return nil }
+        return (reason, death["queue"]?.stringValue)
+    }
+
+    private static func firstDeath(in headers: AMQPTable) -> AMQPTable? {
+        guard case .array(let deaths)? = headers["x-death"], case .table(let first)? = deaths.first else { return nil }
+        return first
     }
 }

@@ -65,7 +65,7 @@ public final class DeadLetterQueue {
             if let last = deliveries.last {
                 try connection.nack(last.deliveryTag, multiple: true, requeue: true, channel: Self.channel)
             }
-            return (deliveries.prefix(limit).map(DeadLetter.init), total)
+            return (deliveries.prefix(limit).map { DeadLetter($0) }, total)
         }
     }
 
@@ -82,6 +82,10 @@ public final class DeadLetterQueue {
         /// Later letters of a job whose letter was requeued in the same call: they stay dead, since sending both
         /// would run the job twice (one job dead-lettered twice, as a duplicate delivery can be).
         public var duplicates: [DeadLetter] = []
+        /// Why the copies of the requeued letters could not be taken out of `warren.dead.watch` (the broker refused
+        /// this user `read` on it, say), or `nil`: a worker that takes such a copy later answers a job the broker
+        /// had dead-lettered with a `failed` result, although it runs again.
+        public var copiesLeft: String?
     }
 
     /// Sends dead letters back to the queues they came from, with their attempt count reset: the oldest letter of
@@ -140,7 +144,34 @@ public final class DeadLetterQueue {
                     report.requeued.append(letter)
                 }
             }
+            report.copiesLeft = try discardCopies(of: Set(report.requeued.compactMap(\.jobID)))
             return report
+        }
+    }
+
+    /// The channel on which ``discardCopies(of:)`` takes copies: closing it puts back those it took and left.
+    static let watchChannel: UInt16 = 2
+
+    /// Takes the copies of requeued jobs' letters out of ``Topology/deadWatchQueue``, where the broker put them as
+    /// it made the letters, for workers to answer the jobs the broker dead-lettered itself: one taken after the
+    /// requeue would give such a job a `failed` result although it runs again (jobs that expired while no worker
+    /// ran, then requeued before the workers start, say). Copies workers took already were answered before the
+    /// requeue, and the jobs' next results supersede those (``JobResult/requeuedAt``). Takes copies until it found
+    /// one of each job (the others it took go back as it closes its channel), or none is left.
+    /// - Returns: Why it could not (the broker refused it the queue), or `nil`.
+    private func discardCopies(of jobIDs: Set<String>) throws -> String? {
+        guard !jobIDs.isEmpty, try Topology.lookUp(Topology.deadWatchQueue, on: connection) != nil else { return nil }
+        var unfound = jobIDs
+        do {
+            try connection.openChannel(Self.watchChannel)
+            defer { try? connection.closeChannel(Self.watchChannel) }
+            while !unfound.isEmpty, let copy = try connection.get(Topology.deadWatchQueue, channel: Self.watchChannel) {
+                guard let id = DeadLetter(copy).jobID, unfound.remove(id) != nil else { continue }
+                try connection.ack(copy.deliveryTag, channel: Self.watchChannel)
+            }
+            return nil
+        } catch let error as AMQPError where error.code == .channelClosed {
+            return error.description
         }
     }
 

@@ -43,7 +43,8 @@ extension WorkerSession {
     /// How many copies a worker holds at once.
     static let deadWatchPrefetch: UInt16 = 20
 
-    /// Stops taking copies, as the worker stops: those it holds and has not settled go back to the queue.
+    /// Stops taking copies, as the worker stops or retires: those the broker sent already still come and are
+    /// handled; those not settled when the connection closes go back to the queue.
     func stopWatchingDeadLetters() throws {
         guard let tag = deadWatchConsumer else { return }
         deadWatchConsumer = nil
@@ -62,24 +63,27 @@ extension WorkerSession {
             metadata: ["queue": "\(Topology.deadWatchQueue)"])
     }
 
-    /// A copy of a dead letter: a `failed` result for a job the broker dead-lettered; nothing for the others.
+    /// A copy of a dead letter: a `failed` result for a job the broker dead-lettered; nothing for the others. Read
+    /// by its headers first: the copies of workers' own letters, and of messages of Warren's own queues (a unique
+    /// job's lock, a fleet-wide rate limit's turn, which a catch-all `dead-letter-exchange` policy sends to
+    /// `warren.dead` as they expire: they are no jobs), are acknowledged without reading their bodies.
     func handleWatchedLetter(_ delivery: Delivery) throws {
-        let letter = DeadLetter(delivery)
-        guard let reason = letter.brokerReason, let jobID = letter.jobID else {
-            if letter.brokerReason != nil {
-                logger.warning(
-                    "the broker dead-lettered a message that names no job: no result for it",
-                    metadata: ["reason": "\(letter.reason)", "queue": "\(letter.queue ?? "-")"])
-            }
+        guard let (reason, queue) = DeadLetter.brokerDeath(of: delivery.properties),
+            !(queue.map(Topology.isOwnQueue) ?? false)
+        else { return try connection.ack(delivery.deliveryTag, channel: Self.deadWatchChannel) }
+        // An oversized body is not read, as a job's is not.
+        let letter = DeadLetter(delivery, readingBody: delivery.body.count <= configuration.maxMessageBytes)
+        guard let jobID = letter.jobID else {
+            logger.warning(
+                "the broker dead-lettered a message that names no job: no result for it",
+                metadata: ["reason": "\(reason)", "queue": "\(queue ?? "-")"])
             return try connection.ack(delivery.deliveryTag, channel: Self.deadWatchChannel)
         }
         let error = JobError(
             code: "brokerDeadLettered",
-            message: "RabbitMQ dead-lettered the job from queue '\(letter.queue ?? "?")' before a worker ended it "
+            message: "RabbitMQ dead-lettered the job from queue '\(queue ?? "?")' before a worker ended it "
                 + "(x-death reason '\(reason)': \(Self.explanation(ofBrokerReason: reason)))")
-        let salvaged =
-            delivery.body.count <= configuration.maxMessageBytes
-            ? JobDecoder.salvage(from: delivery.body) : SalvagedDescriptor()
+        let salvaged = letter.salvaged
         let result = JobResult(
             jobID: jobID, type: letter.type, sequence: salvaged.sequence ?? 0, key: salvaged.key, status: .failed,
             error: error, attempt: Self.sentAttempt(of: delivery), redelivered: reason == "delivery_limit",
@@ -87,16 +91,17 @@ extension WorkerSession {
             timings: JobTimings(finishedAt: Date()))
         logger.warning(
             "the broker dead-lettered a job; publishing its failed result",
-            metadata: ["job": "\(jobID)", "reason": "\(reason)", "queue": "\(letter.queue ?? "-")"])
+            metadata: ["job": "\(jobID)", "reason": "\(reason)", "queue": "\(queue ?? "-")"])
         try release(HeldLock(salvaged))
         let confirms = try publishResult(result, replyTo: delivery.replyQueue)
         try settle(delivery.deliveryTag, action: .ack, after: confirms, channel: Self.deadWatchChannel)
     }
 
-    /// Acknowledges a copy whose job's result the broker confirmed; one it refused is acknowledged too, with an
-    /// error: the letter stays in `warren.dead`, and `warren dead requeue` runs the job again.
+    /// Acknowledges a copy whose job's result the broker confirmed; one whose result it refused is acknowledged too,
+    /// with an error: the letter stays in `warren.dead`, and `warren dead requeue` runs the job again. (A result
+    /// batch the results stream refused is appended again, as for any job.)
     func settleWatchedLetter(_ settlement: Settlement) throws {
-        if settlement.refused || settlement.replyRefused {
+        if settlement.replyRefused {
             logger.error(
                 "the broker refused the failed result of a job it dead-lettered itself; its letter stays in warren.dead")
         }

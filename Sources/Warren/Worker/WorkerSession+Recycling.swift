@@ -47,6 +47,8 @@ extension WorkerSession {
         worker.stoppedToRecycle = true
         logger.info("recycling: \(reason); taking no more jobs, and starting afresh once they end", metadata: metadata)
         for queue in Set(jobConsumers.values) { try cancelConsumers(of: queue) }
+        // The fresh copy takes them: copies coming in steadily would keep this one from ever being done.
+        try stopWatchingDeadLetters()
     }
 
     /// Stops a retiring worker once it holds no job that can run: jobs still waiting for their dependencies go back
@@ -96,6 +98,8 @@ extension WorkerSession {
         guard redeliveriesAwaitedUntil == nil else { return heldWhileAwaitingRedeliveries.append(delivery) }
         try nackJob(delivery.deliveryTag, requeue: true)
         for queue in Set(jobConsumers.values) { try cancelConsumers(of: queue) }
+        // The fresh copy takes them: copies coming in steadily would keep this one from ever being done.
+        try stopWatchingDeadLetters()
     }
 
     /// Stops waiting for redeliveries once all came or the wait is over: sends back the jobs held meanwhile and

@@ -446,7 +446,7 @@ final class WorkerSession {
         try openRateChannel()
         try consumeControl()
         guard !stopIsPending || awaitsRedeliveries else { return }
-        if stopDeadline == nil, !stopIsPending { try watchDeadLetters() }
+        if stopDeadline == nil, recycling == nil, !stopIsPending { try watchDeadLetters() }
         if !parked.isEmpty { try readResultsStream() }
         try connection.openChannel(Self.jobsChannel)
         guard stopDeadline == nil || awaitsRedeliveries else { return }
@@ -751,8 +751,8 @@ final class WorkerSession {
             if let (delivery, error) = settlement.deadLettered {
                 return try hold(
                     """
-                    the broker refused a dead letter (is warren.dead at its length limit, with x-overflow \
-                    reject-publish?); holding the job, and publishing its dead letter again every \
+                    the broker refused a dead letter (is warren.dead or warren.dead.watch at its length limit, \
+                    with x-overflow reject-publish?); holding the job, and publishing its dead letter again every \
                     \(Self.unreachableQueueRetry.components.seconds) s
                     """, ["queue": "\(Topology.deadQueue)"], delivery
                 ) { [unowned self] in try deadLetterJob(delivery, error: error, result: nil, lock: nil) }
