@@ -123,7 +123,8 @@ struct StatusCommand: ParsableCommand {
 
     /// What status says when the dead-letter queue does not exist.
     static let noDeadLetterQueue =
-        "no queue \(Topology.deadQueue): no worker has connected here yet, or it was deleted (a worker makes it as it connects)"
+        "no queue \(Topology.deadQueue): no worker has connected here yet, or it was deleted "
+        + "(a worker makes it as it connects)"
 
     /// A warning for each worker id that more than one live worker answers as: each lists its own jobs, but
     /// commands for that id reach them all.

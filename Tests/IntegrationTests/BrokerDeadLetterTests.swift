@@ -71,14 +71,16 @@ extension Integration {
                 Array("lock".utf8), exchange: Topology.deadExchange, routingKey: "",
                 properties: MessageProperties(headers: ["x-death": death], messageID: holder), channel: 2)
             // A job the broker dead-lettered from a job queue, after it: answered, so the token's copy was handled.
-            let (job, _) = try Retries.expiredJob(in: TestEnvironment.uniqueName("broker-dead-expiring"), on: connection)
+            let expiring = TestEnvironment.uniqueName("broker-dead-expiring")
+            defer { BrokerProbe.delete(expiring) }
+            let (job, _) = try Retries.expiredJob(in: expiring, on: connection)
             #expect(try tap.waitForResult(job).error?.code == "brokerDeadLettered")
             try tap.settle(for: .seconds(1))
             #expect(tap.results(for: holder).isEmpty, "no result for a lock token")
             #expect(try BrokerProbe.depth(of: Topology.deadWatchQueue) == 0, "its copy was acknowledged")
         }
 
-        @Test("dead requeue takes the copies of the letters it requeues: a job that expired while no worker ran runs, and only succeeds")
+        @Test("dead requeue takes the letters' copies: a job that expired while no worker ran runs, and only succeeds")
         func requeueTakesTheCopies() throws {
             let queue = TestEnvironment.uniqueName("broker-dead-requeue")
             defer { BrokerProbe.delete(queue) }

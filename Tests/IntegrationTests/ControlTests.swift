@@ -336,7 +336,9 @@ extension Integration {
             defer { try? Chaos.brokerCtl(["delete_vhost", vhost]) }
             let text = try CLI.run(["status", "--timeout", "0.2", "--url", url])
             #expect(text.status == 0, "\(text.stderr)")
-            #expect(text.stdout.contains("dead letters: no queue warren.dead: no worker has connected here yet"), "\(text.stdout)")
+            #expect(
+                text.stdout.contains("dead letters: no queue warren.dead: no worker has connected here yet"),
+                "\(text.stdout)")
             #expect(!text.stdout.contains("dead letters="), "\(text.stdout)")
             let json = try CLI.run(["status", "--timeout", "0.2", "--json", "--url", url])
             #expect(json.stdout.contains(#"{"deadLettersMissing":"no queue warren.dead: "#), "\(json.stdout)")
