@@ -87,14 +87,8 @@ extension Integration {
             let url = try TestEnvironment.brokerURL
             let connection = try AMQPConnection(configuration: AMQPConfiguration(url: url))
             defer { connection.close() }
-            try connection.openChannel(2)  // channel 1 is the expired job's (Retries.expiredJob)
-            // warren.dead.watch exists, as a worker made it, and no worker runs.
-            _ = try Topology.declareDeadLetters(on: connection, channel: 2)
-            if try Topology.lookUp(Topology.deadWatchQueue, on: connection) == nil {
-                _ = try connection.declareQueue(Topology.deadWatchQueue, channel: 2)
-            }
-            try connection.bindQueue(Topology.deadWatchQueue, to: Topology.deadExchange, channel: 2)
-            let (id, _) = try Retries.expiredJob(in: queue, on: connection)
+            // No worker runs: the letter's copy waits in warren.dead.watch.
+            let (id, _) = try Retries.expiredJob(in: queue, on: connection, copied: true)
             let requeue = try CLI.run(["dead", "requeue", id, "--url", url])
             #expect(requeue.status == 0, "\(requeue.stderr)")
             #expect(!requeue.stderr.contains("copies"), "\(requeue.stderr)")

@@ -100,13 +100,7 @@ extension Integration {
             defer { BrokerProbe.delete(queue) }
             let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
             defer { connection.close() }
-            try connection.openChannel(2)  // channel 1 is the expired job's (Retries.expiredJob)
-            _ = try Topology.declareDeadLetters(on: connection, channel: 2)
-            if try Topology.lookUp(Topology.deadWatchQueue, on: connection) == nil {
-                _ = try connection.declareQueue(Topology.deadWatchQueue, channel: 2)
-            }
-            try connection.bindQueue(Topology.deadWatchQueue, to: Topology.deadExchange, channel: 2)
-            let (id, _) = try Retries.expiredJob(in: queue, on: connection)
+            let (id, _) = try Retries.expiredJob(in: queue, on: connection, copied: true)
             defer { BrokerProbe.discardDeadLetterCopies(of: [id]) }
             try Self.withUser(configure: "^$", write: #"^amq\.default$"#, read: #"^warren\.dead$"#) { _, url in
                 let requeue = try CLI.run(["dead", "requeue", id, "--url", url])

@@ -334,12 +334,20 @@ extension Integration {
         }
 
         /// Declares `queue` as Warren declares job queues, publishes there a job the broker expires at once, and waits
-        /// for its dead letter; returns the job's id and the letter.
+        /// for its dead letter; returns the job's id and the letter. With `copied`, first makes sure that
+        /// ``Topology/deadWatchQueue`` exists, as a worker makes it, so that it gets a copy of the letter.
         static func expiredJob(
-            in queue: String, on connection: AMQPConnection
+            in queue: String, on connection: AMQPConnection, copied: Bool = false
         ) throws -> (id: String, letter: Delivery) {
             try connection.openChannel(1)
             try Topology.declareJobQueue(queue, priorities: false, on: connection, channel: 1)
+            if copied {
+                _ = try Topology.declareDeadLetters(on: connection, channel: 1)
+                if try Topology.lookUp(Topology.deadWatchQueue, on: connection) == nil {
+                    _ = try connection.declareQueue(Topology.deadWatchQueue, channel: 1)
+                }
+                try connection.bindQueue(Topology.deadWatchQueue, to: Topology.deadExchange, channel: 1)
+            }
             let dead = try MessageTap.deadLetters()
             let id = TestEnvironment.uniqueName("expires")
             try connection.publish(
