@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Warren
 
 /// The `warren` command: workers, producers and results over RabbitMQ.
 public struct WarrenCommand: ParsableCommand {
@@ -12,6 +13,7 @@ public struct WarrenCommand: ParsableCommand {
             6 a unique job not enqueued (another job of its key holds the lock); 64 bad arguments; \
             128 + N enqueue stopped by signal N (the jobs enqueued are printed).
             """,
+        version: WarrenVersion.string,
         subcommands: [
             WorkerCommand.self, EnqueueCommand.self, CancelCommand.self, ResultsCommand.self, StatusCommand.self,
             PauseCommand.self, ResumeCommand.self, ResizeCommand.self, UnlockCommand.self, DeadCommand.self,

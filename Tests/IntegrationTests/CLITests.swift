@@ -73,6 +73,13 @@ extension Integration {
             #expect(output.stderr.contains("no result for job slow within 3 s"), "\(output.stderr)")
         }
 
+        @Test("warren --version prints the library's version and exits 0")
+        func version() throws {
+            let printed = try CLI.run(["--version"])
+            #expect(printed.status == 0, "\(printed.stderr)")
+            #expect(printed.stdout == "\(WarrenVersion.string)\n")
+        }
+
         @Test("bad arguments are rejected with a usage error (exit 64) before anything is published")
         func validation() throws {
             let url = try TestEnvironment.brokerURL
