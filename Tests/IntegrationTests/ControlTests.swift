@@ -292,9 +292,12 @@ extension Integration {
             defer { connection.close() }
             try connection.openChannel(1)
             #expect(try Topology.declareDelayQueue(for: queue, seconds: 512, on: connection) == true)
+            // Confirmed before the counts are read: an unconfirmed publish may not be in the queue yet.
+            try connection.enableConfirms(channel: 1)
             try connection.publish(
                 Array("{}".utf8), exchange: "", routingKey: delayQueue, properties: MessageProperties(persistent: true),
                 channel: 1)
+            try Self.waitForConfirm(on: connection, channel: 1)
 
             #expect(try producer.jobQueueStatus(queue) == JobQueueStatus(queue: queue, waiting: 3, delayed: 1, consumers: 0))
             #expect(try producer.jobQueueStatus(TestEnvironment.uniqueName("missing")) == nil)
@@ -361,6 +364,21 @@ extension Integration {
             #expect(results[0].timings.startedAt == nil)
             #expect(results[1].timings.startedAt != nil)
             #expect(results.map { $0.cancellation?.message } == ["deadline passed before the job started", "the job's deadline passed"])
+        }
+
+        /// Waits for the broker's confirm of the one publish on `channel`, which has confirms on.
+        static func waitForConfirm(on connection: AMQPConnection, channel: UInt16) throws {
+            let deadline = ContinuousClock.now + .seconds(30)
+            while ContinuousClock.now < deadline {
+                while let event = try connection.nextEvent() {
+                    if case .confirm(channel, _, _, let ack) = event {
+                        try #require(ack, "the broker refused the publish")
+                        return
+                    }
+                }
+                connection.waitForActivity(wakeUp: nil, timeout: .milliseconds(100))
+            }
+            Issue.record("no confirm within 30 s")
         }
     }
 }
