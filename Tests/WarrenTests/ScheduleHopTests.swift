@@ -9,18 +9,18 @@ struct ScheduleHopTests {
         (32_767_999, 16_384_000), (32_768_000, 32_768_000), (86_400_000, 32_768_000),
     ])
     func eachHopIsTheLongestDelayQueueThatDoesNotPassTheTime(_ left: Int, _ hop: Int) {
-        #expect(WorkerSession.scheduleHop(milliseconds: left) == hop)
+        #expect(DelayQueues.hop(milliseconds: left) == hop)
     }
 
     @Test func aHopWaitsAtLeastAMillisecond() {
-        #expect(WorkerSession.scheduleHop(milliseconds: 0) == 1)
+        #expect(DelayQueues.hop(milliseconds: 0) == 1)
     }
 
     @Test func theHopsAddUpToTheTimeLeft() {
         var left = 86_400_123
         var hops: [Int] = []
         while left > 0 {
-            hops.append(WorkerSession.scheduleHop(milliseconds: left))
+            hops.append(DelayQueues.hop(milliseconds: left))
             left -= hops.last!
         }
         #expect(hops == [32_768_000, 32_768_000, 16_384_000, 4_096_000, 256_000, 128_000, 123])

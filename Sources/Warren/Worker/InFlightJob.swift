@@ -23,13 +23,18 @@ final class InFlightJob {
     let timeLimit: Duration?
     /// Its latest progress report, for `warren status --jobs`.
     var progress: (fraction: Double, message: String?)?
-    /// Whether it was executing when a worker died, and so runs with nothing beside it (``WorkerSession+Crashes``).
+    /// Whether it was executing when a worker died, and so runs with nothing beside it (``RunAloneGate``).
     var runsAlone = false
-    /// Whether its operation was given to its local queue, where it runs unless it is cancelled first, or waits in
-    /// ``WorkerSession/operationsToQueue`` to be.
+    /// Whether its operation was given to its local queue, where it runs unless it is cancelled first
+    /// (``LocalQueues``).
     var isQueued = false
+    /// The dependencies it still waits for, while it is parked (``DependencyGate``).
+    var waitingOn: Set<String>?
     /// The results of its dependencies gathered so far, by job id, while it is parked.
     var dependencyResults: [String: JobResult] = [:]
+
+    /// Whether it waits for its dependencies.
+    var isParked: Bool { waitingOn != nil }
 
     init(
         descriptor: OperationDescriptor, delivery: Delivery, generation: Int, queue: String, localQueue: String,
@@ -47,54 +52,33 @@ final class InFlightJob {
     }
 }
 
-/// What to do with a delivery once the broker confirmed every message published on its behalf.
+/// The jobs a worker holds, by job id: delivered and not yet settled with the broker.
 ///
 /// Thread safety: confined to the worker's broker thread.
-final class Settlement {
-    enum Action { case ack, requeue }
+final class InFlightJobs {
+    private var jobs: [String: InFlightJob] = [:]
 
-    /// A confirm a settlement waits for.
-    enum Confirm {
-        /// The broker's confirm of the publish with this number on the confirm channel.
-        case publish(UInt64)
-        /// The same, for the publish of the job's result to its reply queue or the results exchange.
-        case reply(UInt64)
-        /// The stream message that will store the result (``StoredResults``): counted once it is published, or
-        /// once it is confirmed while many earlier ones wait for their confirms (``SentBatches``).
-        case storedResults
+    subscript(jobID: String) -> InFlightJob? { jobs[jobID] }
+
+    var isEmpty: Bool { jobs.isEmpty }
+    var count: Int { jobs.count }
+    var ids: Dictionary<String, InFlightJob>.Keys { jobs.keys }
+    var all: Dictionary<String, InFlightJob>.Values { jobs.values }
+    /// The jobs by id, for components that look jobs up.
+    var byID: [String: InFlightJob] { jobs }
+
+    func insert(_ job: InFlightJob) {
+        jobs[job.descriptor.id] = job
     }
 
-    let deliveryTag: UInt64
-    /// The channel of the delivery: the jobs channel, or that of the broker's dead letters
-    /// (``WorkerSession/deadWatchChannel``).
-    let channel: UInt16
-    let action: Action
-    var unconfirmed: Int
-    /// Whether the broker refused a publish other than the result's: the job is held (a refused dead letter) or
-    /// requeued (a refused delayed copy).
-    var refused = false
-    /// The confirm number of the result's publish, and whether the broker refused that one.
-    var replyNumber: UInt64?
-    var replyRefused = false
-    /// The succeeded or cancelled result being confirmed, if any.
-    let result: JobResult?
-    /// The job's delivery, dead-lettered if the broker refuses its result; `nil` when the settlement dead-letters
-    /// the job already.
-    let delivery: Delivery?
-    /// The job's delivery and error when the settlement dead-letters it: a dead letter the broker refuses is
-    /// published again later, the job held meanwhile.
-    let deadLettered: (delivery: Delivery, error: JobError)?
+    /// Takes job `jobID` out, if it is held.
+    @discardableResult
+    func remove(_ jobID: String) -> InFlightJob? {
+        jobs.removeValue(forKey: jobID)
+    }
 
-    init(
-        deliveryTag: UInt64, channel: UInt16 = WorkerSession.jobsChannel, action: Action, unconfirmed: Int,
-        result: JobResult? = nil, delivery: Delivery? = nil, deadLettered: (delivery: Delivery, error: JobError)? = nil
-    ) {
-        self.deliveryTag = deliveryTag
-        self.channel = channel
-        self.deadLettered = deadLettered
-        self.action = action
-        self.unconfirmed = unconfirmed
-        self.result = result
-        self.delivery = delivery
+    /// Whether `job` is the one held under its id: not ended, and not replaced.
+    func holds(_ job: InFlightJob) -> Bool {
+        jobs[job.descriptor.id] === job
     }
 }

@@ -2,7 +2,7 @@ import AMQP
 import Foundation
 import Logging
 
-/// Losing the broker and finding it again.
+/// Setting up a connection, losing it and finding the broker again.
 ///
 /// When a connection dies, the broker requeues every delivery it had given this worker, and their tags die with
 /// it. Operations already running go on: a job is not thrown away because a socket closed. What they produce:
@@ -18,6 +18,59 @@ import Logging
 extension WorkerSession {
     /// Thrown when the worker is stopped while it waits for the broker at start.
     struct StoppedBeforeConnecting: Error {}
+
+    /// Works until stopped: serves the connection, and reconnects whenever it is lost.
+    func run() throws {
+        defer {
+            crashes.close()
+            dependencies.releaseAllFinishes()
+        }
+        do {
+            try setUp()
+        } catch let error as AMQPError
+            where error.isStreamStarting || worker.inherited != nil || error.code == .connectionLost
+            || error.replyCode == 320
+        {
+            // A stream queue just declared, here or by a worker starting beside this one, is not ready for a moment;
+            // a fresh copy of a recycled worker was set up a moment ago, and waits for its broker; a broker that
+            // blocks this connection (an alarm), stops answering or shuts down (320) is lost as it could be later.
+            connectionLost(error)
+            guard reconnect() else { return link.connection.close() }
+        } catch let error as AMQPError {
+            link.connection.close()
+            throw WarrenError(.broker, "cannot set up at \(link.connection.configuration.redactedURL): \(error)")
+        }
+        logStart()
+        while true {
+            do {
+                try serve()
+                break
+            } catch let error as AMQPError {
+                connectionLost(error)
+                guard reconnect() else { break }
+            }
+        }
+        link.connection.close()
+        worker.health.stopped()
+        metrics.brokerConnection(connected: false, blocked: false)
+        logger.info("worker stopped")
+    }
+
+    private func logStart() {
+        var started: Logger.Metadata = [
+            "broker": "\(link.connection.configuration.redactedURL)",
+            "queues": .array(configuration.queues.map { "\($0)" }), "prefetch": "\(consumers.basePrefetch)",
+            "localQueues": .array(localQueues.byName.values.map { "\($0.name)=\($0.width)" }.sorted().map { "\($0)" }),
+        ]
+        if !configuration.fleetRateLimits.isEmpty {
+            started["fleetRateLimits"] = .array(
+                configuration.fleetRateLimits.map { "\($0)=\($1)" }.sorted().map { "\($0)" })
+        }
+        announceConnected()
+        logger.info("worker started", metadata: started)
+        warnIfOverMemoryAtStart()
+        consumers.warnIfBelow(totalWidth: localQueues.totalWidth)
+    }
 
     /// Connects to the first broker address that answers. While none listens (a broker still starting), keeps trying
     /// with backoff for up to ``Worker/Configuration/brokerWaitAtStart``; a fresh copy of a recycled worker, whose
@@ -54,44 +107,91 @@ extension WorkerSession {
         return connection
     }
 
+    /// Sets up a new connection: declares what the worker publishes to, reads the control stream to its end, and
+    /// consumes the job queues, unless the worker stops or retires.
+    func setUp() throws {
+        consumers.reset()
+        dependencies.connectionLost()
+        try link.openPublishChannel()
+        try Topology.declareResults(on: link.connection, channel: BrokerLink.Channel.publish)
+        try detours.connected()
+        try Topology.declareProgress(on: link.connection, channel: BrokerLink.Channel.publish)
+        try link.connection.enableConfirms(channel: BrokerLink.Channel.publish)
+        try settlements.connected()
+        locks.connected()
+        try status.connected()
+        try admission.fleetRateLimits?.connected()
+        try consumeControl()
+        guard !stopIsPending || awaitsRedeliveries else { return }
+        if !lifecycle.isLeaving, !stopIsPending { try deadWatch.watch() }
+        try dependencies.connected()
+        try consumers.openJobsChannel()
+        guard !lifecycle.isStopping || awaitsRedeliveries else { return }
+        try consumers.declareJobQueues(heldJobs: dependencies.parkedCount)
+        if lifecycle.isLeaving, awaitsRedeliveries { lifecycle.awaitRedeliveries() }
+        try consumers.consumeActiveQueues()
+    }
+
+    /// Reads the control stream up to the marker this worker publishes, so that every cancellation sent before it
+    /// started is known before its first job arrives; then looks for dead workers' journals, which the reports read
+    /// meanwhile may have dealt with already.
+    private func consumeControl() throws {
+        try control.readToEnd(stopIsPending: { stopIsPending }, carryOut: carryOut)
+        if !consumers.pausedQueues.isEmpty {
+            logger.info(
+                "starting paused (a warren pause of the last day; warren resume takes it back)",
+                metadata: ["queues": .array(consumers.pausedQueues.sorted().map { "\($0)" })])
+        }
+        // A stop that came meanwhile is not held up by what follows, which a blocked connection makes wait.
+        guard !stopIsPending else { return }
+        try crashes.findDeadWorkers(publish: nil)
+        for report in crashes.unconfirmedReports { try publishControl(report) }
+    }
+
+    /// Publishes a control message (a crash report) on the publish channel.
+    func publishControl(_ message: ControlMessage) throws {
+        _ = try link.publish(
+            try message.encoded(), exchange: Topology.controlExchange, routingKey: "",
+            properties: MessageProperties(contentType: WireCoding.contentType, persistent: true))
+    }
+
+    /// Whether ``Worker/stop()`` was called and the broker thread has not handled it yet.
+    var stopIsPending: Bool {
+        worker.mailbox.contains(where: \.isStop)
+    }
+
+    /// Whether a worker that stops or retires consumes again after a reconnect: it waits, for a while, for the
+    /// broker's redeliveries of the jobs it still executes and of those whose results it kept, so that each ends
+    /// once, here.
+    var awaitsRedeliveries: Bool {
+        settlements.keepsResults || jobs.all.contains { $0.generation != link.generation }
+    }
+
     func connectionLost(_ error: AMQPError) {
         logger.warning(
             "lost the broker; reconnecting",
-            metadata: ["broker": "\(connection.configuration.redactedURL)", "error": "\(error)"])
-        connection.close()
-        lostToRefusal = error.code == .channelClosed || (error.code == .connectionClosed && error.replyCode != 320)
-        learnBrokerMaxMessageSize(from: error)
+            metadata: ["broker": "\(link.connection.configuration.redactedURL)", "error": "\(error)"])
+        link.connection.close()
+        backoff.lost(error)
+        link.learnMaxMessageSize(from: error)
         worker.health.disconnected(error)
         metrics.brokerConnection(connected: false, blocked: false)
-        // Whether the broker stored these results is unknown: keep them for the redelivery.
-        for settlement in unconfirmed.removeAll() + storedResults.clear() + sentBatches.channelLost() {
-            if let result = settlement.result { orphanResults.keep(result) }
-        }
-        jobConsumers = [:]
-        heldWhileAwaitingRedeliveries = []  // their deliveries died with the connection
+        settlements.connectionLost()
+        consumers.reset()
+        lifecycle.connectionLost()
         let lost = Cancellation(reason: "connectionLost", message: "the worker lost the connection the job came on")
-        for job in inFlight.values where !job.operation.hasStarted && !job.operation.isFinished {
+        for job in jobs.all where !job.operation.hasStarted && !job.operation.isFinished {
             job.operation.cancel(lost)
         }
     }
 
-    static let firstReconnectDelay = Duration.milliseconds(100)
-    /// How long a connection must have lived for its loss to start the backoff over.
-    static let steadyConnection = Duration.seconds(30)
-
     /// Reconnects with exponential backoff and jitter, trying each broker address in turn; meanwhile handles
     /// finished jobs and stop requests. Returns `false` when the worker stopped before it could reconnect.
-    ///
-    /// A connection the broker closed, refusing something the worker does once connected (publishing a result to an
-    /// exchange it may not write to), within ``steadyConnection`` of being made is not reopened at once: the
-    /// backoff goes on from the last wait, doubled, so that a refusal that repeats costs a reconnect every
-    /// ``Worker/Configuration/maxReconnectDelay``, not ten a second. A broker that went away (restarted, say) is
-    /// looked for again at once, however soon.
     func reconnect() -> Bool {
-        var delay = Self.firstReconnectDelay
+        var delay = ReconnectBackoff.firstDelay
         var waited = Duration.zero
-        if lostToRefusal, ContinuousClock.now - connectedAt < Self.steadyConnection {
-            waited = min(reconnectDelay * 2, configuration.maxReconnectDelay)
+        if let wait = backoff.firstWait {
+            waited = wait
             logger.warning(
                 "the connection was lost soon after it was made; waiting before reconnecting",
                 metadata: ["delayMs": "\(Int(waited / .milliseconds(1)))"])
@@ -103,21 +203,17 @@ extension WorkerSession {
             let broker = worker.brokers.configurations[attempt % worker.brokers.configurations.count]
             attempt += 1
             do {
-                let fresh = try AMQPConnection(configuration: broker)
-                connection = fresh
-                generation += 1
-                try declareAndConsume()
-                connectedAt = .now
-                reconnectDelay = max(waited, Self.firstReconnectDelay)
+                link.replace(with: try AMQPConnection(configuration: broker))
+                try setUp()
+                backoff.connected(afterWaiting: waited)
                 logger.info("reconnected", metadata: ["broker": "\(broker.redactedURL)", "attempts": "\(attempt)"])
                 metrics.reconnected()
                 announceConnected()
                 return true
             } catch {
-                connection.close()
+                link.connection.close()
                 worker.health.disconnected(error)
-                logger.warning(
-                    "cannot reconnect", metadata: ["broker": "\(broker.redactedURL)", "error": "\(error)"])
+                logger.warning("cannot reconnect", metadata: ["broker": "\(broker.redactedURL)", "error": "\(error)"])
             }
             let jittered = delay * Double.random(in: 0.75...1.25)
             guard waitWhileDisconnected(for: jittered) else { return false }
@@ -128,7 +224,7 @@ extension WorkerSession {
 
     /// Tells the worker's health and metrics that it is connected, queues declared and consumed.
     func announceConnected() {
-        worker.health.connected(to: connection.configuration.redactedURL)
+        worker.health.connected(to: link.connection.configuration.redactedURL)
         metrics.brokerConnection(connected: true, blocked: false)
     }
 
@@ -140,29 +236,28 @@ extension WorkerSession {
             for message in worker.mailbox.drain() {
                 switch message {
                 case .finished(let finished):
-                    if let job = inFlight.removeValue(forKey: finished.jobID) {
-                        aloneJobEnded(job)
-                        parked[finished.jobID] = nil  // the next connection's prefetch counts what is left
+                    if let job = jobs.remove(finished.jobID) {
+                        admission.runAlone.ended(job)
+                        dependencies.unpark(finished.jobID)  // the next connection's prefetch counts what is left
                         finishOrphan(job, finished)
                     }
-                    releaseFinish(of: finished.jobID)
+                    dependencies.releaseFinish(of: finished.jobID)
                 case .progress: break
-                case .started(let jobID): if let job = inFlight[jobID] { timeLimitedJobStarted(job) }
+                case .started(let jobID): if let job = jobs[jobID] { timers.started(job) }
                 case .stop: beginStop()
                 }
             }
-            enforceTimeLimits()
-            enforceDeadlines()
-            if let stopDeadline, ContinuousClock.now >= stopDeadline { cancelAll(reason: "shutdown") }
+            timers.enforce()
+            if lifecycle.graceIsOver { cancelAll(reason: "shutdown") }
             // Results kept for their jobs' redeliveries are worth a reconnect, for as long as a stop lets jobs finish
             // (`--grace`): past that, a broker still away would keep the worker from exiting for nothing.
-            let keepsResults = !orphanResults.isEmpty && stopDeadline.map { ContinuousClock.now < $0 } ?? true
-            if stopDeadline != nil && (inFlight.isEmpty || abandonsJobs) && !keepsResults {
+            let keepsResults = settlements.keepsResults && !lifecycle.graceIsOver
+            if lifecycle.isStopping && (jobs.isEmpty || abandonsJobs) && !keepsResults {
                 logJobsLeft()
                 return false
             }
             // A stop's deadlines end the wait too, not only the backoff's next try (up to 30 s later).
-            let wakeAt = [until, timeLimitCheckAt, nextDeadline(), stopDeadline, abandonDeadline].compactMap { $0 }
+            let wakeAt = [until, timers.nextWake, lifecycle.nextWake].compactMap { $0 }
                 .filter { $0 > ContinuousClock.now }.min() ?? until
             worker.mailbox.sleep {
                 let timeout = wakeAt - ContinuousClock.now
@@ -171,20 +266,6 @@ extension WorkerSession {
             }
         }
         return true
-    }
-
-    /// Forgets the results kept for redeliveries that did not come here in time (``OrphanResults/maxAge``): those
-    /// jobs were redelivered to another worker.
-    func forgetExpiredOrphanResults() {
-        guard !orphanResults.isEmpty else { return }
-        let expired = orphanResults.forgetExpired()
-        guard !expired.isEmpty else { return }
-        logger.info(
-            """
-            forgetting the results of jobs that ended after their delivery was lost: their redeliveries did not come \
-            here within \(orphanResults.maxAge.components.seconds) s; should one come, it runs its job again
-            """,
-            metadata: ["jobs": .array(expired.map { "\($0)" })])
     }
 
     /// A job whose delivery died ended (`job`, no longer in flight): keep its result for the redelivery (see the
@@ -196,10 +277,13 @@ extension WorkerSession {
         let kept: JobResult?
         switch finished.outcome {
         case .succeeded(let output):
-            kept = makeResult(job.descriptor, delivery: job.delivery, status: .succeeded, timings: timings, output: output)
+            kept = JobResult(
+                job.descriptor, delivery: job.delivery, workerID: configuration.workerID, status: .succeeded,
+                timings: timings, output: output)
         case .cancelled(let cancellation) where !Cancellation.requeueReasons.contains(cancellation.reason):
-            kept = makeResult(
-                job.descriptor, delivery: job.delivery, status: .cancelled, cancellation: cancellation, timings: timings)
+            kept = JobResult(
+                job.descriptor, delivery: job.delivery, workerID: configuration.workerID, status: .cancelled,
+                cancellation: cancellation, timings: timings)
         case .cancelled, .failed:
             kept = nil  // requeued or failed: the redelivery runs the job again
         }
@@ -209,52 +293,6 @@ extension WorkerSession {
             let then = kept == nil ? "its redelivery runs it again" : "keeping its result for the redelivery"
             job.operation.job.logger.info("job ended after its delivery was lost; \(then)")
         }
-        if let kept { orphanResults.keep(kept) }
-    }
-}
-
-/// Results of jobs whose delivery died with a connection, by job id, waiting for the broker to redeliver them.
-///
-/// Bounded: past ``capacity`` the oldest are forgotten, and so is any kept for longer than ``maxAge`` (the broker
-/// redelivers at once after a reconnect, to this worker or another; one not back by then went elsewhere). A
-/// forgotten job's redelivery, if it comes here after all, runs the job again.
-/// Thread safety: confined to the worker's broker thread.
-struct OrphanResults {
-    let capacity: Int
-    let maxAge: Duration
-    private var results: [String: (result: JobResult, keptAt: ContinuousClock.Instant)] = [:]
-    private var order: [String] = []
-
-    init(capacity: Int = 10_000, maxAge: Duration = .seconds(600)) {
-        self.capacity = capacity
-        self.maxAge = maxAge
-    }
-
-    mutating func keep(_ result: JobResult, at now: ContinuousClock.Instant = .now) {
-        if results.updateValue((result, now), forKey: result.jobID) == nil { order.append(result.jobID) }
-        if order.count > capacity {
-            results[order.removeFirst()] = nil
-        }
-    }
-
-    var isEmpty: Bool { results.isEmpty }
-
-    /// The ids of the jobs whose results are kept, oldest first.
-    var jobIDs: [String] { order }
-
-    mutating func take(_ jobID: String) -> JobResult? {
-        guard !results.isEmpty, let kept = results.removeValue(forKey: jobID) else { return nil }
-        order.removeAll { $0 == jobID }
-        return kept.result
-    }
-
-    /// Forgets the results kept for longer than ``maxAge``; returns their job ids.
-    mutating func forgetExpired(now: ContinuousClock.Instant = .now) -> [String] {
-        var expired: [String] = []
-        while let oldest = order.first, let kept = results[oldest], now - kept.keptAt >= maxAge {
-            expired.append(order.removeFirst())
-            results[oldest] = nil
-        }
-        return expired
+        if let kept { settlements.keepForRedelivery(kept) }
     }
 }

@@ -1,5 +1,6 @@
 import AMQP
 import Foundation
+import Logging
 
 /// Results for the jobs the broker dead-letters itself.
 ///
@@ -12,16 +13,44 @@ import Foundation
 /// acknowledges the copy once that is confirmed. The letter itself stays in `warren.dead`, for `warren dead list`
 /// and `warren dead requeue`. The copies of the letters workers make, which carry their reason in their headers,
 /// are acknowledged at once: those jobs have their results.
-extension WorkerSession {
+/// Thread safety: confined to the worker's broker thread.
+final class DeadLetterWatch {
+    private let link: BrokerLink
+    private let settlements: Settlements
+    private let locks: UniqueLockReleaser
+    private let logger: Logger
+    private let quorumQueues: Bool
+    private let maxMessageBytes: Int
+    private let workerID: String
+    /// The consumer of ``Topology/deadWatchQueue`` on this connection, while there is one.
+    private(set) var consumer: String?
+
+    /// How many copies a worker holds at once.
+    static let prefetch: UInt16 = 20
+
+    init(
+        link: BrokerLink, settlements: Settlements, locks: UniqueLockReleaser, configuration: Worker.Configuration,
+        logger: Logger
+    ) {
+        self.link = link
+        self.settlements = settlements
+        self.locks = locks
+        self.logger = logger
+        quorumQueues = configuration.quorumQueues
+        maxMessageBytes = configuration.maxMessageBytes
+        workerID = configuration.workerID
+    }
+
     /// Declares and consumes ``Topology/deadWatchQueue``; without it (its cluster node is down, or the broker
     /// refuses it), the worker goes on, with a warning.
-    func watchDeadLetters() throws {
-        deadWatchConsumer = nil
+    func watch() throws {
+        consumer = nil
+        let connection = link.connection
         do {
-            try connection.openChannel(Self.deadWatchChannel)
+            try connection.openChannel(BrokerLink.Channel.deadWatch)
             guard
                 try Topology.declareDeadLetterWatch(
-                    quorum: configuration.quorumQueues, on: connection, channel: Self.deadWatchChannel)
+                    quorum: quorumQueues, on: connection, channel: BrokerLink.Channel.deadWatch)
             else {
                 return logger.warning(
                     """
@@ -30,8 +59,8 @@ extension WorkerSession {
                     """,
                     metadata: ["queue": "\(Topology.deadWatchQueue)"])
             }
-            try connection.qos(prefetchCount: Self.deadWatchPrefetch, channel: Self.deadWatchChannel)
-            deadWatchConsumer = try connection.consume(Topology.deadWatchQueue, channel: Self.deadWatchChannel)
+            try connection.qos(prefetchCount: Self.prefetch, channel: BrokerLink.Channel.deadWatch)
+            consumer = try connection.consume(Topology.deadWatchQueue, channel: BrokerLink.Channel.deadWatch)
         } catch let error as AMQPError where error.code == .channelClosed {
             // A refusal (no configure or read permission on the queue, say) closes only the channel it came on.
             logger.warning(
@@ -40,21 +69,18 @@ extension WorkerSession {
         }
     }
 
-    /// How many copies a worker holds at once.
-    static let deadWatchPrefetch: UInt16 = 20
-
     /// Stops taking copies, as the worker stops or retires: those the broker sent already still come and are
     /// handled; those not settled when the connection closes go back to the queue.
-    func stopWatchingDeadLetters() throws {
-        guard let tag = deadWatchConsumer else { return }
-        deadWatchConsumer = nil
-        try connection.cancelConsumer(tag, channel: Self.deadWatchChannel, awaitingReply: false)
+    func stopWatching() throws {
+        guard let tag = consumer else { return }
+        consumer = nil
+        try link.connection.cancelConsumer(tag, channel: BrokerLink.Channel.deadWatch, awaitingReply: false)
     }
 
     /// The broker cancelled the consumer of the copies (their queue was deleted, or its cluster node went down):
     /// the worker goes on without it until it next connects.
-    func deadWatchCancelled() {
-        deadWatchConsumer = nil
+    func cancelled() {
+        consumer = nil
         logger.warning(
             """
             the broker cancelled the consumer of dead letters' copies (was the queue deleted, or its node lost?): \
@@ -67,17 +93,17 @@ extension WorkerSession {
     /// by its headers first: the copies of workers' own letters, and of messages of Warren's own queues (a unique
     /// job's lock, a fleet-wide rate limit's turn, which a catch-all `dead-letter-exchange` policy sends to
     /// `warren.dead` as they expire: they are no jobs), are acknowledged without reading their bodies.
-    func handleWatchedLetter(_ delivery: Delivery) throws {
+    func handle(_ delivery: Delivery) throws {
         guard let (reason, queue) = DeadLetter.brokerDeath(of: delivery.properties),
             !(queue.map(Topology.isOwnQueue) ?? false)
-        else { return try connection.ack(delivery.deliveryTag, channel: Self.deadWatchChannel) }
+        else { return try link.connection.ack(delivery.deliveryTag, channel: BrokerLink.Channel.deadWatch) }
         // An oversized body is not read, as a job's is not.
-        let letter = DeadLetter(delivery, readingBody: delivery.body.count <= configuration.maxMessageBytes)
+        let letter = DeadLetter(delivery, readingBody: delivery.body.count <= maxMessageBytes)
         guard let jobID = letter.jobID else {
             logger.warning(
                 "the broker dead-lettered a message that names no job: no result for it",
                 metadata: ["reason": "\(reason)", "queue": "\(queue ?? "-")"])
-            return try connection.ack(delivery.deliveryTag, channel: Self.deadWatchChannel)
+            return try link.connection.ack(delivery.deliveryTag, channel: BrokerLink.Channel.deadWatch)
         }
         let error = JobError(
             code: "brokerDeadLettered",
@@ -86,26 +112,15 @@ extension WorkerSession {
         let salvaged = letter.salvaged
         let result = JobResult(
             jobID: jobID, type: letter.type, sequence: salvaged.sequence ?? 0, key: salvaged.key, status: .failed,
-            error: error, attempt: Self.sentAttempt(of: delivery), redelivered: reason == "delivery_limit",
-            requeuedAt: Self.requeuedAt(of: delivery), workerID: configuration.workerID,
-            timings: JobTimings(finishedAt: Date()))
+            error: error, attempt: delivery.sentAttempt, redelivered: reason == "delivery_limit",
+            requeuedAt: delivery.requeuedAt, workerID: workerID, timings: JobTimings(finishedAt: Date()))
         logger.warning(
             "the broker dead-lettered a job; publishing its failed result",
             metadata: ["job": "\(jobID)", "reason": "\(reason)", "queue": "\(queue ?? "-")"])
-        try release(HeldLock(salvaged))
-        let confirms = try publishResult(result, replyTo: delivery.replyQueue)
-        try settle(delivery.deliveryTag, action: .ack, after: confirms, channel: Self.deadWatchChannel)
-    }
-
-    /// Acknowledges a copy whose job's result the broker confirmed; one whose result it refused is acknowledged too,
-    /// with an error: the letter stays in `warren.dead`, and `warren dead requeue` runs the job again. (A result
-    /// batch the results stream refused is appended again, as for any job.)
-    func settleWatchedLetter(_ settlement: Settlement) throws {
-        if settlement.replyRefused {
-            logger.error(
-                "the broker refused the failed result of a job it dead-lettered itself; its letter stays in warren.dead")
-        }
-        try connection.ack(settlement.deliveryTag, channel: Self.deadWatchChannel)
+        try locks.release(HeldLock(salvaged))
+        let confirms = try settlements.publish(result, replyTo: delivery.replyQueue)
+        try settlements.settle(
+            delivery.deliveryTag, action: .ack, after: confirms, channel: BrokerLink.Channel.deadWatch)
     }
 
     /// What RabbitMQ's dead-lettering `reason` means for a job.

@@ -1,0 +1,87 @@
+import AMQP
+import Foundation
+import Logging
+
+/// The worker's connection to the broker: the channels it opens, the confirm numbers of its publish channel, and
+/// what the broker told of itself (its largest message, whether it blocks the connection).
+///
+/// The session replaces the connection after a reconnect; components that talk to the broker reach it here, on
+/// the broker thread, and nowhere else.
+/// Thread safety: confined to the worker's broker thread.
+final class BrokerLink {
+    /// The channels of a worker's connection, each with one use.
+    enum Channel {
+        static let jobs: UInt16 = 1
+        /// The confirm channel for results, dead letters, delayed copies, progress and control messages.
+        static let publish: UInt16 = 2
+        static let control: UInt16 = 3
+        /// The consumer that reads the `warren.results` stream for dependencies.
+        static let results: UInt16 = 4
+        /// The confirm channel that appends result batches to the `warren.results` stream.
+        static let store: UInt16 = 5
+        /// The consumers that read single messages of the results stream.
+        static let fetch: UInt16 = 6
+        /// Releases unique jobs' locks; opened when first needed.
+        static let lock: UInt16 = 7
+        /// Asks for turns under fleet-wide rate limits.
+        static let rate: UInt16 = 8
+        /// Consumes the copies of dead letters.
+        static let deadWatch: UInt16 = 9
+        /// Status replies.
+        static let status: UInt16 = 10
+    }
+
+    private(set) var connection: AMQPConnection
+    /// Counts connections: a delivery tag is valid only on the connection of its generation.
+    private(set) var generation = 1
+    /// Publishes on ``Channel/publish`` since it opened: the confirm number of the last one.
+    private var publishCount: UInt64 = 0
+    /// The largest message body the broker takes: RabbitMQ's default `max_message_size`, until the broker refuses a
+    /// larger one and tells its own.
+    private(set) var maxMessageBytes = 128 << 20
+    /// Why the broker blocks this connection, while it does (`connection.blocked`).
+    var blockedReason: String?
+    private let logger: Logger
+
+    init(connection: AMQPConnection, logger: Logger) {
+        self.connection = connection
+        self.logger = logger
+    }
+
+    /// Takes a new connection in place of the lost one.
+    func replace(with connection: AMQPConnection) {
+        self.connection = connection
+        generation += 1
+    }
+
+    /// Opens the publish channel of a new connection, whose confirm numbers start again at 1.
+    func openPublishChannel() throws {
+        publishCount = 0
+        blockedReason = nil
+        try connection.openChannel(Channel.publish)
+    }
+
+    /// Publishes on the confirm channel and returns the publish's confirm number.
+    func publish(
+        _ body: [UInt8], exchange: String, routingKey: String, properties: MessageProperties
+    ) throws -> UInt64 {
+        try connection.publish(
+            body, exchange: exchange, routingKey: routingKey, properties: properties, channel: Channel.publish)
+        publishCount += 1
+        return publishCount
+    }
+
+    /// Takes in the broker's largest message, when `error` is its refusal of a larger one; whether it is smaller
+    /// than what the worker knew.
+    @discardableResult
+    func learnMaxMessageSize(from error: AMQPError) -> Bool {
+        guard let limit = error.brokerMaxMessageSize, limit < maxMessageBytes, limit > 0 else { return false }
+        maxMessageBytes = limit
+        logger.warning(
+            """
+            the broker takes messages of at most \(limit) bytes (max_message_size): results, result batches and \
+            status replies are kept under it; a job whose result is larger fails (resultTooLarge)
+            """)
+        return true
+    }
+}
