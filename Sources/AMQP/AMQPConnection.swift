@@ -36,6 +36,15 @@ public final class AMQPConnection {
         }
     }
 
+    /// A connection that never opens: every call throws ``AMQPError/Code/closed``. For unit tests of code that
+    /// holds a connection and must not reach a broker.
+    package init(unconnected configuration: AMQPConfiguration) {
+        self.configuration = configuration
+        state = amqp_new_connection()
+        isOpen = false
+        amqp_destroy_connection(state)
+    }
+
     deinit {
         close()
     }

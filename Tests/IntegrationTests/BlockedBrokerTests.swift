@@ -22,7 +22,8 @@ extension Integration {
             let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "2", "--grace", "1"])
             defer { worker.terminate() }
             let producer = try Producer.forTests()
-            let short = try producer.enqueue(JobRequest(type: "sleep", input: ["seconds": 1], queue: queue))
+            // Long enough to end after the alarm is on, however long rabbitmqctl takes to start on a loaded machine.
+            let short = try producer.enqueue(JobRequest(type: "sleep", input: ["seconds": 10], queue: queue))
             let long = try producer.enqueue(JobRequest(type: "sleep", input: ["seconds": 60], queue: queue))
             try worker.waitForStart(of: short.id)
             try worker.waitForStart(of: long.id)

@@ -52,7 +52,9 @@ final class WorkerSession {
         metrics.brokerConnection(connected: false, blocked: false)
         let connection = try Self.connect(worker, logger: logger)
         link = BrokerLink(connection: connection, logger: logger)
-        crashes = CrashWatch(configuration: configuration, connection: connection, logger: logger, metrics: metrics)
+        crashes = CrashWatch(
+            configuration: configuration, broker: CrashWatch.brokerIdentity(of: connection), logger: logger,
+            metrics: metrics)
         intake = JobIntake(configuration: configuration, registry: worker.registry, logger: logger)
         lifecycle = Lifecycle(configuration: configuration)
         settlements = Settlements(link: link, logger: logger, metrics: metrics)

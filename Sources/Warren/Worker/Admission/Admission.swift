@@ -48,7 +48,7 @@ final class Admission: WakesTheLoop {
     /// Jobs that were executing when a worker died wait to run alone.
     let runAlone: RunAloneGate
     /// The gates in the order jobs pass them.
-    private let gates: [any AdmissionGate]
+    private let chain: GateChain
 
     /// Makes the gates `configuration` asks for.
     init(
@@ -67,7 +67,7 @@ final class Admission: WakesTheLoop {
         runAlone = RunAloneGate(jobs: jobs, localQueues: localQueues, crashes: crashes, metrics: metrics)
         let quota = configuration.maxJobs.map { JobQuotaGate(lifecycle: lifecycle, maxJobs: $0) }
         let ordered: [(any AdmissionGate)?] = [dependencies, fleetRateLimits, quota, rateLimits, runAlone]
-        gates = ordered.compactMap { $0 }
+        chain = GateChain(gates: ordered.compactMap { $0 })
     }
 
     /// When a rate limit's turn comes next.
@@ -77,16 +77,34 @@ final class Admission: WakesTheLoop {
 
     /// Takes `job` through the gates from the first.
     func admit(_ job: InFlightJob) throws -> Outcome {
-        try admit(job, from: 0)
+        try chain.admit(job)
     }
 
     /// The jobs the gates let go since the last call, each taken through the gates after the one that held it,
     /// with where it ended. Jobs that a later gate holds again are not listed.
     func takeReleased() throws -> [(InFlightJob, Outcome)] {
-        var ended: [(InFlightJob, Outcome)] = []
+        try chain.takeReleased()
+    }
+}
+
+/// Gates in the order jobs pass them.
+///
+/// Thread safety: confined to the worker's broker thread.
+struct GateChain {
+    let gates: [any AdmissionGate]
+
+    /// Takes `job` through the gates from the first.
+    func admit(_ job: InFlightJob) throws -> Admission.Outcome {
+        try admit(job, from: 0)
+    }
+
+    /// The jobs the gates let go since the last call, each taken through the gates after the one that held it,
+    /// with where it ended. Jobs that a later gate holds again are not listed.
+    func takeReleased() throws -> [(InFlightJob, Admission.Outcome)] {
+        var ended: [(InFlightJob, Admission.Outcome)] = []
         for (index, gate) in gates.enumerated() {
             for (job, verdict) in gate.takeReleased() {
-                let outcome = try verdict.isPass ? admit(job, from: index + 1) : Outcome(verdict)
+                let outcome = try verdict.isPass ? admit(job, from: index + 1) : Admission.Outcome(verdict)
                 if case .held = outcome { continue }
                 ended.append((job, outcome))
             }
@@ -94,10 +112,10 @@ final class Admission: WakesTheLoop {
         return ended
     }
 
-    private func admit(_ job: InFlightJob, from first: Int) throws -> Outcome {
+    private func admit(_ job: InFlightJob, from first: Int) throws -> Admission.Outcome {
         for gate in gates[first...] {
             let verdict = try gate.admit(job)
-            if !verdict.isPass { return Outcome(verdict) }
+            if !verdict.isPass { return Admission.Outcome(verdict) }
         }
         return .queue
     }

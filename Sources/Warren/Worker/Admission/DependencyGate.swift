@@ -18,8 +18,8 @@ final class DependencyGate: AdmissionGate {
     private let reader: ResultsStreamReader
     private let maxParkedJobs: Int
     private let logger: Logger
-    /// The jobs parked here, by id; each job's `waitingOn` says what it waits for.
-    private var parked: [String: InFlightJob] = [:]
+    /// The jobs parked here.
+    private var parked = ParkedJobs()
     /// When to look next for jobs parked too long (``takeLongParked()``).
     private var longParkedCheckAt = ContinuousClock.now
     /// The operations of jobs that jobs parked here wait for, by job id, whose finish is held until their end is
@@ -52,7 +52,7 @@ final class DependencyGate: AdmissionGate {
 
     /// The dependencies job `jobID` still waits for, if it is parked.
     func waitingOn(_ jobID: String) -> Set<String>? {
-        parked[jobID]?.waitingOn
+        parked.waitingOn(jobID)
     }
 
     // MARK: - The gate
@@ -65,12 +65,11 @@ final class DependencyGate: AdmissionGate {
         // Jobs learn of their dependencies' ends from the stream, also those that go round through the broker.
         try reader.start()
         // A job that closes a cycle with jobs parked here is refused, whether or not there is room to park it.
-        job.waitingOn = Set(dependencies)
-        parked[job.descriptor.id] = job
-        if let cycle = cycle(from: job.descriptor.id) {
+        parked.park(job, waitingOn: Set(dependencies))
+        if let cycle = parked.cycle(from: job.descriptor.id) {
             let error = Self.cycleError("dependency cycle: \(cycle.joined(separator: " -> "))")
             for id in Set(cycle) {
-                guard let member = unpark(id), member !== job else { continue }
+                guard let member = parked.unpark(id), member !== job else { continue }
                 released.append((member, .reject(error)))
             }
             return .reject(error)
@@ -81,7 +80,7 @@ final class DependencyGate: AdmissionGate {
         let ready = dependencies.allSatisfy { finishedJobs[$0] != nil }
         let expired = job.descriptor.deadline.map { $0 <= Date() } ?? false
         guard parked.count <= maxParkedJobs || ready || expired else {
-            unpark(job.descriptor.id)
+            parked.unpark(job.descriptor.id)
             job.operation.job.debug(
                 "parking through the broker: as many jobs are parked here as the worker may hold",
                 metadata: ["maxParkedJobs": "\(maxParkedJobs)"])
@@ -119,24 +118,7 @@ final class DependencyGate: AdmissionGate {
     /// Takes job `jobID` off the parked ones; the job, if it was parked.
     @discardableResult
     func unpark(_ jobID: String) -> InFlightJob? {
-        guard !parked.isEmpty, let job = parked.removeValue(forKey: jobID) else { return nil }
-        job.waitingOn = nil
-        return job
-    }
-
-    /// A cycle through `start` among the jobs parked here, if there is one.
-    private func cycle(from start: String) -> [String]? {
-        var path: [String] = []
-        var visited: Set<String> = []
-        func visit(_ id: String) -> [String]? {
-            if id == start && !path.isEmpty { return path + [start] }
-            guard visited.insert(id).inserted, let waitingOn = parked[id]?.waitingOn else { return nil }
-            path.append(id)
-            for next in waitingOn.sorted() { if let cycle = visit(next) { return cycle } }
-            path.removeLast()
-            return nil
-        }
-        return visit(start)
+        parked.unpark(jobID)
     }
 
     /// Takes the jobs parked for ``parkedLifetime`` off the parked ones, to send round through the broker, as a
@@ -144,10 +126,8 @@ final class DependencyGate: AdmissionGate {
     func takeLongParked() -> [InFlightJob] {
         guard !parked.isEmpty, ContinuousClock.now >= longParkedCheckAt else { return [] }
         longParkedCheckAt = .now + .seconds(10)
-        let parkedBefore = Date().addingTimeInterval(-Self.parkedLifetime)
-        let long = parked.values.filter { $0.receivedAt < parkedBefore }
+        let long = parked.unpark(receivedBefore: Date().addingTimeInterval(-Self.parkedLifetime))
         for job in long {
-            unpark(job.descriptor.id)
             job.operation.job.debug(
                 "parked for 10 minutes: going round through the broker, before its consumer_timeout takes the delivery")
         }
@@ -241,19 +221,9 @@ final class DependencyGate: AdmissionGate {
     /// Hands the parked jobs waiting for `jobID` its `result` (none when it cannot be read), and releases those
     /// that wait for nothing more.
     private func resolved(_ jobID: String, result: JobResult?) {
-        var ready: [InFlightJob] = []
-        for job in parked.values where job.waitingOn?.contains(jobID) == true {
-            guard jobs.holds(job) else {
-                unpark(job.descriptor.id)
-                continue
-            }
-            if let result { job.dependencyResults[jobID] = result }
-            job.waitingOn?.remove(jobID)
-            if job.waitingOn?.isEmpty == true { ready.append(job) }
-        }
-        for job in ready.sorted(by: { $0.receivedAt < $1.receivedAt }) {
-            unpark(job.descriptor.id)
-            if release(job) { released.append((job, .pass)) }
+        guard !parked.isEmpty else { return }
+        for job in parked.resolve(jobID, result: result, isHeld: jobs.holds) where release(job) {
+            released.append((job, .pass))
         }
     }
 

@@ -32,16 +32,12 @@ final class CrashWatch {
     /// Jobs that were executing when workers died, from the control stream.
     private var tally = CrashTally()
 
-    /// Opens this worker's crash journal, for the broker `connection` leads to.
-    init(configuration: Worker.Configuration, connection: AMQPConnection, logger: Logger, metrics: WorkerMetrics) {
+    /// Opens this worker's crash journal, for the broker `broker` names (``brokerIdentity(of:)``).
+    init(configuration: Worker.Configuration, broker: String, logger: Logger, metrics: WorkerMetrics) {
         self.logger = logger
         self.metrics = metrics
+        self.broker = broker
         directory = configuration.crashJournalDirectory
-        let clusterName =
-            connection.serverProperties["cluster_name"]?.stringValue
-            ?? "\(connection.configuration.host):\(connection.configuration.port)"
-        broker = CrashJournal.brokerIdentity(
-            clusterName: clusterName, virtualHost: connection.configuration.virtualHost)
         guard let directory else {
             journal = nil
             return
@@ -56,6 +52,14 @@ final class CrashWatch {
                 metadata: ["error": "\(error)"])
             journal = nil
         }
+    }
+
+    /// How journals name the broker `connection` leads to: its cluster, and the virtual host.
+    static func brokerIdentity(of connection: AMQPConnection) -> String {
+        let clusterName =
+            connection.serverProperties["cluster_name"]?.stringValue
+            ?? "\(connection.configuration.host):\(connection.configuration.port)"
+        return CrashJournal.brokerIdentity(clusterName: clusterName, virtualHost: connection.configuration.virtualHost)
     }
 
     /// Takes the journals of this broker's workers that died beside this one, counts their deaths and reports them
