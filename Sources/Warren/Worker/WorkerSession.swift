@@ -19,11 +19,12 @@ final class WorkerSession {
     let link: BrokerLink
     /// The jobs held, from their delivery until they are settled.
     let jobs = InFlightJobs()
-    var intake: JobIntake
+    let intake: JobIntake
     let crashes: CrashWatch
     let admission: Admission
     let localQueues: LocalQueues
     let settlements: Settlements
+    let endings: JobEndings
     let detours: Detours
     let locks: UniqueLockReleaser
     let consumers: ConsumerControl
@@ -67,6 +68,9 @@ final class WorkerSession {
         detours = Detours(
             link: link, settlements: settlements, locks: locks, consumers: consumers, metrics: metrics,
             configuration: configuration, logger: logger)
+        endings = JobEndings(
+            link: link, settlements: settlements, locks: locks, detours: detours, intake: intake,
+            workerID: configuration.workerID, logger: logger)
         deadWatch = DeadLetterWatch(
             link: link, settlements: settlements, locks: locks, configuration: configuration, logger: logger)
         admission = Admission(
@@ -81,13 +85,13 @@ final class WorkerSession {
                 dependencies: admission.dependencies),
             configuration: configuration, registry: worker.registry, metrics: metrics)
         backoff = ReconnectBackoff(maxDelay: configuration.maxReconnectDelay)
-        settlements.delegate = self
+        settlements.delegate = endings
         settlements.resultPublished = { [status, admission] result in
             status.count(result)
             admission.dependencies.ended(result)
         }
-        detours.delays.endIfCancelled = { [unowned self] in try endIfCancelled($0, from: $1) }
-        if let inherited = worker.inherited { admission.rateLimits?.keep(turns: inherited.rateLimitTurns) }
+        detours.delays.endIfCancelled = { [endings] in try endings.endIfCancelled($0, from: $1) }
+        if let handover = configuration.takingOver { admission.rateLimits?.keep(turns: handover.rateLimitTurns) }
     }
 
     // MARK: - The loop
@@ -269,7 +273,7 @@ final class WorkerSession {
         do {
             descriptor = try intake.decode(delivery)
         } catch let error as JobError {
-            return try refuse(delivery, error: error, receivedAt: receivedAt)
+            return try endings.refuse(delivery, error: error, receivedAt: receivedAt)
         }
         timers.arrived(descriptor)
         let running = jobs[descriptor.id]
@@ -280,13 +284,13 @@ final class WorkerSession {
             return consumers.consumerLimitsMayFallShort()
         }
         if let result = settlements.takeKeptResult(of: descriptor.id) {
-            return try end(delivery, with: result, lock: HeldLock(descriptor))
+            return try endings.end(delivery, with: result, lock: HeldLock(descriptor))
         }
         if lifecycle.isLeaving { return try sendBackWhileLeaving(delivery) }
         let queue = consumers.queue(of: delivery)
         consumers.delivered(from: queue)
         if let cancellation = intake.cancellation(of: descriptor, queue: queue) {
-            return try endCancelled(delivery, descriptor, cancellation, receivedAt: receivedAt)
+            return try endings.endCancelled(delivery, descriptor, cancellation, receivedAt: receivedAt)
         }
         if delivery.redelivered { try crashes.findDeadWorkers(afterRedelivery: true, publish: publishControl) }
         let deaths = crashes.deaths(of: descriptor, delivery)
@@ -294,7 +298,7 @@ final class WorkerSession {
             on: descriptor, delivery: delivery, receivedAt: receivedAt, deaths: deaths, isHeld: running != nil)
         {
         case .refuse(let error, let reply, let releasesLock):
-            try refuse(
+            try endings.refuse(
                 delivery, error: error, receivedAt: receivedAt, descriptor: descriptor, reply: reply,
                 releasesLock: releasesLock)
         case .postpone(let notBefore):
@@ -302,7 +306,7 @@ final class WorkerSession {
                 let never = Cancellation(
                     reason: "deadline",
                     message: "the job's deadline is not after the time it may start: it could never start")
-                return try endCancelled(delivery, descriptor, never, receivedAt: receivedAt)
+                return try endings.endCancelled(delivery, descriptor, never, receivedAt: receivedAt)
             }
             try detours.delays.postpone(delivery, descriptor, until: notBefore, from: queue, receivedAt: receivedAt)
         case .run(let registered):
@@ -346,8 +350,7 @@ final class WorkerSession {
             break
         case .reject(let error):
             jobs.remove(job.descriptor.id)
-            try refuse(
-                job.delivery, error: error, receivedAt: job.receivedAt, descriptor: job.descriptor)
+            try endings.refuse(job.delivery, error: error, receivedAt: job.receivedAt, descriptor: job.descriptor)
         case .sendRound:
             try sendRound(job)
         }
@@ -364,7 +367,7 @@ final class WorkerSession {
         jobs.remove(finished.jobID)
         admission.runAlone.ended(job)
         dependencies.unpark(finished.jobID)
-        guard job.generation == link.generation else { return finishOrphan(job, finished) }
+        guard job.generation == link.generation else { return endings.endOrphan(job, finished) }
         consumers.left(job)
         let timings = JobTimings(
             enqueuedAt: job.descriptor.createdAt, receivedAt: job.receivedAt, startedAt: finished.startedAt,
@@ -374,9 +377,9 @@ final class WorkerSession {
         case .cancelled(let cancellation) where Cancellation.requeueReasons.contains(cancellation.reason):
             return try settlements.nack(job.delivery.deliveryTag, requeue: true)
         case .cancelled(let cancellation):
-            result = self.result(job, .cancelled, cancellation: cancellation, timings: timings)
+            result = endings.result(job, .cancelled, cancellation: cancellation, timings: timings)
         case .succeeded(let output):
-            result = self.result(job, .succeeded, timings: timings, output: output)
+            result = endings.result(job, .succeeded, timings: timings, output: output)
         case .failed(let error):
             if let wait = DelayQueues.retryWait(for: job, after: error) {
                 job.operation.job.logger.info(
@@ -385,89 +388,9 @@ final class WorkerSession {
                 return try detours.delays.retry(job.delivery, from: job.queue, attempt: job.attempt, after: wait)
             }
             job.operation.job.logger.warning("job failed", metadata: ["error": "\(error)"])
-            let failed = self.result(job, .failed, timings: timings, error: error)
-            return try detours.deadLetters.deadLetterJob(
-                job.delivery, error: error, result: failed, lock: HeldLock(job.descriptor))
+            return try endings.fail(job, error: error, result: endings.result(job, .failed, timings: timings, error: error))
         }
-        try end(job.delivery, with: result, lock: HeldLock(job.descriptor))
-    }
-
-    /// Releases `lock`, the job's unique lock if it holds one, then publishes a succeeded or cancelled `result` and
-    /// acks `delivery` once the broker confirmed it. When the connection fails first, the result is kept for the
-    /// redelivery. A result larger than the broker takes fails the job instead.
-    func end(_ delivery: Delivery, with result: JobResult, lock: HeldLock?) throws {
-        let body = try result.encoded()
-        guard body.count <= settlements.maxResultBytes else {
-            return try endTooLarge(delivery, result, size: body.count, lock: lock)
-        }
-        let confirms: [Settlement.Confirm]
-        do {
-            try locks.release(lock)
-            confirms = try settlements.publish(result, body: body, replyTo: delivery.replyQueue)
-        } catch {
-            settlements.keepForRedelivery(result)
-            throw error
-        }
-        try settlements.settle(delivery.deliveryTag, action: .ack, after: confirms, result: result, delivery: delivery)
-    }
-
-    /// Ends the job of `delivery` `cancelled` before it ran.
-    private func endCancelled(
-        _ delivery: Delivery, _ descriptor: OperationDescriptor, _ cancellation: Cancellation, receivedAt: Date
-    ) throws {
-        let timings = JobTimings(enqueuedAt: descriptor.createdAt, receivedAt: receivedAt, finishedAt: Date())
-        let result = JobResult(
-            descriptor, delivery: delivery, workerID: configuration.workerID, status: .cancelled,
-            cancellation: cancellation, timings: timings)
-        try end(delivery, with: result, lock: HeldLock(descriptor))
-    }
-
-    /// Ends the job of `delivery`, held while it waited to go to a delay queue, `cancelled` if a cancellation
-    /// covers it; whether it did.
-    private func endIfCancelled(_ delivery: Delivery, from queue: String) throws -> Bool {
-        guard let descriptor = try? intake.decode(delivery),
-            let cancellation = intake.cancellation(of: descriptor, queue: queue)
-        else { return false }
-        try endCancelled(delivery, descriptor, cancellation, receivedAt: Date())
-        return true
-    }
-
-    /// Fails a job whose `result` (`size` bytes encoded) is larger than the broker takes: it is dead-lettered with
-    /// reason `resultTooLarge`, and a failed result goes out in its place. Running it again would make the same
-    /// result.
-    private func endTooLarge(_ delivery: Delivery, _ result: JobResult, size: Int, lock: HeldLock?) throws {
-        let error = JobError(
-            code: "resultTooLarge",
-            message: "the job's result is \(size) bytes; the broker takes messages of at most "
-                + "\(link.maxMessageBytes) bytes (its max_message_size)")
-        logger.error(
-            "dead-lettering a job whose result is larger than the broker takes",
-            metadata: ["job": "\(result.jobID)", "error": "\(error)"])
-        var failed = result
-        (failed.status, failed.output, failed.cancellation, failed.error) = (.failed, nil, nil, error)
-        try detours.deadLetters.deadLetterJob(delivery, error: error, result: failed, lock: lock)
-    }
-
-    /// Dead-letters a job that can never run, and replies with a `failed` result when its id is known; first
-    /// releases its unique lock, if it holds one, unless `releasesLock` is `false`.
-    private func refuse(
-        _ delivery: Delivery, error: JobError, receivedAt: Date, descriptor: OperationDescriptor? = nil,
-        reply: Bool = true, releasesLock: Bool = true
-    ) throws {
-        let (result, lock) = intake.refusal(
-            of: delivery, error: error, receivedAt: receivedAt, descriptor: descriptor, reply: reply,
-            releasesLock: releasesLock)
-        try detours.deadLetters.deadLetterJob(delivery, error: error, result: result, lock: lock)
-    }
-
-    /// The result of `job` as this worker ends it.
-    private func result(
-        _ job: InFlightJob, _ status: JobStatus, cancellation: Cancellation? = nil, timings: JobTimings,
-        output: JSONValue? = nil, error: JobError? = nil
-    ) -> JobResult {
-        JobResult(
-            job.descriptor, delivery: job.delivery, workerID: configuration.workerID, status: status,
-            cancellation: cancellation, timings: timings, output: output, error: error)
+        try endings.end(job.delivery, with: result, lock: HeldLock(job.descriptor))
     }
 
     /// Runs `body`, which handles one job message; a failure of librabbitmq to encode what it publishes for that
@@ -494,40 +417,5 @@ final class WorkerSession {
     /// reach).
     private func updatePrefetch() throws {
         try consumers.updatePrefetch(heldJobs: dependencies.parkedCount + detours.held.count)
-    }
-}
-
-extension WorkerSession: SettlementsDelegate {
-    func refused(_ refusal: Settlements.Refusal) throws {
-        switch refusal {
-        case .deadLetter(let delivery, let error):
-            detours.deadLetters.letterRefused(delivery, error: error)
-        case .delayedCopy(let deliveryTag):
-            logger.error(
-                """
-                the broker refused a job's delayed copy (is the delay queue full, with x-overflow reject-publish?); \
-                requeueing the job in \(HeldDeliveries.retryDelay.components.seconds) s so it runs again
-                """)
-            detours.held.requeueLater(deliveryTag)
-        case .result(let settlement):
-            try resultRefused(settlement)
-        }
-    }
-
-    /// The broker refused a job's result (its reply queue full with `x-overflow` `reject-publish`, say), and
-    /// would refuse it again: running the job again would loop. The job is dead-lettered with reason
-    /// `resultRefused` (or is already, for a failed job), and acked once that is confirmed.
-    private func resultRefused(_ settlement: Settlement) throws {
-        guard let delivery = settlement.delivery else {
-            logger.error("the broker refused the failed result of a dead-lettered job; acknowledging it")
-            return settlements.acknowledge(settlement.deliveryTag)
-        }
-        let error = JobError(
-            code: "resultRefused",
-            message: "the broker refused the job's result (basic.nack) for "
-                + (delivery.replyQueue.map { "reply queue '\($0)'" } ?? "the results exchange")
-                + "; a queue at its length limit with x-overflow reject-publish does this")
-        logger.error("dead-lettering a job whose result the broker refused", metadata: ["error": "\(error)"])
-        try detours.deadLetters.deadLetterJob(delivery, error: error, result: nil, lock: nil)
     }
 }

@@ -10,7 +10,7 @@ import Logging
 /// A message that can never run is refused: dead-lettered, with a `failed` result for its producer when its id can
 /// be read (``refusal(of:error:receivedAt:descriptor:reply:releasesLock:)``).
 /// Thread safety: confined to the worker's broker thread.
-struct JobIntake {
+final class JobIntake {
     /// What to do with a decoded job.
     enum Verdict {
         /// It can never run here: dead-letter it. Without `reply`, no result goes out; without `releasesLock`, its
@@ -51,7 +51,7 @@ struct JobIntake {
     // MARK: - Cancellations
 
     /// Remembers a `cancel` or `cancelAll` control message.
-    mutating func record(_ message: ControlMessage) {
+    func record(_ message: ControlMessage) {
         cancellations.record(message)
     }
 
