@@ -21,7 +21,7 @@ final class InterruptSignals {
     init(interrupting interruption: Producer.Interruption) {
         let first = first
         // The signals that stop a worker gracefully stop a producer's sending.
-        caught = Worker.stopSignals.filter { number in
+        caught = ProcessRecycling.stopSignals.filter { number in
             var inherited = sigaction()
             return sigaction(number, nil, &inherited) == 0 && !Self.isIgnored(inherited)
         }

@@ -88,7 +88,7 @@ struct ScheduleCommand: ParsableCommand {
                 throw ValidationError(error.message)
             }
         }
-        let signals = Worker.stopSignals.map { number in
+        let signals = ProcessRecycling.stopSignals.map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler { scheduler.stop() }

@@ -210,23 +210,31 @@ public struct WorkerOptions: ParsableArguments {
 
     /// Runs a worker with these options and `registry` until SIGTERM, SIGINT or SIGHUP (a second signal stops waiting for
     /// executing jobs). A worker that stops to recycle (`--max-jobs`, `--max-memory`) starts afresh: the process
-    /// runs itself again, same arguments, same process id (``Worker/recycleProcess()``).
+    /// runs itself again, same arguments, same process id (``ProcessRecycling``).
     /// - Throws: `ValidationError` for bad options; ``WarrenError`` when the broker cannot be reached or is lost, or
     ///   the process cannot run itself again.
     public func run(registry: OperationRegistry) throws {
-        guard let (worker, logger) = try runUntilStopped(registry: registry) else { return }
-        try logFormat.reportingFailures(to: logger) { try worker.recycleProcess() }
+        let takingOver = ProcessRecycling.take()
+        let inheritedDescriptors = takingOver.map { Set($0.inheritedDescriptors) } ?? ProcessRecycling.openDescriptors()
+        guard let (worker, logger) = try runUntilStopped(registry: registry, takingOver: takingOver) else { return }
+        let recycling = ProcessRecycling(
+            rateLimitTurns: worker.handover.rateLimitTurns, inheritedDescriptors: inheritedDescriptors.sorted())
+        try logFormat.reportingFailures(to: logger) { try recycling.exec(unless: { !worker.stoppedToRecycle }) }
     }
 
     /// Runs the worker until it stops, the scheduler of `--schedule` and the metrics server beside it, and stops
     /// them; the worker and its logger when it stopped to recycle.
-    private func runUntilStopped(registry: OperationRegistry) throws -> (Worker, Logger)? {
+    private func runUntilStopped(
+        registry: OperationRegistry, takingOver: ProcessRecycling?
+    ) throws -> (Worker, Logger)? {
         // Blocked before any thread starts, so in every thread: the signal sources below read them (a fresh copy of
         // a recycled worker starts with them blocked already), and none can end the process before they exist.
         var stopping = sigset_t()
         sigemptyset(&stopping)
-        for number in Worker.stopSignals { sigaddset(&stopping, number) }
+        for number in ProcessRecycling.stopSignals { sigaddset(&stopping, number) }
         pthread_sigmask(SIG_BLOCK, &stopping, nil)
+        // SIGINT or SIGTERM while the recycled process became this one: it stops as soon as it runs.
+        let stopSignalCame = takingOver != nil && ProcessRecycling.takeStopSignalsHeldAcrossExec()
         StandardStreams.ignoreBrokenPipes()
         LogSetup.bootstrap(level: logLevel, format: logFormat)
         var registry = registry
@@ -245,12 +253,15 @@ public struct WorkerOptions: ParsableArguments {
         }
         let worker: Worker
         do {
-            worker = try Worker(configuration: configuration(), registry: registry)
+            var configuration = try self.configuration()
+            configuration.takingOver = takingOver?.workerHandover
+            worker = try Worker(configuration: configuration, registry: registry)
         } catch let error as WarrenError where error.code == .invalidConfiguration {
             throw ValidationError(error.message)
         }
         let scheduler = try schedule.map(makeScheduler(file:))
-        let signals = Worker.stopSignals.map { number in
+        if stopSignalCame { worker.stop() }
+        let signals = ProcessRecycling.stopSignals.map { number in
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
                 worker.stop()
@@ -275,7 +286,7 @@ public struct WorkerOptions: ParsableArguments {
         }
         try logFormat.reportingFailures(to: logger) { try worker.runOnCurrentThread() }
         guard worker.stoppedToRecycle else { return nil }
-        // A stop request from here on stops the fresh copy as it starts (Worker.recycleProcess).
+        // A stop request from here on stops the fresh copy as it starts (ProcessRecycling.exec).
         logger.info("starting afresh")
         return (worker, logger)
     }

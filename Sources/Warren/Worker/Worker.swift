@@ -75,9 +75,9 @@ public final class Worker: Sendable {
         public var timeLimits: [String: Duration] = [:]
         /// After taking this many jobs, take no more: run them to their end, then stop to be replaced by a fresh
         /// process (Celery's `max_tasks_per_child`), so that memory a job's code leaks or fragments is given back.
-        /// ``run()`` then returns with ``stoppedToRecycle`` set; `warren worker` starts afresh in the same process
-        /// (``recycleProcess()``). A job counts once it goes to its local queue (one waiting for its dependencies,
-        /// once they ended). At least 1. Default: none.
+        /// ``run()`` then returns with ``stoppedToRecycle`` set; `warren worker` starts afresh in the same process.
+        /// A job counts once it goes to its local queue (one waiting for its dependencies, once they ended). At
+        /// least 1. Default: none.
         public var maxJobs: Int?
         /// Past this resident memory, in bytes, read after jobs end, take no more jobs and stop to be replaced by a
         /// fresh process (Celery's `max_memory_per_child`): jobs not started go back to the broker, executing ones
@@ -93,6 +93,10 @@ public final class Worker: Sendable {
         public var brokerWaitAtStart: Duration = .seconds(60)
         /// Where the worker logs. Default: a logger labelled `warren.worker`.
         public var logger = Logger(label: "warren.worker")
+        /// What the worker this one replaces handed over when it stopped to recycle (``Worker/handover``); `nil` for
+        /// a worker that replaces none. A worker that takes over keeps trying to reach its broker whatever the first
+        /// failure, as after a lost connection, and keeps the rate limits' pace. Default: `nil`.
+        public var takingOver: Handover?
 
         public init(url: String) {
             self.url = url
@@ -117,16 +121,30 @@ public final class Worker: Sendable {
     private let stopAsked = Atomic(false)
     /// Whether ``runOnCurrentThread()`` runs: one run at a time.
     private let running = Atomic(false)
-    /// What the recycled process this one is a fresh copy of handed over; `nil` in a process that is no such copy.
-    let inherited: RecyclingHandover?
-    /// What this worker hands over when it stops to recycle (``recycleProcess()``).
-    let handedOver = Mutex(RecyclingHandover())
-    /// The file descriptors this process line inherited from whatever started it (``RecyclingHandover``).
-    let inheritedDescriptors: Set<Int32>
+    /// What this worker hands over when it stops to recycle.
+    private let handedOver = Mutex(Handover())
+
+    /// What a worker that stopped to recycle hands to the one that replaces it (``Configuration/takingOver``).
+    ///
+    /// Thread safety: immutable.
+    public struct Handover: Codable, Sendable, Equatable {
+        /// Seconds from the handover until the next job of each rate-limited type may start.
+        public var rateLimitTurns: [String: Double]
+
+        public init(rateLimitTurns: [String: Double] = [:]) {
+            self.rateLimitTurns = rateLimitTurns
+        }
+    }
+
+    /// What this worker hands to the one that replaces it, once ``run()`` returned with ``stoppedToRecycle`` set.
+    public internal(set) var handover: Handover {
+        get { handedOver.withLock { $0 } }
+        set { handedOver.withLock { $0 = newValue } }
+    }
 
     /// Whether the worker stopped to be replaced by a fresh process (``Configuration/maxJobs``,
     /// ``Configuration/maxResidentMemory``) rather than because ``stop()`` was called: once ``run()`` returned, the
-    /// caller should start afresh, with ``recycleProcess()`` or its own supervisor.
+    /// caller should start afresh, as `warren worker` does, or leave it to its own supervisor.
     public internal(set) var stoppedToRecycle: Bool {
         get { recycles.load(ordering: .relaxed) }
         set { recycles.store(newValue, ordering: .relaxed) }
@@ -141,10 +159,6 @@ public final class Worker: Sendable {
     public init(configuration: Configuration, registry: OperationRegistry) throws {
         self.configuration = configuration
         self.registry = registry
-        inherited = RecyclingHandover.take()
-        inheritedDescriptors = inherited.map { Set($0.inheritedDescriptors) } ?? Self.openDescriptors()
-        let stopSignalCame = inherited != nil && Self.takeStopSignalsHeldAcrossRecycling()
-        if inherited != nil { Self.restoreProcessName() }
         brokers = try BrokerAddresses(configuration.url, connectionName: "warren worker \(configuration.workerID)")
         guard !configuration.queues.isEmpty else {
             throw WarrenError(.invalidConfiguration, "a worker needs at least one queue to consume")
@@ -248,8 +262,6 @@ public final class Worker: Sendable {
                         + "(it has: \(configuration.localQueues.keys.sorted().joined(separator: ", ")))")
             }
         }
-        // SIGINT or SIGTERM while the recycled process became this one: it stops as soon as it runs.
-        if stopSignalCame { stop() }
     }
 
     /// The time limits a worker takes: 1 ms to a year.

@@ -180,7 +180,7 @@ extension WorkerSession {
         try consumers.cancelAll()
         logger.info("recycling: the jobs taken have ended; stopping", metadata: ["sentBack": "\(jobs.count)"])
         let turns = admission.rateLimits?.nextTurns() ?? [:]
-        worker.handedOver.withLock { $0.rateLimitTurns = turns }
+        worker.handover = Worker.Handover(rateLimitTurns: turns)
         beginStop(announcing: false)
     }
 

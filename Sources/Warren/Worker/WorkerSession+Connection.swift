@@ -28,7 +28,7 @@ extension WorkerSession {
         do {
             try setUp()
         } catch let error as AMQPError
-            where error.isStreamStarting || worker.inherited != nil || error.code == .connectionLost
+            where error.isStreamStarting || worker.configuration.takingOver != nil || error.code == .connectionLost
             || error.replyCode == 320
         {
             // A stream queue just declared, here or by a worker starting beside this one, is not ready for a moment;
@@ -78,7 +78,7 @@ extension WorkerSession {
     /// - Throws: ``WarrenError`` (`broker`) when no address accepts, ``StoppedBeforeConnecting`` when stopped first.
     static func connect(_ worker: Worker, logger: Logger) throws -> AMQPConnection {
         let connection = try worker.brokers.connect(
-            patience: worker.inherited == nil ? worker.configuration.brokerWaitAtStart : nil,
+            patience: worker.configuration.takingOver == nil ? worker.configuration.brokerWaitAtStart : nil,
             maxDelay: worker.configuration.maxReconnectDelay,
             fellBack: { failures in
                 logger.warning(
@@ -239,7 +239,7 @@ extension WorkerSession {
                     if let job = jobs.remove(finished.jobID) {
                         admission.runAlone.ended(job)
                         dependencies.unpark(finished.jobID)  // the next connection's prefetch counts what is left
-                        finishOrphan(job, finished)
+                        endings.endOrphan(job, finished)
                     }
                     dependencies.releaseFinish(of: finished.jobID)
                 case .progress: break
@@ -266,33 +266,5 @@ extension WorkerSession {
             }
         }
         return true
-    }
-
-    /// A job whose delivery died ended (`job`, no longer in flight): keep its result for the redelivery (see the
-    /// type's documentation).
-    func finishOrphan(_ job: InFlightJob, _ finished: FinishedJob) {
-        let timings = JobTimings(
-            enqueuedAt: job.descriptor.createdAt, receivedAt: job.receivedAt, startedAt: finished.startedAt,
-            finishedAt: finished.finishedAt)
-        let kept: JobResult?
-        switch finished.outcome {
-        case .succeeded(let output):
-            kept = JobResult(
-                job.descriptor, delivery: job.delivery, workerID: configuration.workerID, status: .succeeded,
-                timings: timings, output: output)
-        case .cancelled(let cancellation) where !Cancellation.requeueReasons.contains(cancellation.reason):
-            kept = JobResult(
-                job.descriptor, delivery: job.delivery, workerID: configuration.workerID, status: .cancelled,
-                cancellation: cancellation, timings: timings)
-        case .cancelled, .failed:
-            kept = nil  // requeued or failed: the redelivery runs the job again
-        }
-        if finished.startedAt == nil {
-            job.operation.job.logger.info("job not started: its delivery was lost; its redelivery runs it")
-        } else {
-            let then = kept == nil ? "its redelivery runs it again" : "keeping its result for the redelivery"
-            job.operation.job.logger.info("job ended after its delivery was lost; \(then)")
-        }
-        if let kept { settlements.keepForRedelivery(kept) }
     }
 }

@@ -1,13 +1,17 @@
 import Foundation
 import Glibc
+import Warren
 
-/// What a worker that stops to recycle hands to the fresh copy of its process (``Worker/recycleProcess()``), in the
-/// environment variable `WARREN_RECYCLED`: that the copy is one, so that it waits for the broker rather than exits
-/// when it cannot reach it at once; when each rate-limited type's next turn comes, so that starting afresh makes no
-/// burst; and which file descriptors the first process of the line inherited from whatever started it.
+/// How `warren worker` starts afresh when its worker stops to recycle (`--max-jobs`, `--max-memory`): the process
+/// replaces itself with a fresh copy, same executable, arguments, environment and process id, so that a supervisor
+/// sees it run on.
 ///
+/// What the worker hands over travels in the environment variable `WARREN_RECYCLED`: that the copy is one, so that
+/// its worker waits for the broker rather than exits when it cannot reach it at once; when each rate-limited
+/// type's next turn comes, so that starting afresh makes no burst; and which file descriptors the first process of
+/// the line inherited from whatever started it.
 /// Thread safety: immutable.
-struct RecyclingHandover: Codable, Sendable, Equatable {
+struct ProcessRecycling: Codable, Sendable, Equatable {
     /// Seconds from the handover until the next job of each rate-limited type may start.
     var rateLimitTurns: [String: Double] = [:]
     /// The descriptors open when the first process of the line made its worker: what its parent gave it (a
@@ -17,48 +21,49 @@ struct RecyclingHandover: Codable, Sendable, Equatable {
 
     static let variable = "WARREN_RECYCLED"
 
+    /// The signals that stop a worker (or a scheduler) gracefully: SIGINT, SIGTERM, and SIGHUP, which a closed
+    /// terminal or SSH session sends (its default action, an immediate exit, would count the executing jobs as
+    /// crashes).
+    static let stopSignals: [Int32] = [SIGINT, SIGTERM, SIGHUP]
+
     /// The handover this process was started with, removed from its environment so that no process it starts
-    /// inherits it; `nil` for a process that is no fresh copy.
-    /// A value that is no handover (set by hand) counts as none.
-    static func take() -> RecyclingHandover? {
+    /// inherits it; `nil` for a process that is no fresh copy. A value that is no handover (set by hand) counts as
+    /// none. In a fresh copy, the process is named after its command again.
+    static func take() -> ProcessRecycling? {
         guard let text = ProcessInfo.processInfo.environment[variable] else { return nil }
         unsetenv(variable)
-        return try? JSONDecoder().decode(RecyclingHandover.self, from: Data(text.utf8))
+        let handover = try? JSONDecoder().decode(ProcessRecycling.self, from: Data(text.utf8))
+        if handover != nil { restoreProcessName() }
+        return handover
     }
-}
 
-extension Worker {
-    /// The signals that stop a worker (or a scheduler) gracefully, as `warren worker` and `warren schedule` handle
-    /// them: SIGINT, SIGTERM, and SIGHUP, which a closed terminal or SSH session sends (its default action, an
-    /// immediate exit, would count the executing jobs as crashes).
-    public static let stopSignals: [Int32] = [SIGINT, SIGTERM, SIGHUP]
+    /// What the worker of a fresh copy takes over.
+    var workerHandover: Worker.Handover {
+        Worker.Handover(rateLimitTurns: rateLimitTurns)
+    }
 
-    /// Replaces the calling process with a fresh copy of itself: the same executable (even if its file was replaced
-    /// since), arguments and environment, and the same process id, so that a supervisor sees it run on. Call it
-    /// once ``run()`` returned with ``stoppedToRecycle`` set and everything else of the process is stopped.
+    /// Replaces the calling process with a fresh copy of itself, handing `handover` over. Call it once the worker
+    /// returned with ``Worker/stoppedToRecycle`` set and everything else of the process is stopped.
     ///
-    /// The copy waits for the broker if it cannot reach it at once (a worker starting afresh was connected a moment
-    /// ago), and keeps the rate limits' pace. File descriptors the process opened are closed across it, so that
-    /// none piles up from one copy to the next; those it inherited from whatever started it stay open. The
-    /// ``stopSignals`` are blocked across it and stay blocked in the copy: one that came meanwhile stops the copy as
-    /// soon as its ``Worker`` is made, and later ones reach a `DispatchSource` for them (a handler installed with
-    /// `sigaction` would need them unblocked).
-    /// - Throws: ``WarrenError`` (`system`) when the kernel refuses to run the executable again. It returns only
-    ///   then, or at once when ``stop()`` was called since the worker stopped to recycle.
-    public func recycleProcess() throws {
+    /// File descriptors the process opened are closed across it, so that none piles up from one copy to the next;
+    /// the ``inheritedDescriptors`` stay open. The ``stopSignals`` are blocked across it and stay blocked in the
+    /// copy: one that came meanwhile stops the copy as soon as its worker is made (``takeStopSignalsHeldAcrossExec()``),
+    /// and later ones reach a `DispatchSource` for them.
+    /// - Parameter stopped: Whether a stop came since the worker stopped to recycle: the process then does not start
+    ///   afresh, and this returns.
+    /// - Throws: ``WarrenError`` (`system`) when the kernel refuses to run the executable again.
+    func exec(unless stopped: () -> Bool) throws {
         var stopping = sigset_t()
         sigemptyset(&stopping)
         for number in Self.stopSignals { sigaddset(&stopping, number) }
         var previous = sigset_t()
         pthread_sigmask(SIG_BLOCK, &stopping, &previous)
-        guard stoppedToRecycle else {
+        guard !stopped() else {
             pthread_sigmask(SIG_SETMASK, &previous, nil)
             return
         }
-        var handover = handedOver.withLock { $0 }
-        handover.inheritedDescriptors = inheritedDescriptors.sorted()
-        let encoded = (try? JSONEncoder().encode(handover)).map { String(decoding: $0, as: UTF8.self) }
-        setenv(RecyclingHandover.variable, encoded ?? "{}", 1)
+        let encoded = (try? JSONEncoder().encode(self)).map { String(decoding: $0, as: UTF8.self) }
+        setenv(Self.variable, encoded ?? "{}", 1)
         for descriptor in Self.openDescriptors() where descriptor > 2 && !inheritedDescriptors.contains(descriptor) {
             _ = fcntl(descriptor, F_SETFD, fcntl(descriptor, F_GETFD) | FD_CLOEXEC)
         }
@@ -66,7 +71,7 @@ extension Worker {
         execv(Self.runningExecutable, arguments)
         let reason = String(cString: strerror(errno))
         arguments.forEach { free($0) }
-        unsetenv(RecyclingHandover.variable)
+        unsetenv(Self.variable)
         pthread_sigmask(SIG_SETMASK, &previous, nil)
         throw WarrenError(.system, "cannot start this worker afresh: \(reason)")
     }
@@ -81,7 +86,7 @@ extension Worker {
     /// In a fresh copy of a recycled process: takes the ``stopSignals`` held back across the exec; whether one
     /// came. They stay blocked: a `DispatchSource` for them receives the next ones (it reads them through a
     /// `signalfd`), and no default action can end the process before it is ready for them.
-    static func takeStopSignalsHeldAcrossRecycling() -> Bool {
+    static func takeStopSignalsHeldAcrossExec() -> Bool {
         var stopping = sigset_t()
         sigemptyset(&stopping)
         for number in Self.stopSignals { sigaddset(&stopping, number) }
@@ -97,9 +102,8 @@ extension Worker {
         return came
     }
 
-    /// In a fresh copy: names the process after its command again (`ps`, `pgrep -x`), which an exec of
-    /// `/proc/self/exe` names `exe`.
-    static func restoreProcessName() {
+    /// Names the process after its command again (`ps`, `pgrep -x`), which an exec of `/proc/self/exe` names `exe`.
+    private static func restoreProcessName() {
         guard let command = CommandLine.arguments.first else { return }
         let name = URL(fileURLWithPath: command).lastPathComponent.prefix(15)
         try? Data(name.utf8).write(to: URL(fileURLWithPath: "/proc/self/comm"))
