@@ -71,6 +71,7 @@ extension WorkerSession {
         let timeLimit = timeLimit(of: descriptor)
         var started: (@Sendable () -> Void)?
         if timeLimit != nil { started = { mailbox.post(.started(jobID: jobID)) } }
+        started = metrics.recordingQueueLatency(of: descriptor, delivery, from: queue, then: started)
         let operation = JobOperation(
             job: context, input: descriptor.input, body: registered.body, journal: journal,
             startGate: startGates.isEmpty ? nil : startGates[descriptor.type], started: started
