@@ -167,7 +167,8 @@ struct WorkerMetricsTests {
             metrics.recordingQueueLatency(of: descriptor, delivery(), from: "emails") { inner.withLock { $0 += 1 } })
         #expect(backend.timers(label: "warren_job_queue_latency_seconds").allSatisfy { $0.values.isEmpty })
         started()
-        let timer = try backend.expectTimer("warren_job_queue_latency_seconds", [("queue", "emails"), ("type", "echo")])
+        let timer = try backend.expectTimer(
+            "warren_job_queue_latency_seconds", [("queue", "emails"), ("type", "echo")])
         #expect(timer.values.count == 1)
         // At least the 90 s since its creation, and less than a day more.
         #expect((90_000_000_000..<86_400_000_000_000).contains(timer.values[0]))
