@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Glibc
 import Logging
+import Metrics
 import Warren
 
 /// The options of `warren worker`, for reuse by executables that register their own operation types:
@@ -315,6 +316,8 @@ public struct WorkerOptions: ParsableArguments {
             try metrics.startServer(logger: logger, health: health)
         }
         defer { metricsServer?.stop() }
+        // The limit an alert compares process_resident_memory_bytes with.
+        if metricsServer != nil, let maxMemory { Gauge(label: "warren_max_memory_bytes").record(maxMemory.bytes) }
         let schedulerEnded = scheduler.map { start($0, logger: logger) }
         defer {
             scheduler?.stop()
