@@ -19,8 +19,8 @@ import Warren
 /// }
 /// ```
 ///
-/// Every option can also come from the environment or a settings file (``WorkerSettings``): `--width 8` is
-/// `WARREN_WIDTH=8`. A flag beats the environment, which beats the file.
+/// Every option can also come from the environment or from a settings file, `--config` or `$WARREN_CONFIG`:
+/// `--width 8` is `WARREN_WIDTH=8`. A flag beats the environment, which beats the file.
 public struct WorkerOptions: ParsableArguments {
     @OptionGroup public var broker: BrokerOptions
 
@@ -152,8 +152,8 @@ public struct WorkerOptions: ParsableArguments {
 
     public init() {}
 
-    /// Takes the settings of the environment and the settings file for the options not given (``WorkerSettings``),
-    /// then checks the options that depend on each other.
+    /// Takes the settings of the environment and of the settings file for the options no flag gave, then checks the
+    /// options that depend on each other.
     public mutating func validate() throws {
         try validate(environment: ProcessInfo.processInfo.environment)
     }
