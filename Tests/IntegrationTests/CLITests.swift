@@ -149,7 +149,9 @@ extension Integration {
                 #expect(output.stderr.contains("Usage: warren \(arguments[0])"), "\(arguments): \(output.stderr)")
             }
             // No command at all is no success either: a script that lost its arguments learns of it.
-            for (arguments, problem) in [([], "name a command"), (["dead"], "name a subcommand: list, requeue or delete")] {
+            for (arguments, problem) in [
+                ([], "name a command"), (["dead"], "name a subcommand: list, requeue or delete"),
+            ] {
                 let output = try CLI.run(arguments)
                 #expect(output.status == 64, "\(arguments): \(output.stderr)")
                 #expect(output.stdout.isEmpty && output.stderr.contains(problem), "\(arguments): \(output.stderr)")
