@@ -20,7 +20,8 @@ FROM debian:bookworm-slim
 RUN apt-get update \
     && apt-get install -y --no-install-recommends librabbitmq4 ca-certificates tzdata \
     && rm -rf /var/lib/apt/lists/* \
-    && useradd --system --uid 10001 --user-group --home-dir /var/lib/warren --create-home \
+    && groupadd --system --gid 10001 warren \
+    && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/warren --create-home \
         --shell /usr/sbin/nologin warren
 COPY --from=build /out/warren /usr/local/bin/warren
 # A numeric user, so that a platform that refuses root (Kubernetes' runAsNonRoot) can tell.
