@@ -9,19 +9,23 @@ struct BrokerWaitOptions: ParsableArguments {
     @Option(
         name: .customLong("wait-for-broker"),
         help: ArgumentHelp(
-            "At start, how long to keep trying while no broker listens; a refused password fails at once.",
+            "At start, how long to keep trying while no broker listens; a refused password fails at once "
+                + "(default: 60s).",
             valueName: "seconds|30s|5m"))
-    var waitForBroker = TimeSpan(seconds: 60)
+    var waitForBroker: TimeSpan?
+
+    /// The wait when none is given: a minute.
+    static let defaultWait = TimeSpan(seconds: 60)
 
     /// The longest wait: a day.
     static let longest: TimeInterval = 86_400
 
     func validate() throws {
-        guard waitForBroker.seconds <= Self.longest else {
+        guard (waitForBroker ?? Self.defaultWait).seconds <= Self.longest else {
             throw ValidationError("--wait-for-broker: expected 0 to a day (86400 s, 1d)")
         }
     }
 
     /// The wait, to the millisecond.
-    var duration: Duration { waitForBroker.duration }
+    var duration: Duration { (waitForBroker ?? Self.defaultWait).duration }
 }

@@ -6,12 +6,12 @@ import Warren
 struct DeadCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dead",
-        abstract: "Inspect and replay dead-lettered jobs (the warren.dead queue).",
-        subcommands: [List.self, Requeue.self])
+        abstract: "Inspect, replay and delete dead-lettered jobs (the warren.dead queue).",
+        subcommands: [List.self, Requeue.self, Delete.self])
 
     /// `warren dead` alone: a usage error, as `warren` alone is.
     func run() throws {
-        throw ValidationError("name a subcommand: list or requeue")
+        throw ValidationError("name a subcommand: list, requeue or delete")
     }
 
     struct List: ParsableCommand {

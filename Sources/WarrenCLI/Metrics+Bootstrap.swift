@@ -18,6 +18,12 @@ enum MetricsSetup {
                 .milliseconds(50), .milliseconds(100), .milliseconds(500), .seconds(1), .seconds(5), .seconds(10),
                 .seconds(30), .seconds(60), .seconds(300),
             ]
+            // Jobs wait in the broker from milliseconds to hours behind a backlog.
+            factory.durationHistogramBuckets["warren_job_queue_latency_seconds"] = [
+                .milliseconds(10), .milliseconds(50), .milliseconds(100), .milliseconds(500), .seconds(1), .seconds(5),
+                .seconds(10), .seconds(30), .seconds(60), .seconds(300), .seconds(900), .seconds(1800), .seconds(3600),
+                .seconds(14_400), .seconds(86_400),
+            ]
             MetricsSystem.bootstrap(factory)
             registry = made
             return made

@@ -19,7 +19,9 @@ public struct MetricsOptions: ParsableArguments {
 
     public init() {}
 
-    public func validate() throws {
+    /// Checks that a host comes with a port: `warren worker` calls it once the environment and its settings file
+    /// had their say, `warren schedule` as it validates its options.
+    func checkHost() throws {
         if metricsHost != nil && metricsPort == nil { throw ValidationError("--metrics-host needs --metrics-port") }
     }
 

@@ -154,6 +154,7 @@ private final class MetricsHandler: ChannelInboundHandler {
             if known { headers.add(name: "Allow", value: "GET, HEAD") }
         } else if path == "/metrics" {
             WorkerMetrics.sampleLocalQueues()
+            WorkerMetrics.sampleProcess()
             var text: [UInt8] = []
             registry.emit(into: &text)
             body.writeBytes(text)

@@ -49,6 +49,7 @@ struct ScheduleCommand: ParsableCommand {
     var logFormat: LogFormat = .text
 
     func validate() throws {
+        try metrics.checkHost()
         if let count {
             guard check else { throw ValidationError("--count goes with --check") }
             guard (1...1000).contains(count) else { throw ValidationError("--count \(count): expected 1 to 1000") }

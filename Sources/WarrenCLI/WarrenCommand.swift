@@ -17,7 +17,7 @@ public struct WarrenCommand: ParsableCommand {
         subcommands: [
             WorkerCommand.self, EnqueueCommand.self, CancelCommand.self, ResultsCommand.self, StatusCommand.self,
             PauseCommand.self, ResumeCommand.self, ResizeCommand.self, UnlockCommand.self, DeadCommand.self,
-            ScheduleCommand.self, HealthCommand.self, BenchCommand.self,
+            PurgeCommand.self, ScheduleCommand.self, HealthCommand.self, BenchCommand.self,
         ]
     )
 

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Glibc
 import Logging
+import Metrics
 import Warren
 
 /// The options of `warren worker`, for reuse by executables that register their own operation types:
@@ -17,8 +18,19 @@ import Warren
 ///     }
 /// }
 /// ```
+///
+/// Every option can also come from the environment or from a settings file, `--config` or `$WARREN_CONFIG`:
+/// `--width 8` is `WARREN_WIDTH=8`. A flag beats the environment, which beats the file.
 public struct WorkerOptions: ParsableArguments {
     @OptionGroup public var broker: BrokerOptions
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "A file of settings, WARREN_NAME=value a line, below the environment and the flags "
+                + "(default: $WARREN_CONFIG).",
+            valueName: "file"))
+    var config: String?
 
     @Option(name: .long, help: "Broker queue to consume; repeat for several (default: warren.default).")
     var queue: [String] = []
@@ -62,39 +74,53 @@ public struct WorkerOptions: ParsableArguments {
     var prefetch: Int?
 
     @Flag(
-        name: .customLong("priority-queues"),
+        name: .customLong("priority-queues"), inversion: .prefixedNo,
         help: "Create missing broker queues as priority queues, which deliver waiting jobs highest priority first.")
-    var priorityQueues = false
+    var givenPriorityQueues: Bool?
 
     @Flag(
-        name: .customLong("quorum-queues"),
+        name: .customLong("quorum-queues"), inversion: .prefixedNo,
         help: "Create missing broker queues as quorum queues, replicated on the nodes of a cluster (no priorities).")
-    var quorumQueues = false
+    var givenQuorumQueues: Bool?
 
     @Option(name: .customLong("worker-id"), help: "Name in results and logs (default: host-pid).")
     var workerID: String?
 
-    @Option(name: .long, help: "Seconds executing jobs get to finish on SIGTERM, SIGINT or SIGHUP before they are cancelled.")
-    var grace: Double = 30
+    @Option(
+        name: .customLong("grace"),
+        help: ArgumentHelp(
+            "Seconds executing jobs get to finish on SIGTERM, SIGINT or SIGHUP before they are cancelled "
+                + "(default: 30)."))
+    var givenGrace: Double?
 
     @OptionGroup var brokerWait: BrokerWaitOptions
 
-    @Option(name: .customLong("max-message-bytes"), help: "Larger job messages are dead-lettered unread.")
-    var maxMessageBytes: Int = 1 << 20
+    @Option(
+        name: .customLong("max-message-bytes"),
+        help: "Larger job messages are dead-lettered unread (default: 1048576).")
+    var maxMessageBytes: Int?
 
-    @Option(name: .customLong("max-nesting-depth"), help: "Job messages nesting arrays and objects deeper are dead-lettered unread.")
-    var maxNestingDepth: Int = 64
+    @Option(
+        name: .customLong("max-nesting-depth"),
+        help: "Job messages nesting arrays and objects deeper are dead-lettered unread (default: 64).")
+    var maxNestingDepth: Int?
 
-    @Option(name: .customLong("max-dependencies"), help: "Job messages with more dependencies are dead-lettered.")
-    var maxDependencies: Int = 100
+    @Option(
+        name: .customLong("max-dependencies"),
+        help: "Job messages with more dependencies are dead-lettered (default: 100).")
+    var maxDependencies: Int?
 
-    @Option(name: .customLong("max-parked-jobs"), help: "Most jobs held waiting for their dependencies; more wait in the broker.")
-    var maxParkedJobs: Int = 1_000
+    @Option(
+        name: .customLong("max-parked-jobs"),
+        help: "Most jobs held waiting for their dependencies; more wait in the broker (default: 1000).")
+    var maxParkedJobs: Int?
 
     @Option(
         name: .customLong("max-crashes"),
-        help: "A job executing in this many worker processes when they died is dead-lettered instead of run again.")
-    var maxCrashes: Int = 3
+        help: ArgumentHelp(
+            "A job executing in this many worker processes when they died is dead-lettered instead of run again "
+                + "(default: 3)."))
+    var maxCrashes: Int?
 
     @Option(
         name: .customLong("max-jobs"),
@@ -116,18 +142,40 @@ public struct WorkerOptions: ParsableArguments {
             valueName: "file"))
     var schedule: String?
 
-    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
-    var logLevel: Logger.Level = .info
+    @Option(name: .customLong("log-level"), help: "The least level of the lines to log (default: info).")
+    var givenLogLevel: Logger.Level?
 
-    @Option(name: .customLong("log-format"), help: "text, or json: one object per line.")
-    var logFormat: LogFormat = .text
+    @Option(name: .customLong("log-format"), help: "text, or json: one object per line (default: text).")
+    var givenLogFormat: LogFormat?
 
     @OptionGroup public var metrics: MetricsOptions
 
     public init() {}
 
+    /// Takes the settings of the environment and of the settings file for the options no flag gave, then checks the
+    /// options that depend on each other.
+    public mutating func validate() throws {
+        try validate(environment: ProcessInfo.processInfo.environment)
+    }
+
+    /// ``validate()`` with the settings of `environment`.
+    mutating func validate(environment: [String: String]) throws {
+        let settings = try WorkerSettings(environment: environment, path: config)
+        let filled = try apply(settings)
+        do {
+            try check()
+            // What the settings gave is read now, so that an error names where it came from; what flags gave is read
+            // as the worker starts.
+            if !filled.isEmpty { _ = try configuration() }
+        } catch let error as ValidationError {
+            throw settings.attributing(error, to: filled)
+        }
+    }
+
     /// Checks the options that depend on each other.
-    public func validate() throws {
+    private func check() throws {
+        try brokerWait.validate()
+        try metrics.checkHost()
         if let problem = Topology.problem(creatingPriorityQueues: priorityQueues, quorumQueues: quorumQueues) {
             throw ValidationError("--priority-queues and --quorum-queues: \(problem)")
         }
@@ -195,11 +243,11 @@ public struct WorkerOptions: ParsableArguments {
         if let workerID { configuration.workerID = workerID }
         configuration.shutdownGracePeriod = .milliseconds(Int(grace * 1000))
         configuration.brokerWaitAtStart = brokerWait.duration
-        configuration.maxMessageBytes = maxMessageBytes
-        configuration.maxNestingDepth = maxNestingDepth
-        configuration.maxDependencies = maxDependencies
-        configuration.maxParkedJobs = maxParkedJobs
-        configuration.maxCrashes = maxCrashes
+        configuration.maxMessageBytes = maxMessageBytes ?? configuration.maxMessageBytes
+        configuration.maxNestingDepth = maxNestingDepth ?? configuration.maxNestingDepth
+        configuration.maxDependencies = maxDependencies ?? configuration.maxDependencies
+        configuration.maxParkedJobs = maxParkedJobs ?? configuration.maxParkedJobs
+        configuration.maxCrashes = maxCrashes ?? configuration.maxCrashes
         configuration.maxJobs = maxJobs
         configuration.maxResidentMemory = maxMemory?.bytes
         var logger = Logger(label: "warren.worker")
@@ -279,6 +327,8 @@ public struct WorkerOptions: ParsableArguments {
             try metrics.startServer(logger: logger, health: health)
         }
         defer { metricsServer?.stop() }
+        // The limit an alert compares process_resident_memory_bytes with.
+        if metricsServer != nil, let maxMemory { Gauge(label: "warren_max_memory_bytes").record(maxMemory.bytes) }
         let schedulerEnded = scheduler.map { start($0, logger: logger) }
         defer {
             scheduler?.stop()

@@ -139,6 +139,8 @@ extension Integration {
                 ["cancel", "--key", "k", "--before", "99999999999999999"],
                 ["enqueue", "echo", "--input", String(repeating: "[", count: 500) + String(repeating: "]", count: 500)],
                 ["worker", "--max-nesting-depth", "501"],
+                ["purge", "warren.dead", "--yes"],
+                ["dead", "delete", "some-id", "--all", "--yes"],
             ] {
                 let output = try CLI.run(arguments + ["--url", url])
                 #expect(output.status == 64, "\(arguments): \(output.stderr)")
@@ -147,7 +149,9 @@ extension Integration {
                 #expect(output.stderr.contains("Usage: warren \(arguments[0])"), "\(arguments): \(output.stderr)")
             }
             // No command at all is no success either: a script that lost its arguments learns of it.
-            for (arguments, problem) in [([], "name a command"), (["dead"], "name a subcommand: list or requeue")] {
+            for (arguments, problem) in [
+                ([], "name a command"), (["dead"], "name a subcommand: list, requeue or delete"),
+            ] {
                 let output = try CLI.run(arguments)
                 #expect(output.status == 64, "\(arguments): \(output.stderr)")
                 #expect(output.stdout.isEmpty && output.stderr.contains(problem), "\(arguments): \(output.stderr)")

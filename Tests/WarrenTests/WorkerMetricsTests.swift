@@ -1,3 +1,4 @@
+import AMQP
 import Foundation
 import MetricsTestKit
 import Testing
@@ -147,4 +148,76 @@ struct WorkerMetricsTests {
         #expect(waiting.lastValue == 0)
         #expect(width.lastValue == 4)
     }
+
+    // MARK: - Queue latency
+
+    private func delivery(headers: AMQPTable = [:]) -> Delivery {
+        Delivery(
+            channel: 1, consumerTag: "c", deliveryTag: 1, redelivered: false, exchange: "", routingKey: "q",
+            properties: MessageProperties(headers: headers), body: [])
+    }
+
+    @Test func recordsQueueLatencyAsTheJobStartsByQueueAndType() throws {
+        let backend = TestMetrics()
+        let metrics = WorkerMetrics(factory: backend, operationTypes: ["echo"])
+        let created = Date().addingTimeInterval(-90)
+        let descriptor = OperationDescriptor(id: "j", type: "echo", sequence: 1, createdAt: created)
+        let inner = Locked(0)
+        let started = try #require(
+            metrics.recordingQueueLatency(of: descriptor, delivery(), from: "emails") { inner.withLock { $0 += 1 } })
+        #expect(backend.timers(label: "warren_job_queue_latency_seconds").allSatisfy { $0.values.isEmpty })
+        started()
+        let timer = try backend.expectTimer(
+            "warren_job_queue_latency_seconds", [("queue", "emails"), ("type", "echo")])
+        #expect(timer.values.count == 1)
+        // At least the 90 s since its creation, and less than a day more.
+        #expect((90_000_000_000..<86_400_000_000_000).contains(timer.values[0]))
+        #expect(inner.withLock { $0 } == 1, "the closure it wraps runs too")
+    }
+
+    @Test func countsALatencyFromAClockAheadAsZero() throws {
+        let backend = TestMetrics()
+        let metrics = WorkerMetrics(factory: backend)
+        let ahead = Date().addingTimeInterval(60)
+        let descriptor = OperationDescriptor(id: "j", type: "echo", sequence: 1, createdAt: ahead)
+        let started = try #require(metrics.recordingQueueLatency(of: descriptor, delivery(), from: "q", then: nil))
+        started()
+        let timer = try backend.expectTimer("warren_job_queue_latency_seconds", [("queue", "q"), ("type", "echo")])
+        #expect(timer.values == [0])
+    }
+
+    @Test func measuresFromTheLatestOfCreationNotBeforeRetryAndRequeue() {
+        let created = Date(timeIntervalSince1970: 1_000)
+        let plain = OperationDescriptor(id: "j", type: "echo", sequence: 1, createdAt: created)
+        #expect(WorkerMetrics.due(of: plain, delivery()) == created)
+        let scheduled = OperationDescriptor(
+            id: "j", type: "echo", sequence: 1, notBefore: created + 60, createdAt: created)
+        #expect(WorkerMetrics.due(of: scheduled, delivery()) == created + 60)
+        let retried = delivery(headers: [Topology.notBeforeHeader: .int(1_120_000)])
+        #expect(WorkerMetrics.due(of: scheduled, retried) == created + 120)
+        let requeued = delivery(headers: [Topology.requeuedAtHeader: .int(1_300_000)])
+        #expect(WorkerMetrics.due(of: plain, requeued) == created + 300)
+        let unknown = OperationDescriptor(id: "j", type: "echo", sequence: 1, createdAt: nil)
+        #expect(WorkerMetrics.due(of: unknown, delivery()) == nil)
+        let metrics = WorkerMetrics(factory: TestMetrics())
+        #expect(metrics.recordingQueueLatency(of: unknown, delivery(), from: "q", then: nil) == nil)
+    }
+
+    @Test func countsLatencyOfTypesTheWorkerDoesNotRunUnderOther() throws {
+        let backend = TestMetrics()
+        let metrics = WorkerMetrics(factory: backend, operationTypes: ["echo"])
+        metrics.queueLatency(queue: "q", type: "made-up", .seconds(2))
+        metrics.queueLatency(queue: "q", type: "echo", .seconds(1))
+        let other = try backend.expectTimer(
+            "warren_job_queue_latency_seconds", [("queue", "q"), ("type", "(other)")])
+        #expect(other.values == [2_000_000_000])
+        #expect(backend.timers(label: "warren_job_queue_latency_seconds").count == 2)
+    }
+
+    @Test func reportsItsBuildAmongTheCountersItStarts() throws {
+        let backend = TestMetrics()
+        WorkerMetrics(factory: backend).startCounters()
+        #expect(try backend.expectGauge("warren_build_info", [("version", WarrenVersion.string)]).lastValue == 1)
+    }
+
 }

@@ -1,3 +1,4 @@
+import AMQP
 import Foundation
 import Metrics
 import Synchronization
@@ -11,6 +12,7 @@ import Synchronization
 /// | `warren_jobs_total` | counter | `type`, `status` (`succeeded`, `failed`, `cancelled`) |
 /// | `warren_job_run_seconds` | timer (histogram): each attempt that started | `type` |
 /// | `warren_job_wait_seconds` | timer (histogram): received → started | `type` |
+/// | `warren_job_queue_latency_seconds` | timer (histogram): due (created, or later) → started | `queue`, `type` |
 /// | `warren_local_queue_executing`, `warren_local_queue_waiting` | gauge | `queue` |
 /// | `warren_prefetch` | gauge | |
 /// | `warren_reconnects_total` | counter | |
@@ -19,9 +21,11 @@ import Synchronization
 /// | `warren_dead_workers_reported_total`, `warren_jobs_run_alone_total` | counter | |
 /// | `warren_unique_lock_releases_total` | counter | `outcome` |
 /// | `warren_job_retries_total` | counter | `type` |
+/// | `warren_build_info` | gauge: 1 | `version` |
+/// | `process_resident_memory_bytes` | gauge, sampled | |
 ///
 /// The local queue gauges are sampled, not counted: ``sampleLocalQueues()`` reads every watched queue when the
-/// metrics endpoint is scraped, so the job path pays nothing for them.
+/// metrics endpoint is scraped, so the job path pays nothing for them. So is the process's resident memory.
 ///
 /// Thread safety: locked. The facade's metric objects are made once per label set and kept behind a `Mutex`; they
 /// are safe from any thread themselves. The worker calls it on its broker thread, the endpoint from its own.
@@ -32,6 +36,8 @@ public final class WorkerMetrics: Sendable {
         var deadLetters: [String: CoreMetrics.Counter] = [:]
         var lockReleases: [String: CoreMetrics.Counter] = [:]
         var retries: [String: CoreMetrics.Counter] = [:]
+        /// By broker queue, then `type` label.
+        var queueLatency: [String: [String: CoreMetrics.Timer]] = [:]
         var executing: [String: Gauge] = [:]
         var waiting: [String: Gauge] = [:]
         var width: [String: Gauge] = [:]
@@ -145,7 +151,7 @@ public final class WorkerMetrics: Sendable {
             queueWait: Self.between(timings.receivedAt, timings.startedAt))
     }
 
-    /// From `start` to `end`, if both are known.
+    /// From `start` to `end`, if both are known; zero when `end` comes first (clocks of two hosts).
     private static func between(_ start: Date?, _ end: Date?) -> Duration? {
         guard let start, let end else { return nil }
         // In whole nanoseconds: `.seconds(Double)` costs as much as the rest of this call. Capped at 10^9 s.
@@ -210,6 +216,52 @@ public final class WorkerMetrics: Sendable {
         counter.increment(by: amount)
     }
 
+    // MARK: - Queue latency
+
+    /// Wraps `started`, which a job's operation calls on its thread as the job's code starts: the wrapper first
+    /// records the job's queue latency under its broker `queue` and type, from when it was due (``due(of:_:)``) to
+    /// now. Returns `started` itself when no due time is known.
+    func recordingQueueLatency(
+        of descriptor: OperationDescriptor, _ delivery: Delivery, from queue: String,
+        then started: (@Sendable () -> Void)?
+    ) -> (@Sendable () -> Void)? {
+        guard let due = Self.due(of: descriptor, delivery) else { return started }
+        let timer = queueLatencyTimer(queue: queue, type: descriptor.type)
+        return {
+            timer.record(duration: Self.between(due, Date()) ?? .zero)
+            started?()
+        }
+    }
+
+    /// Records a queue latency of `latency` under `queue` and `type`.
+    func queueLatency(queue: String, type: String, _ latency: Duration) {
+        queueLatencyTimer(queue: queue, type: type).record(duration: latency)
+    }
+
+    /// When a job was due to start: the latest of its creation (`createdAt`), its `notBefore` or a retry's, and
+    /// its last `warren dead requeue`; `nil` when none is known. A scheduled or retried job does not count the time
+    /// it was meant to wait.
+    static func due(of descriptor: OperationDescriptor, _ delivery: Delivery) -> Date? {
+        let times = [
+            descriptor.createdAt, delivery.notBefore(of: descriptor),
+            delivery.requeuedAt,
+        ]
+        return times.compactMap { $0 }.max()
+    }
+
+    private func queueLatencyTimer(queue: String, type: String) -> CoreMetrics.Timer {
+        handles.withLock { handles in
+            if let timer = handles.queueLatency[queue]?[type] { return timer }
+            let label = typeHandles(type, in: &handles).label
+            if let timer = handles.queueLatency[queue]?[label] { return timer }
+            let timer = CoreMetrics.Timer(
+                label: "warren_job_queue_latency_seconds", dimensions: [("queue", queue), ("type", label)],
+                factory: currentFactory)
+            handles.queueLatency[queue, default: [:]][label] = timer
+            return timer
+        }
+    }
+
     // MARK: - Connection
 
     /// Makes the counters without labels, at 0, so that their first increment shows as one (Prometheus' `rate` and
@@ -231,6 +283,8 @@ public final class WorkerMetrics: Sendable {
         for outcome in ["released", "expired", "takenByAnother", "unreachable", "refused"] {
             uniqueLockReleased(outcome, by: 0)
         }
+        Gauge(label: "warren_build_info", dimensions: [("version", WarrenVersion.string)], factory: currentFactory)
+            .record(1)
     }
 
     /// Counts a reconnection after a lost connection.
@@ -335,6 +389,13 @@ public final class WorkerMetrics: Sendable {
             return watched
         }
         sample(entries)
+    }
+
+    /// Reads the process's resident memory into `process_resident_memory_bytes`, on the process's backend: the
+    /// metrics endpoint calls it before each scrape. Safe from any thread.
+    public static func sampleProcess() {
+        guard let bytes = ResidentMemory.bytes() else { return }
+        Gauge(label: "process_resident_memory_bytes").record(bytes)
     }
 
     private static func sample(_ entries: [Watched]) {

@@ -328,7 +328,9 @@ final class WorkerSession {
             fraction, message in mailbox.post(.progress(jobID: jobID, fraction: fraction, message: message))
         }
         let timeLimit = timers.timeLimit(of: descriptor)
-        let started: (@Sendable () -> Void)? = timeLimit == nil ? nil : { @Sendable in mailbox.post(.started(jobID: jobID)) }
+        let started = metrics.recordingQueueLatency(
+            of: descriptor, delivery, from: queue,
+            then: timeLimit == nil ? nil : { @Sendable in mailbox.post(.started(jobID: jobID)) })
         let operation = JobOperation(
             job: context, input: descriptor.input, body: registered.body, journal: crashes.journal,
             startGate: admission.rateLimits?.startGate(for: descriptor.type), started: started

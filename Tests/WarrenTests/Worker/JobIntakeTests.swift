@@ -73,7 +73,7 @@ struct JobIntakeTests {
     }
 
     @Test func cancellationsRecordedCoverTheJobsTheyName() {
-        var intake = intake()
+        let intake = intake()
         let descriptor = TestJobs.descriptor(type: "echo", sequence: 5, key: "k")
         #expect(intake.cancellation(of: descriptor, queue: "q") == nil)
         intake.record(.cancel(jobIDs: [descriptor.id]))
