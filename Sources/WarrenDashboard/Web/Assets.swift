@@ -81,7 +81,7 @@ enum Assets {
             const width = 600, height = 120;
             const top = Math.max(1, ...points.map((p) => Math.max(p.succeeded, p.failed)));
             const svg = document.createElementNS(ns, 'svg');
-            svg.setAttribute('viewBox', `0 0 ${width} ${height + 20}`);
+            svg.setAttribute('viewBox', `0 0 ${width} ${height + 4}`);
             svg.setAttribute('preserveAspectRatio', 'none');
             const first = points[0].at, span = Math.max(1, points[points.length - 1].at - first);
             for (const [name, colour] of [['succeeded', '#1b7f3b'], ['failed', '#b42318']]) {
@@ -91,16 +91,13 @@ enum Assets {
                 `${((p.at - first) / span) * width},${height - (p[name] / top) * height + 2}`).join(' '));
               svg.appendChild(line);
             }
-            const label = document.createElementNS(ns, 'text');
-            label.setAttribute('x', '2'); label.setAttribute('y', height + 16); label.setAttribute('font-size', '11');
-            label.setAttribute('fill', '#68737d');
-            label.textContent = `peak ${top.toFixed(2)}/s over the last ${Math.round(span)} s`;
-            svg.appendChild(label);
             const legend = document.createElement('p');
             legend.className = 'legend';
             const last = points[points.length - 1];
             legend.innerHTML = '';
-            for (const [text, cls] of [[`succeeded ${last.succeeded.toFixed(2)}/s`, 'ok'], [`failed ${last.failed.toFixed(2)}/s`, 'bad']]) {
+            const items = [[`succeeded ${last.succeeded.toFixed(2)}/s`, 'ok'], [`failed ${last.failed.toFixed(2)}/s`, 'bad'],
+              [`peak ${top.toFixed(2)}/s over the last ${Math.round(span)} s`, 'muted']];
+            for (const [text, cls] of items) {
               const span = document.createElement('span'); span.className = cls; span.textContent = text; legend.appendChild(span);
             }
             chart.replaceChildren(svg, legend);

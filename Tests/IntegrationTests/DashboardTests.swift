@@ -1,0 +1,162 @@
+import Foundation
+import Testing
+import Warren
+
+extension Integration {
+    /// `warren dashboard` against the private broker and a real worker, through HTTP.
+    @Suite struct Dashboard {
+        @Test("every page renders the fleet's data: queues, workers, jobs with progress, results, a job, dead letters")
+        func pagesShowTheFleet() throws {
+            let queue = TestEnvironment.uniqueName("dash-pages")
+            defer { BrokerProbe.delete(queue) }
+            let workerID = TestEnvironment.uniqueName("dash-worker")
+            let worker = try CLI.startWorker(queue: queue, id: workerID, arguments: ["--width", "2"])
+            defer { worker.terminate() }
+            let dashboard = try DashboardProcess(arguments: ["--queue", queue])
+            defer { dashboard.stop() }
+            let producer = try Producer.forTests()
+            defer { producer.close() }
+            let slow = try producer.enqueue(
+                JobRequest(type: "sum", input: .numbers(Array(1...200), delayMs: 200), key: "dash-key", queue: queue))
+            let quick = try producer.enqueue(JobRequest(type: "echo", input: ["hello": "dashboard"], queue: queue))
+            let unknown = try producer.enqueue(JobRequest(type: "no-such-type", queue: queue))
+
+            let overview = try dashboard.waitForPage("/") { $0.contains(workerID) && $0.contains(slow.id) }
+            #expect(overview.contains("data-queue=\"\(queue)\""))
+            #expect(overview.contains("<progress"))
+            let jobs = try dashboard.waitForPage("/jobs") { $0.contains(slow.id) && $0.contains("adding") }
+            #expect(jobs.contains("dash-key"))
+            #expect(jobs.contains("data-state=\"executing\""))
+            let results = try dashboard.waitForPage("/results") { $0.contains(quick.id) }
+            #expect(results.contains("data-status=\"succeeded\""))
+            let filtered = try dashboard.request("/results?status=failed").body
+            #expect(!filtered.contains("data-job=\"\(quick.id)\""))
+            let job = try dashboard.waitForPage("/job?id=\(quick.id)") { $0.contains("dashboard") }
+            #expect(job.contains("Output"))
+            let dead = try dashboard.waitForPage("/dead") { $0.contains(unknown.id) }
+            #expect(dead.contains("unknownType"))
+            let deadJob = try dashboard.request("/job?id=\(unknown.id)").body
+            #expect(deadJob.contains("Descriptor") && deadJob.contains("no-such-type"))
+            #expect(try dashboard.request("/schedules").status == 200)
+            #expect(try dashboard.request("/assets/app.js").body.contains("DOMParser"))
+            #expect(try dashboard.request("/live.json").body.contains("\"succeeded\""))
+        }
+
+        @Test("cancel, pause, resume, resize and dead-letter buttons change what the pages say")
+        func actionsChangeThePages() throws {
+            let queue = TestEnvironment.uniqueName("dash-actions")
+            defer { BrokerProbe.delete(queue) }
+            let workerID = TestEnvironment.uniqueName("dash-worker")
+            let worker = try CLI.startWorker(queue: queue, id: workerID)
+            defer { worker.terminate() }
+            let dashboard = try DashboardProcess(arguments: ["--queue", queue])
+            defer { dashboard.stop() }
+            let producer = try Producer.forTests()
+            defer { producer.close() }
+            let slow = try producer.enqueue(
+                JobRequest(type: "sum", input: .numbers(Array(1...300), delayMs: 200), queue: queue))
+            let page = try dashboard.waitForPage("/jobs") { $0.contains(slow.id) }
+            let token = try #require(DashboardProcess.token(in: page))
+
+            // Unconfirmed, an action asks first, and does nothing.
+            let asked = try dashboard.request("/actions/cancel", form: [("csrf", token), ("job", slow.id), ("return", "/jobs")])
+            #expect(asked.status == 200 && asked.body.contains("Yes, do it"))
+            let cancel = try dashboard.request(
+                "/actions/cancel", form: [("csrf", token), ("job", slow.id), ("return", "/jobs"), ("confirmed", "yes")])
+            #expect(cancel.status == 302)
+            #expect(cancel.headers.contains("notice="))
+            try dashboard.waitForPage("/results?job=\(slow.id)") { $0.contains("data-status=\"cancelled\"") }
+
+            func post(_ action: String, _ fields: [(String, String)]) throws {
+                let reply = try dashboard.request(
+                    "/actions/\(action)", form: [("csrf", token), ("confirmed", "yes"), ("return", "/")] + fields)
+                #expect(reply.status == 302, "\(action): \(reply.body)")
+            }
+            try post("pause", [("queue", queue)])
+            try dashboard.waitForPage("/") { $0.contains("<tr data-queue=\"\(queue)\"><td class=\"mono\">\(queue) <span class=\"tag paused\">") }
+            try post("resume", [("queue", queue)])
+            try dashboard.waitForPage("/") { $0.contains("<tr data-queue=\"\(queue)\"><td class=\"mono\">\(queue)</td>") }
+            try post("resize", [("worker", workerID), ("localQueue", "default"), ("width", "7")])
+            try dashboard.waitForPage("/") { $0.contains("width 7,") }
+            let refused = try dashboard.request(
+                "/actions/resize", form: [("csrf", token), ("confirmed", "yes"), ("localQueue", "default"), ("width", "0")])
+            #expect(refused.status == 400)
+
+            let first = try producer.enqueue(JobRequest(type: "no-such-type", queue: queue))
+            let second = try producer.enqueue(JobRequest(type: "no-such-type", queue: queue))
+            try dashboard.waitForPage("/dead") { $0.contains(first.id) && $0.contains(second.id) }
+            try post("dead-delete", [("job", first.id)])
+            try dashboard.waitForPage("/dead") { !$0.contains(first.id) && $0.contains(second.id) }
+            try post("dead-requeue", [("job", second.id)])
+            // The worker takes it again, and dead-letters it again: its letter comes back as a new one.
+            let requeued = try dashboard.waitForPage("/results?job=\(second.id)") {
+                $0.components(separatedBy: "data-job=\"\(second.id)\"").count > 2
+            }
+            #expect(requeued.contains("failed"))
+        }
+
+        @Test("beyond loopback: refuses to start without a credential, refuses requests without it, never shows it")
+        func credentialBeyondLoopback() throws {
+            let refused = try CLI.run(["dashboard", "--url", try TestEnvironment.brokerURL, "--host", "0.0.0.0"])
+            #expect(refused.status == 64)
+            #expect(refused.stderr.contains("credential"))
+
+            let secret = "s3cret-\(UUID().uuidString)"
+            let dashboard = try DashboardProcess(
+                arguments: ["--host", "0.0.0.0"], environment: ["WARREN_DASHBOARD_TOKEN": secret])
+            defer { dashboard.stop() }
+            let anonymous = try dashboard.request("/")
+            #expect(anonymous.status == 401)
+            #expect(anonymous.headers.lowercased().contains("www-authenticate: basic"))
+            #expect(try dashboard.request("/", user: "someone:wrong").status == 401)
+            let page = try dashboard.request("/", user: "someone:\(secret)")
+            #expect(page.status == 200)
+            #expect(try dashboard.request("/live.json", headers: ["Authorization: Bearer \(secret)"]).status == 200)
+            #expect(!page.body.contains(secret))
+            let token = try #require(DashboardProcess.token(in: page.body))
+            // Posts without the page's token, or from another site, are refused even with the credential.
+            let forged = try dashboard.request(
+                "/actions/pause", form: [("csrf", "0"), ("confirmed", "yes")], headers: ["Authorization: Bearer \(secret)"])
+            #expect(forged.status == 403)
+            let crossSite = try dashboard.request(
+                "/actions/pause", form: [("csrf", token), ("confirmed", "yes")],
+                headers: ["Authorization: Bearer \(secret)", "Origin: https://evil.example", "Sec-Fetch-Site: cross-site"])
+            #expect(crossSite.status == 403)
+            #expect(!dashboard.child.stdout.contains(secret) && !dashboard.child.stderr.contains(secret))
+        }
+    }
+}
+
+extension Integration.Dashboard {
+    /// Where the browser test writes its screenshot: `.build/test-artifacts/` (kept after `scripts/test` ends).
+    static let artifacts = TestEnvironment.packageRoot.appendingPathComponent(".build/test-artifacts")
+
+    @Test("in headless Chromium: a live progress bar moves, cancel ends the job cancelled, a screenshot is written")
+    func browser() throws {
+        let queue = TestEnvironment.uniqueName("dash-browser")
+        defer { BrokerProbe.delete(queue) }
+        let worker = try CLI.startWorker(queue: queue, id: TestEnvironment.uniqueName("dash-worker"))
+        defer { worker.terminate() }
+        let dashboard = try DashboardProcess(arguments: ["--queue", queue])
+        defer { dashboard.stop() }
+        let producer = try Producer.forTests()
+        defer { producer.close() }
+        let job = try producer.enqueue(
+            JobRequest(type: "sum", input: .numbers(Array(1...300), delayMs: 300), key: "browser", queue: queue),
+            watch: true)
+        try FileManager.default.createDirectory(at: Self.artifacts, withIntermediateDirectories: true)
+        let screenshot = Self.artifacts.appendingPathComponent("dashboard-overview.png")
+        try? FileManager.default.removeItem(at: screenshot)
+        let script = TestEnvironment.packageRoot.appendingPathComponent("Tests/IntegrationTests/Clients/dashboard_browser.py")
+        let browser = try ChildProcess(
+            URL(fileURLWithPath: "/usr/bin/python3"), [script.path, dashboard.base, job.id, screenshot.path],
+            name: "dashboard_browser.py")
+        let status = browser.waitForExit(timeout: .seconds(180))
+        #expect(status == 0, "stdout:\n\(browser.stdout)\nstderr:\n\(browser.stderr)")
+        #expect(browser.stdout.contains("without a reload"))
+        #expect(browser.stdout.contains("job \(job.id) cancelled"))
+        #expect(FileManager.default.fileExists(atPath: screenshot.path))
+        let result = try producer.waitForResult(of: job.id, timeout: .seconds(60))
+        #expect(result.status == .cancelled)
+    }
+}
