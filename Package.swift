@@ -77,7 +77,10 @@ let package = Package(
             name: "WarrenCLITests",
             dependencies: ["WarrenCLI", "AMQP", .product(name: "Logging", package: "swift-log")]
         ),
-        .testTarget(name: "WarrenDashboardTests", dependencies: ["WarrenDashboard", "Warren"]),
+        .testTarget(
+            name: "WarrenDashboardTests",
+            dependencies: ["WarrenDashboard", "Warren", .product(name: "Hummingbird", package: "hummingbird")]
+        ),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["Warren", "AMQP", "WarrenDashboard"],

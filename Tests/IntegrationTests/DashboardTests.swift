@@ -1,3 +1,4 @@
+import AMQP
 import Foundation
 import Testing
 import Warren
@@ -111,9 +112,12 @@ extension Integration {
             #expect(try dashboard.request("/", user: "someone:wrong").status == 401)
             let page = try dashboard.request("/", user: "someone:\(secret)")
             #expect(page.status == 200)
+            // Once the first poll listed queues, the page has forms, each with the page's token.
+            let withForms = try dashboard.waitForPage("/", user: "someone:\(secret)") { $0.contains("name=\"csrf\"") }
             #expect(try dashboard.request("/live.json", headers: ["Authorization: Bearer \(secret)"]).status == 200)
             #expect(!page.body.contains(secret))
-            let token = try #require(DashboardProcess.token(in: page.body))
+            #expect(!withForms.contains(secret))
+            let token = try #require(DashboardProcess.token(in: withForms))
             // Posts without the page's token, or from another site, are refused even with the credential.
             let forged = try dashboard.request(
                 "/actions/pause", form: [("csrf", "0"), ("confirmed", "yes")], headers: ["Authorization: Bearer \(secret)"])
@@ -158,5 +162,55 @@ extension Integration.Dashboard {
         #expect(FileManager.default.fileExists(atPath: screenshot.path))
         let result = try producer.waitForResult(of: job.id, timeout: .seconds(60))
         #expect(result.status == .cancelled)
+    }
+}
+
+extension Integration.Dashboard {
+    /// Where the measurement with a large fleet is written, for docs/dashboard.md.
+    static let timings = artifacts.appendingPathComponent("dashboard-timings.txt")
+
+    @Test("100 workers holding 1,000 jobs each and 100,000 jobs in a queue: every page renders, paged; times written")
+    func largeFleet() throws {
+        let queue = TestEnvironment.uniqueName("dash-large")
+        defer { BrokerProbe.delete(queue) }
+        let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
+        defer { connection.close() }
+        try connection.openChannel(1)
+        _ = try connection.declareQueue(queue, durable: false, channel: 1)
+        let waiting = 100_000
+        for index in 0..<waiting {
+            try connection.publish(Array("{\"n\":\(index)}".utf8), exchange: "", routingKey: queue, channel: 1)
+        }
+        let dashboard = try DashboardProcess(arguments: ["--queue", queue])
+        defer { dashboard.stop() }
+        try dashboard.waitForPage("/") { $0.contains("Data as of") }
+        let fleet = try SyntheticFleet(workers: 100, jobsPerWorker: 1000, queue: queue)
+        defer { fleet.stop() }
+        try dashboard.waitForPage("/", timeout: .seconds(120)) {
+            $0.contains("data-tile=\"workers\">100<") && $0.contains("data-tile=\"held\">100000<")
+                && $0.contains("<td class=\"num\">\(waiting)</td>")
+        }
+        let pages = [
+            "/", "/jobs", "/jobs?page=200", "/jobs?worker=synthetic-42", "/jobs?state=waiting&page=100", "/results",
+            "/dead", "/schedules", "/live.json",
+        ]
+        var lines = ["page | slowest of 5 (ms) | bytes"]
+        for page in pages {
+            var slowest = 0.0
+            var bytes = 0
+            for _ in 0..<5 {
+                let reply = try dashboard.request(page)
+                #expect(reply.status == 200, "\(page)")
+                slowest = max(slowest, reply.seconds)
+                bytes = reply.body.utf8.count
+            }
+            lines.append("\(page) | \(Int((slowest * 1000).rounded())) | \(bytes)")
+        }
+        let jobs = try dashboard.request("/jobs").body
+        #expect(jobs.contains("10000 jobs listed; workers hold 90000 more than they list"))
+        #expect(jobs.contains("Page 1 of 200"))
+        try FileManager.default.createDirectory(at: Self.artifacts, withIntermediateDirectories: true)
+        try (lines.joined(separator: "\n") + "\n").write(to: Self.timings, atomically: true, encoding: .utf8)
+        print("dashboard with 100 workers and 100,000 waiting jobs (\(Self.timings.path)):\n" + lines.joined(separator: "\n"))
     }
 }

@@ -39,6 +39,8 @@ final class DashboardProcess: Sendable {
         let status: Int
         let headers: String
         let body: String
+        /// Seconds from the request to the last byte of the answer, as curl measured them.
+        let seconds: Double
     }
 
     /// Requests `path` with curl: a GET, or a POST of `form` (URL-encoded fields, in order).
@@ -48,7 +50,7 @@ final class DashboardProcess: Sendable {
         let directory = try TestEnvironment.temporaryDirectory()
         let bodyFile = directory.appendingPathComponent("body").path
         let headerFile = directory.appendingPathComponent("headers").path
-        var arguments = ["-s", "-o", bodyFile, "-D", headerFile, "-w", "%{http_code}", "--max-time", "30"]
+        var arguments = ["-s", "-o", bodyFile, "-D", headerFile, "-w", "%{http_code} %{time_total}", "--max-time", "30"]
         for header in headers { arguments += ["-H", header] }
         if let user { arguments += ["-u", user] }
         for (name, value) in form ?? [] { arguments += ["--data-urlencode", "\(name)=\(value)"] }
@@ -59,10 +61,11 @@ final class DashboardProcess: Sendable {
             Issue.record("curl \(path) failed: \(curl.stderr)")
             throw ChildProcessError.exited
         }
+        let written = curl.stdout.split(separator: " ")
         return Reply(
-            status: Int(curl.stdout) ?? 0,
+            status: written.first.flatMap { Int($0) } ?? 0,
             headers: (try? String(contentsOfFile: headerFile, encoding: .utf8)) ?? "",
-            body: (try? String(contentsOfFile: bodyFile, encoding: .utf8)) ?? "")
+            body: (try? String(contentsOfFile: bodyFile, encoding: .utf8)) ?? "", seconds: written.last.flatMap { Double($0) } ?? .nan)
     }
 
     /// GETs `path` until its page satisfies `accepts`, or fails the test after `timeout`.
