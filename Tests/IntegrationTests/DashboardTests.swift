@@ -214,3 +214,34 @@ extension Integration.Dashboard {
         print("dashboard with 100 workers and 100,000 waiting jobs (\(Self.timings.path)):\n" + lines.joined(separator: "\n"))
     }
 }
+
+extension Integration.Dashboard {
+    @Test("a broker restart shows as an outage, pages still load with the age of their data, and it recovers alone")
+    func brokerRestart() throws {
+        let queue = TestEnvironment.uniqueName("dash-restart")
+        defer { BrokerProbe.delete(queue) }
+        let workerID = TestEnvironment.uniqueName("dash-worker")
+        let worker = try CLI.startWorker(queue: queue, id: workerID)
+        defer { worker.terminate() }
+        let dashboard = try DashboardProcess(arguments: ["--queue", queue])
+        defer { dashboard.stop() }
+        try dashboard.waitForPage("/") { $0.contains(workerID) }
+
+        try Integration.Chaos.brokerCtl(["stop_app"])
+        var restarted = false
+        defer { if !restarted { try? Integration.Chaos.brokerCtl(["start_app"]) } }
+        let outage = try dashboard.waitForPage("/") { $0.contains("Broker unreachable") }
+        #expect(outage.contains(workerID), "the last data stays on the page")
+        #expect(outage.contains("old; trying again"))
+        for page in ["/jobs", "/results", "/dead", "/schedules"] {
+            #expect(try dashboard.request(page).status == 200, "\(page)")
+        }
+        try Integration.Chaos.brokerCtl(["start_app"])
+        restarted = true
+
+        try dashboard.waitForPage("/", timeout: .seconds(120)) { !$0.contains("Broker unreachable") && $0.contains(workerID) }
+        // The results stream is read again too: a job run after the restart shows.
+        let job = try Producer.forTests().enqueue(JobRequest(type: "echo", input: ["after": "restart"], queue: queue))
+        try dashboard.waitForPage("/results?job=\(job.id)", timeout: .seconds(120)) { $0.contains("data-status=\"succeeded\"") }
+    }
+}
