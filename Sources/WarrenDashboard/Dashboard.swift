@@ -93,7 +93,8 @@ public final class Dashboard: Sendable {
         let router = Router()
         router.add(middleware: AccessGuard(credential: configuration.credential))
         DashboardRoutes(
-            monitor: monitor, feed: feed, actions: actions, token: Self.randomToken(), schedules: configuration.schedules,
+            monitor: monitor, feed: feed, actions: actions, token: Self.randomToken(),
+            schedules: configuration.schedules,
             scheduleFile: configuration.scheduleFile
         ).add(to: router)
         let application = Application(

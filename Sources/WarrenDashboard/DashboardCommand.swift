@@ -26,7 +26,8 @@ public struct DashboardCommand: ParsableCommand {
 
     @Option(
         name: .customLong("credential-file"),
-        help: ArgumentHelp("A file whose first line is the credential (default: $WARREN_DASHBOARD_TOKEN).", valueName: "file"))
+        help: ArgumentHelp(
+            "A file whose first line is the credential (default: $WARREN_DASHBOARD_TOKEN).", valueName: "file"))
     var credentialFile: String?
 
     @Option(help: ArgumentHelp("The schedule file the schedulers use, for the Schedules page.", valueName: "file"))
@@ -106,7 +107,9 @@ public struct DashboardCommand: ParsableCommand {
             }
             let line = text.split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""
             let trimmed = line.trimmingCharacters(in: .whitespaces)
-            guard !trimmed.isEmpty else { throw ValidationError("--credential-file \(credentialFile): its first line is empty") }
+            guard !trimmed.isEmpty else {
+                throw ValidationError("--credential-file \(credentialFile): its first line is empty")
+            }
             return trimmed
         }
         return ProcessInfo.processInfo.environment["WARREN_DASHBOARD_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }

@@ -60,7 +60,8 @@ extension Integration {
             let token = try #require(DashboardProcess.token(in: page))
 
             // Unconfirmed, an action asks first, and does nothing.
-            let asked = try dashboard.request("/actions/cancel", form: [("csrf", token), ("job", slow.id), ("return", "/jobs")])
+            let asked = try dashboard.request(
+                "/actions/cancel", form: [("csrf", token), ("job", slow.id), ("return", "/jobs")])
             #expect(asked.status == 200 && asked.body.contains("Yes, do it"))
             let cancel = try dashboard.request(
                 "/actions/cancel", form: [("csrf", token), ("job", slow.id), ("return", "/jobs"), ("confirmed", "yes")])
@@ -74,13 +75,18 @@ extension Integration {
                 #expect(reply.status == 302, "\(action): \(reply.body)")
             }
             try post("pause", [("queue", queue)])
-            try dashboard.waitForPage("/") { $0.contains("<tr data-queue=\"\(queue)\"><td class=\"mono\">\(queue) <span class=\"tag paused\">") }
+            try dashboard.waitForPage("/") {
+                $0.contains("<tr data-queue=\"\(queue)\"><td class=\"mono\">\(queue) <span class=\"tag paused\">")
+            }
             try post("resume", [("queue", queue)])
-            try dashboard.waitForPage("/") { $0.contains("<tr data-queue=\"\(queue)\"><td class=\"mono\">\(queue)</td>") }
+            try dashboard.waitForPage("/") {
+                $0.contains("<tr data-queue=\"\(queue)\"><td class=\"mono\">\(queue)</td>")
+            }
             try post("resize", [("worker", workerID), ("localQueue", "default"), ("width", "7")])
             try dashboard.waitForPage("/") { $0.contains("width 7,") }
             let refused = try dashboard.request(
-                "/actions/resize", form: [("csrf", token), ("confirmed", "yes"), ("localQueue", "default"), ("width", "0")])
+                "/actions/resize",
+                form: [("csrf", token), ("confirmed", "yes"), ("localQueue", "default"), ("width", "0")])
             #expect(refused.status == 400)
 
             let first = try producer.enqueue(JobRequest(type: "no-such-type", queue: queue))
@@ -120,11 +126,14 @@ extension Integration {
             let token = try #require(DashboardProcess.token(in: withForms))
             // Posts without the page's token, or from another site, are refused even with the credential.
             let forged = try dashboard.request(
-                "/actions/pause", form: [("csrf", "0"), ("confirmed", "yes")], headers: ["Authorization: Bearer \(secret)"])
+                "/actions/pause", form: [("csrf", "0"), ("confirmed", "yes")],
+                headers: ["Authorization: Bearer \(secret)"])
             #expect(forged.status == 403)
             let crossSite = try dashboard.request(
                 "/actions/pause", form: [("csrf", token), ("confirmed", "yes")],
-                headers: ["Authorization: Bearer \(secret)", "Origin: https://evil.example", "Sec-Fetch-Site: cross-site"])
+                headers: [
+                    "Authorization: Bearer \(secret)", "Origin: https://evil.example", "Sec-Fetch-Site: cross-site",
+                ])
             #expect(crossSite.status == 403)
             #expect(!dashboard.child.stdout.contains(secret) && !dashboard.child.stderr.contains(secret))
         }
@@ -151,7 +160,8 @@ extension Integration.Dashboard {
         try FileManager.default.createDirectory(at: Self.artifacts, withIntermediateDirectories: true)
         let screenshot = Self.artifacts.appendingPathComponent("dashboard-overview.png")
         try? FileManager.default.removeItem(at: screenshot)
-        let script = TestEnvironment.packageRoot.appendingPathComponent("Tests/IntegrationTests/Clients/dashboard_browser.py")
+        let script = TestEnvironment.packageRoot.appendingPathComponent(
+            "Tests/IntegrationTests/Clients/dashboard_browser.py")
         let browser = try ChildProcess(
             URL(fileURLWithPath: "/usr/bin/python3"), [script.path, dashboard.base, job.id, screenshot.path],
             name: "dashboard_browser.py")
@@ -211,7 +221,9 @@ extension Integration.Dashboard {
         #expect(jobs.contains("Page 1 of 200"))
         try FileManager.default.createDirectory(at: Self.artifacts, withIntermediateDirectories: true)
         try (lines.joined(separator: "\n") + "\n").write(to: Self.timings, atomically: true, encoding: .utf8)
-        print("dashboard with 100 workers and 100,000 waiting jobs (\(Self.timings.path)):\n" + lines.joined(separator: "\n"))
+        print(
+            "dashboard with 100 workers and 100,000 waiting jobs (\(Self.timings.path)):\n"
+                + lines.joined(separator: "\n"))
     }
 }
 
@@ -239,9 +251,13 @@ extension Integration.Dashboard {
         try Integration.Chaos.brokerCtl(["start_app"])
         restarted = true
 
-        try dashboard.waitForPage("/", timeout: .seconds(120)) { !$0.contains("Broker unreachable") && $0.contains(workerID) }
+        try dashboard.waitForPage("/", timeout: .seconds(120)) {
+            !$0.contains("Broker unreachable") && $0.contains(workerID)
+        }
         // The results stream is read again too: a job run after the restart shows.
         let job = try Producer.forTests().enqueue(JobRequest(type: "echo", input: ["after": "restart"], queue: queue))
-        try dashboard.waitForPage("/results?job=\(job.id)", timeout: .seconds(120)) { $0.contains("data-status=\"succeeded\"") }
+        try dashboard.waitForPage("/results?job=\(job.id)", timeout: .seconds(120)) {
+            $0.contains("data-status=\"succeeded\"")
+        }
     }
 }

@@ -28,7 +28,8 @@ import Testing
     }
 
     @Test func pagerKeepsTheFilters() {
-        let pager = Layout.pager(total: 120, page: 2, size: 50, path: "/results", query: [("status", "failed"), ("page", "2")])
+        let pager = Layout.pager(
+            total: 120, page: 2, size: 50, path: "/results", query: [("status", "failed"), ("page", "2")])
         #expect(pager.contains("Page 2 of 3"))
         #expect(pager.contains("/results?status=failed&amp;page=1"))
         #expect(pager.contains("/results?status=failed&amp;page=3"))

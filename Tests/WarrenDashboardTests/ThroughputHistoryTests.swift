@@ -14,7 +14,9 @@ import Warren
     @Test func ratesPerQueueAndForTheFleet() {
         let now = Date(timeIntervalSince1970: 1_000_000)
         var history = ThroughputHistory()
-        for second in 1...30 { history.record(result(.succeeded, finished: now - Double(second)), queue: "a", now: now) }
+        for second in 1...30 {
+            history.record(result(.succeeded, finished: now - Double(second)), queue: "a", now: now)
+        }
         for second in 1...6 { history.record(result(.failed, finished: now - Double(second)), queue: nil, now: now) }
         let fleet = history.rates(over: 60, now: now)
         #expect(fleet.succeeded == 0.5)

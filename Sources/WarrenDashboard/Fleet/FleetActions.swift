@@ -82,7 +82,8 @@ final class FleetActions: Sendable {
             + (missing > 0 ? " \(missing) not found: requeued or removed already." : "")
     }
 
-    private func onDeadLetters<T: Sendable>(_ body: @escaping @Sendable (DeadLetterQueue) throws -> T) async throws -> T {
+    private func onDeadLetters<T: Sendable>(_ body: @escaping @Sendable (DeadLetterQueue) throws -> T) async throws -> T
+    {
         try await withCheckedThrowingContinuation { continuation in
             deadLetters.async { [url] in
                 continuation.resume(

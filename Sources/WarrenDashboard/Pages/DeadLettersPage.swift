@@ -47,7 +47,8 @@ enum DeadLettersPage {
             if let message = letter.message { body += "<br><span class=\"muted\">\(HTML.escape(message))</span>" }
             body += "</td><td class=\"mono\">\(HTML.escape(letter.queue ?? "–"))</td>"
             body += "<td class=\"mono\">\(HTML.escape(letter.type ?? "–"))</td><td class=\"num\">\(letter.size)</td>"
-            body += "<td class=\"num\">\(age(of: letter, now: context.now).map(HTML.duration) ?? "–")</td><td class=\"controls\">"
+            body +=
+                "<td class=\"num\">\(age(of: letter, now: context.now).map(HTML.duration) ?? "–")</td><td class=\"controls\">"
             if let id = letter.jobID {
                 body += HTML.actionForm(
                     "dead-requeue", label: "Requeue", fields: [("job", id)],
@@ -61,7 +62,8 @@ enum DeadLettersPage {
         }
         body += "</tbody></table><p class=\"selection\">Ticked letters: "
         body += "<button type=\"submit\" form=\"selection\" formaction=\"/actions/dead-requeue\">Requeue</button> "
-        body += "<button type=\"submit\" form=\"selection\" formaction=\"/actions/dead-delete\" class=\"danger\">Delete</button></p>"
+        body +=
+            "<button type=\"submit\" form=\"selection\" formaction=\"/actions/dead-delete\" class=\"danger\">Delete</button></p>"
         let items = query.map { ($0.key, $0.value) }.sorted { $0.0 < $1.0 }
         body += Layout.pager(total: listing.letters.count, page: page, size: pageSize, path: "/dead", query: items)
         body += "</section>"

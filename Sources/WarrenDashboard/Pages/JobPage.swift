@@ -29,8 +29,11 @@ enum JobPage {
             ("State", JobsPage.state(of: job)),
             ("Worker", "<span class=\"mono\">\(HTML.escape(worker.workerID))</span> on \(HTML.escape(worker.host))"),
             ("Type", "<span class=\"mono\">\(HTML.escape(job.type))</span>"),
-            ("Queue", "<span class=\"mono\">\(HTML.escape(job.queue))</span>, local "
-                + "<span class=\"mono\">\(HTML.escape(job.localQueue))</span>"),
+            (
+                "Queue",
+                "<span class=\"mono\">\(HTML.escape(job.queue))</span>, local "
+                    + "<span class=\"mono\">\(HTML.escape(job.localQueue))</span>"
+            ),
             ("Priority", job.priority.rawValue),
             ("Key · sequence", "\(job.key.map(HTML.escape) ?? "–") · \(job.sequence)"),
             ("Attempt", "\(job.attempt)"),
@@ -83,7 +86,10 @@ enum JobPage {
             ("Message", HTML.escape(letter.message ?? "–")),
             ("Queue", letter.queue.map { "<span class=\"mono\">\(HTML.escape($0))</span>" } ?? "–"),
             ("Size", "\(letter.size) bytes"),
-            ("Dependencies", dependencies(in: letter.body).map { $0.map(HTML.jobLink).joined(separator: ", ") } ?? "none"),
+            (
+                "Dependencies",
+                dependencies(in: letter.body).map { $0.map(HTML.jobLink).joined(separator: ", ") } ?? "none"
+            ),
         ])
         if let id = letter.jobID {
             html += HTML.actionForm(
@@ -112,8 +118,10 @@ enum JobPage {
     /// JSON indented for reading, at most 64 KiB of it; other bytes as text.
     static func pretty(_ body: [UInt8]) -> String {
         let limit = 65_536
-        if body.count <= limit, let object = try? JSONSerialization.jsonObject(with: Data(body), options: .fragmentsAllowed),
-            let data = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .fragmentsAllowed])
+        if body.count <= limit,
+            let object = try? JSONSerialization.jsonObject(with: Data(body), options: .fragmentsAllowed),
+            let data = try? JSONSerialization.data(
+                withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .fragmentsAllowed])
         {
             return String(decoding: data, as: UTF8.self)
         }

@@ -56,7 +56,8 @@ enum JobsPage {
             html += "</td><td class=\"num\">\(job.attempt)</td><td>\(state(of: job))</td>"
             html += "<td class=\"num\">\(HTML.duration(job.executingSeconds ?? job.heldSeconds))</td>"
             let live = context.feed.progress[job.id]
-            html += "<td class=\"progress\">\(HTML.progress(live?.fraction ?? job.progress, message: live?.message ?? job.progressMessage))</td>"
+            html +=
+                "<td class=\"progress\">\(HTML.progress(live?.fraction ?? job.progress, message: live?.message ?? job.progressMessage))</td>"
             html += "<td class=\"controls\">"
             html += HTML.actionForm(
                 "cancel", label: "Cancel", fields: [("job", job.id)], confirm: "Cancel job \(job.id)?",

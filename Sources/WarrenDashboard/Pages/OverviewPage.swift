@@ -133,8 +133,11 @@ enum OverviewPage {
         return html + "</tbody></table></section>\n"
     }
 
-    private static func resizeForm(worker: String, local: WorkerStatus.LocalQueueStatus, _ context: PageContext) -> String {
-        let input = "<input type=\"number\" name=\"width\" min=\"\(LocalQueue.widths.lowerBound)\" "
+    private static func resizeForm(worker: String, local: WorkerStatus.LocalQueueStatus, _ context: PageContext)
+        -> String
+    {
+        let input =
+            "<input type=\"number\" name=\"width\" min=\"\(LocalQueue.widths.lowerBound)\" "
             + "max=\"\(LocalQueue.widths.upperBound)\" value=\"\(local.width)\" aria-label=\"New width\" required>"
         return HTML.actionForm(
             "resize", label: "Resize", fields: [("worker", worker), ("localQueue", local.name)],
@@ -150,7 +153,9 @@ enum OverviewPage {
             tags.append("<span class=\"tag paused\">\(all ? "paused" : "partly paused")</span>")
         }
         if worker.stopping == true { tags.append("<span class=\"tag stopping\">stopping</span>") }
-        if let recycling = worker.recycling { tags.append("<span class=\"tag\">recycling (\(HTML.escape(recycling)))</span>") }
+        if let recycling = worker.recycling {
+            tags.append("<span class=\"tag\">recycling (\(HTML.escape(recycling)))</span>")
+        }
         return tags.isEmpty ? "running" : tags.joined(separator: " ")
     }
 

@@ -51,7 +51,8 @@ enum ResultsPage {
             html += "<tr data-job=\"\(HTML.escape(result.jobID))\" data-status=\"\(result.status.rawValue)\">"
             html += "<td>\(HTML.time(result.timings.finishedAt))</td><td>\(HTML.jobLink(result.jobID))</td>"
             html += "<td class=\"mono\">\(HTML.escape(result.type ?? "–"))</td><td>"
-            html += result.key.map { "<span class=\"mono\">\(HTML.escape($0))</span> · \(result.sequence)" }
+            html +=
+                result.key.map { "<span class=\"mono\">\(HTML.escape($0))</span> · \(result.sequence)" }
                 ?? "<span class=\"muted\">– · \(result.sequence)</span>"
             html += "</td><td>\(status(entry))</td><td class=\"num\">\(result.attempt)</td>"
             html += "<td class=\"mono\">\(HTML.escape(result.workerID))</td>"
@@ -65,7 +66,8 @@ enum ResultsPage {
     static func status(_ entry: ResultFeed.Entry) -> String {
         var html = "<span class=\"tag \(entry.result.status.rawValue)\">\(entry.result.status.rawValue)</span>"
         if let newer = entry.staleBehind {
-            html += " <span class=\"tag stale\" title=\"a result of sequence \(newer) of its key came first\">stale</span>"
+            html +=
+                " <span class=\"tag stale\" title=\"a result of sequence \(newer) of its key came first\">stale</span>"
         }
         return html
     }

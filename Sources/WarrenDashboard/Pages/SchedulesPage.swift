@@ -26,8 +26,10 @@ enum SchedulesPage {
         body += "<table><thead><tr><th>Schedule</th><th>Type</th><th>Queue</th><th>When</th><th>Next ticks (UTC)</th>"
         body += "<th>Latest result</th></tr></thead><tbody>"
         for schedule in schedules {
-            body += "<tr data-schedule=\"\(HTML.escape(schedule.name))\"><td class=\"mono\">\(HTML.escape(schedule.name))</td>"
-            body += "<td class=\"mono\">\(HTML.escape(schedule.type))</td><td class=\"mono\">\(HTML.escape(schedule.queue))</td>"
+            body +=
+                "<tr data-schedule=\"\(HTML.escape(schedule.name))\"><td class=\"mono\">\(HTML.escape(schedule.name))</td>"
+            body +=
+                "<td class=\"mono\">\(HTML.escape(schedule.type))</td><td class=\"mono\">\(HTML.escape(schedule.queue))</td>"
             body += "<td class=\"mono\">\(HTML.escape(schedule.recurrence.description))</td><td>"
             var tick = context.now
             var ticks: [String] = []

@@ -90,7 +90,8 @@ enum HTML {
         _ action: String, label: String, fields: [(String, String)], confirm: String, token: String,
         returnTo: String, style: String = "", extra: String = ""
     ) -> String {
-        var form = "<form class=\"inline\" method=\"post\" action=\"/actions/\(action)\" data-confirm=\"\(escape(confirm))\">"
+        var form =
+            "<form class=\"inline\" method=\"post\" action=\"/actions/\(action)\" data-confirm=\"\(escape(confirm))\">"
         form += "<input type=\"hidden\" name=\"csrf\" value=\"\(token)\">"
         form += "<input type=\"hidden\" name=\"return\" value=\"\(escape(returnTo))\">"
         for (name, value) in fields {

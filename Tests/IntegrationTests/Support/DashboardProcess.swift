@@ -50,7 +50,9 @@ final class DashboardProcess: Sendable {
         let directory = try TestEnvironment.temporaryDirectory()
         let bodyFile = directory.appendingPathComponent("body").path
         let headerFile = directory.appendingPathComponent("headers").path
-        var arguments = ["-s", "-o", bodyFile, "-D", headerFile, "-w", "%{http_code} %{time_total}", "--max-time", "30"]
+        var arguments = [
+            "-s", "-o", bodyFile, "-D", headerFile, "-w", "%{http_code} %{time_total}", "--max-time", "30",
+        ]
         for header in headers { arguments += ["-H", header] }
         if let user { arguments += ["-u", user] }
         for (name, value) in form ?? [] { arguments += ["--data-urlencode", "\(name)=\(value)"] }
@@ -65,7 +67,8 @@ final class DashboardProcess: Sendable {
         return Reply(
             status: written.first.flatMap { Int($0) } ?? 0,
             headers: (try? String(contentsOfFile: headerFile, encoding: .utf8)) ?? "",
-            body: (try? String(contentsOfFile: bodyFile, encoding: .utf8)) ?? "", seconds: written.last.flatMap { Double($0) } ?? .nan)
+            body: (try? String(contentsOfFile: bodyFile, encoding: .utf8)) ?? "",
+            seconds: written.last.flatMap { Double($0) } ?? .nan)
     }
 
     /// GETs `path` until its page satisfies `accepts`, or fails the test after `timeout`.
