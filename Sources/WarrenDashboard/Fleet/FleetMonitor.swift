@@ -137,6 +137,7 @@ final class FleetMonitor: Sendable {
         }
         taken.deadLetters = try? producer.deadLetterCount()
         taken.schedulers = try? producer.jobQueueStatus(Topology.scheduleQueue)?.consumers
+        taken.listedJobs = taken.sortedJobs()
         taken.takenAt = Date()
         return taken
     }

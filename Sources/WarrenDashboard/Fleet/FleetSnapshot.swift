@@ -36,9 +36,12 @@ struct FleetSnapshot: Sendable {
         takenAt.map { now.timeIntervalSince($0) }
     }
 
+    /// Every job the workers listed, in the order of ``sortedJobs()``: sorted once per poll, not per page.
+    var listedJobs: [(worker: WorkerStatus, job: WorkerStatus.Job)] = []
+
     /// Every job the workers listed, executing ones first (longest running first), then the others by how long
     /// they have been held, with the worker that holds each.
-    func jobs() -> [(worker: WorkerStatus, job: WorkerStatus.Job)] {
+    func sortedJobs() -> [(worker: WorkerStatus, job: WorkerStatus.Job)] {
         var all: [(worker: WorkerStatus, job: WorkerStatus.Job)] = []
         for worker in workers {
             for job in worker.jobs ?? [] { all.append((worker, job)) }

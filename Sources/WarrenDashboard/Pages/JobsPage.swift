@@ -9,7 +9,7 @@ enum JobsPage {
     static let pageSize = 50
 
     static func render(_ context: PageContext, query: [String: String]) -> String {
-        var jobs = context.fleet.jobs()
+        var jobs = context.fleet.listedJobs
         if let worker = query["worker"], !worker.isEmpty { jobs = jobs.filter { $0.worker.workerID == worker } }
         if query["state"] == "executing" { jobs = jobs.filter { $0.job.state == .executing } }
         if query["state"] == "waiting" { jobs = jobs.filter { $0.job.state != .executing } }

@@ -160,7 +160,7 @@ enum OverviewPage {
     }
 
     private static func executingJobs(_ context: PageContext) -> String {
-        let executing = context.fleet.jobs().filter { $0.job.state == .executing }
+        let executing = context.fleet.listedJobs.filter { $0.job.state == .executing }
         var html = "<section id=\"executing\" data-live><h2>Executing now</h2>"
         guard !executing.isEmpty else { return html + "<p class=\"muted\">No job executes.</p></section>\n" }
         html += JobsPage.table(Array(executing.prefix(executingShown)), context)

@@ -96,7 +96,7 @@ enum Assets {
             const last = points[points.length - 1];
             legend.innerHTML = '';
             const items = [[`succeeded ${last.succeeded.toFixed(2)}/s`, 'ok'], [`failed ${last.failed.toFixed(2)}/s`, 'bad'],
-              [`peak ${top.toFixed(2)}/s over the last ${Math.round(span)} s`, 'muted']];
+              [`scale 0 to ${top.toFixed(2)}/s, the last ${Math.round(span)} s`, 'muted']];
             for (const [text, cls] of items) {
               const span = document.createElement('span'); span.className = cls; span.textContent = text; legend.appendChild(span);
             }
