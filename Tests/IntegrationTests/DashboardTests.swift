@@ -261,3 +261,30 @@ extension Integration.Dashboard {
         }
     }
 }
+
+extension Integration.Dashboard {
+    @Test("a broker that stops answering (SIGSTOP): pages still load and say how old their data is")
+    func slowBroker() throws {
+        let directory = try #require(TestEnvironment.brokerDirectory, "WARREN_BROKER_DIR is set by scripts/test")
+        let pidText = try String(contentsOfFile: directory + "/pid", encoding: .utf8)
+        let brokerPID = try #require(Int32(pidText.trimmingCharacters(in: .whitespacesAndNewlines)))
+        let dashboard = try DashboardProcess()
+        defer { dashboard.stop() }
+        try dashboard.waitForPage("/") { $0.contains("Data as of") }
+        // The pid file names the process group of the broker's node (scripts/broker stops it the same way).
+        kill(-brokerPID, SIGSTOP)
+        var resumed = false
+        defer { if !resumed { kill(-brokerPID, SIGCONT) } }
+        // The poll under way hangs on the broker; pages render what it last learnt, and say how old it is.
+        let stale = try dashboard.waitForPage("/") { $0.contains("class=\"stale-data\"") }
+        #expect(stale.contains("Data as of"))
+        for page in ["/jobs", "/results", "/schedules", "/live.json"] {
+            #expect(try dashboard.request(page).status == 200, "\(page)")
+        }
+        kill(-brokerPID, SIGCONT)
+        resumed = true
+        try dashboard.waitForPage("/", timeout: .seconds(120)) {
+            !$0.contains("class=\"stale-data\"") && !$0.contains("Broker unreachable")
+        }
+    }
+}
