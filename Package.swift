@@ -83,7 +83,7 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["Warren", "AMQP", "WarrenDashboard"],
+            dependencies: ["Warren", "AMQP"],
             // Foreign clients the tests run as processes.
             exclude: ["Clients"]
         ),

@@ -25,8 +25,9 @@ public final class Dashboard: Sendable {
         /// The secret a request must carry: the password of HTTP basic auth, any user name, or a bearer token.
         /// Default: `nil`, which only a loopback ``host`` allows.
         public var credential: String?
-        /// The recurring jobs the Schedules page lists, and the file they came from. Default: none.
+        /// The recurring jobs the Schedules page lists. Default: none.
         public var schedules: [Schedule] = []
+        /// The file ``schedules`` came from, which the Schedules page names. Default: `nil`.
         public var scheduleFile: String?
         /// How far back the Results page starts reading the results stream. Default: an hour.
         public var resultsSince = Duration.seconds(3600)
@@ -37,11 +38,13 @@ public final class Dashboard: Sendable {
         /// Default: `warren.dashboard`.
         public var logger = Logger(label: "warren.dashboard")
 
+        /// The defaults, with the broker at `url`.
         public init(url: String) {
             self.url = url
         }
     }
 
+    /// What the dashboard was made with.
     public let configuration: Configuration
 
     /// Checks the configuration.

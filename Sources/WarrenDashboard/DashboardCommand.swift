@@ -7,6 +7,7 @@ import WarrenCLI
 
 /// `warren dashboard`: serves the web dashboard until SIGINT or SIGTERM.
 public struct DashboardCommand: ParsableCommand {
+    /// Its name, help and discussion.
     public static let configuration = CommandConfiguration(
         commandName: "dashboard",
         abstract: "Serve a web dashboard of the fleet: queues, workers, jobs, results, dead letters, schedules.",
@@ -43,19 +44,21 @@ public struct DashboardCommand: ParsableCommand {
         help: ArgumentHelp("How far back to read results: 90, 30s, 10m, 2h, 1d.", valueName: "time"))
     var resultsSince = "1h"
 
+    /// The command with its defaults; ArgumentParser fills it from the arguments.
     public init() {}
 
+    /// Refuses a port outside 0...65535, a `--results-since` that is no time up to 7 days, and bad queue names.
     public func validate() throws {
         guard (0...65_535).contains(port) else { throw ValidationError("--port \(port): expected 0 to 65535") }
-        guard let seconds = DurationText.seconds(resultsSince), seconds <= 7 * 86_400 else {
+        guard let seconds = DurationText.seconds(resultsSince), seconds <= 7 * 86_400, seconds > 0 else {
             throw ValidationError("--results-since \(resultsSince): expected a time such as 90, 30s, 10m, 2h, up to 7d")
         }
-        _ = seconds
         for name in queue {
             if let problem = Topology.problem(withJobQueue: name) { throw ValidationError("--queue: \(problem)") }
         }
     }
 
+    /// Serves the dashboard until SIGINT or SIGTERM; exits 1 when it cannot listen.
     public func run() throws {
         var configuration = Dashboard.Configuration(url: broker.brokerURL)
         configuration.host = host

@@ -7,6 +7,7 @@ extension DeadLetterQueue {
     /// ```swift
     /// let removed = try DeadLetterQueue(url: url).delete(jobIDs: ["job-42"])
     /// ```
+    /// - Parameter limit: The most letters it takes to find them.
     /// - Returns: The letters removed, oldest first.
     /// - Throws: ``WarrenError`` (`broker`) when the connection fails: the letters it took stay dead.
     public func delete(jobIDs: Set<String>, limit: Int = 100_000) throws -> [DeadLetter] {

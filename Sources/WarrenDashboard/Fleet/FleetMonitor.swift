@@ -9,7 +9,7 @@ import Warren
 /// Thread safety: locked. The producer and the dead-letter reader are confined to the monitor's thread; snapshots
 /// are shared under a `Mutex`.
 final class FleetMonitor: Sendable {
-    /// How the monitor polls.
+    /// How the monitor polls. Thread safety: immutable (a value).
     struct Options: Sendable {
         /// Seconds between polls. Default: 2.
         var interval = 2.0
@@ -23,7 +23,7 @@ final class FleetMonitor: Sendable {
         var queues: [String] = []
     }
 
-    /// The dead letters as last listed.
+    /// The dead letters as last listed. Thread safety: a value, copied out under the monitor's lock.
     struct DeadListing: Sendable {
         var letters: [DeadLetter] = []
         var total = 0

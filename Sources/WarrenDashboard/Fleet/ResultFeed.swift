@@ -8,7 +8,7 @@ import Warren
 ///
 /// Thread safety: locked. The reader is confined to the feed's thread; what it learnt is shared under a `Mutex`.
 final class ResultFeed: Sendable {
-    /// A result as the feed read it.
+    /// A result as the feed read it. Thread safety: immutable (a value).
     struct Entry: Sendable {
         var result: JobResult
         /// `nil` for a current result; the newer sequence of its key for a stale one.
@@ -17,7 +17,7 @@ final class ResultFeed: Sendable {
         var queue: String?
     }
 
-    /// What pages read.
+    /// What pages read. Thread safety: a value, copied out under the feed's lock.
     struct State: Sendable {
         /// Newest last, at most ``ResultFeed/kept``.
         var entries: [Entry] = []
@@ -46,6 +46,7 @@ final class ResultFeed: Sendable {
     private let stopped = Atomic(false)
     private let finished = DispatchSemaphore(value: 0)
 
+    /// Job queues by job id and by worker id. Thread safety: a value, kept under its own lock.
     struct Attribution: Sendable {
         var jobQueues: [String: String] = [:]
         var workerQueues: [String: String] = [:]
