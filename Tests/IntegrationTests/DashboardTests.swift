@@ -89,6 +89,31 @@ extension Integration {
                 form: [("csrf", token), ("confirmed", "yes"), ("localQueue", "default"), ("width", "0")])
             #expect(refused.status == 400)
 
+            // A worker paused on every queue says so.
+            try post("pause", [("worker", workerID)])
+            try dashboard.waitForPage("/") { $0.contains("<span class=\"tag paused\">paused</span></td><td>") }
+            try post("resume", [("worker", workerID)])
+            try dashboard.waitForPage("/") { !$0.contains("tag paused") }
+
+            // Cancel key: every job of the key so far; cancel all: every job of the queue so far.
+            let keyed = try (0..<2).map { _ in
+                try producer.enqueue(
+                    JobRequest(
+                        type: "sum", input: .numbers(Array(1...300), delayMs: 200), key: "dash-cancel", queue: queue))
+            }
+            try post("cancel", [("key", "dash-cancel")])
+            for job in keyed {
+                try dashboard.waitForPage("/results?job=\(job.id)") { $0.contains("data-status=\"cancelled\"") }
+            }
+            let queued = try (0..<3).map { _ in
+                try producer.enqueue(
+                    JobRequest(type: "sum", input: .numbers(Array(1...300), delayMs: 200), queue: queue))
+            }
+            try post("cancel-all", [("queue", queue)])
+            for job in queued {
+                try dashboard.waitForPage("/results?job=\(job.id)") { $0.contains("data-status=\"cancelled\"") }
+            }
+
             let first = try producer.enqueue(JobRequest(type: "no-such-type", queue: queue))
             let second = try producer.enqueue(JobRequest(type: "no-such-type", queue: queue))
             try dashboard.waitForPage("/dead") { $0.contains(first.id) && $0.contains(second.id) }
