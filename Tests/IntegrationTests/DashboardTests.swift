@@ -313,3 +313,32 @@ extension Integration.Dashboard {
         }
     }
 }
+
+extension Integration.Dashboard {
+    @Test("the Schedules page lists the file's schedules, their latest result, and the scheduler that leads")
+    func schedules() throws {
+        let queue = TestEnvironment.uniqueName("dash-schedule")
+        defer { BrokerProbe.delete(queue) }
+        let name = TestEnvironment.uniqueName("beat")
+        let file = try TestEnvironment.temporaryDirectory().appendingPathComponent("schedules.json")
+        try """
+        {"schedules": [{"name": "\(name)", "every": 1, "type": "echo", "input": "tick", "queue": "\(queue)"}]}
+        """.write(to: file, atomically: true, encoding: .utf8)
+        let worker = try CLI.startWorker(queue: queue)
+        defer { worker.terminate() }
+        let scheduler = try ChildProcess(
+            TestEnvironment.warrenBinary, ["schedule", file.path, "--url", try TestEnvironment.brokerURL],
+            name: "scheduler")
+        defer { scheduler.terminate() }
+        try scheduler.waitForStderr(containing: "leading the schedules")
+        let dashboard = try DashboardProcess(arguments: ["--schedule", file.path])
+        defer { dashboard.stop() }
+        let page = try dashboard.waitForPage("/schedules") {
+            $0.contains("pid \(scheduler.process.processIdentifier)</strong>")
+                && $0.contains(
+                    "<span class=\"tag succeeded\">succeeded</span> <a class=\"mono\" href=\"/job?id=\(name)%3A")
+        }
+        #expect(page.contains("data-schedule=\"\(name)\""))
+        #expect(page.contains("scheduler run") || page.contains("schedulers run"))
+    }
+}

@@ -37,6 +37,8 @@ final class FleetMonitor: Sendable {
     private let deadListing = Mutex(DeadListing())
     /// When a page last asked for the dead letters: they are listed only while someone looks.
     private let deadWanted = Mutex(Date.distantPast)
+    /// The leading scheduler's announcement, and when the Schedules page last asked for it.
+    private let leader = Mutex(LeaderReading())
     private let stopped = Atomic(false)
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
@@ -87,6 +89,33 @@ final class FleetMonitor: Sendable {
     /// How long a worker that stopped answering stays on the Overview, marked as such: 5 minutes.
     static let goneKept = 300.0
 
+    /// The leading scheduler as last read. Thread safety: a value, copied out under the monitor's lock.
+    struct LeaderReading: Sendable {
+        var leader: SchedulerLeader?
+        var takenAt: Date?
+        var problem: String?
+        var wanted = Date.distantPast
+    }
+
+    /// The leading scheduler as last read; asks for a reading at the next poll if the last is older than a poll.
+    func schedulerLeader() -> LeaderReading {
+        let reading = leader.withLock { reading in
+            reading.wanted = Date()
+            return reading
+        }
+        if reading.takenAt.map({ Date().timeIntervalSince($0) > options.interval }) ?? true { wake.signal() }
+        return reading
+    }
+
+    private func readLeader() {
+        do {
+            let current = try SchedulerLeader.current(url: url)
+            leader.withLock { $0 = LeaderReading(leader: current, takenAt: Date(), wanted: $0.wanted) }
+        } catch {
+            leader.withLock { $0.problem = Self.describe(error) }
+        }
+    }
+
     private func run() {
         var producer: Producer?
         /// Every worker seen in the last ``goneKept`` seconds, by id, host and process, with when.
@@ -117,6 +146,7 @@ final class FleetMonitor: Sendable {
                 }
             }
             if Date().timeIntervalSince(deadWanted.withLock { $0 }) < 60 { listDeadLetters() }
+            if Date().timeIntervalSince(leader.withLock { $0.wanted }) < 60 { readLeader() }
             _ = wake.wait(timeout: .now() + options.interval)
         }
         producer?.close()

@@ -6,7 +6,9 @@ import Warren
 ///
 /// Thread safety: stateless.
 enum SchedulesPage {
-    static func render(_ context: PageContext, schedules: [Schedule], file: String?) -> String {
+    static func render(
+        _ context: PageContext, schedules: [Schedule], file: String?, leader: FleetMonitor.LeaderReading
+    ) -> String {
         var body = "<h1>Schedules</h1>\n<section id=\"schedules\" data-live>"
         switch context.fleet.schedulers {
         case nil:
@@ -17,6 +19,7 @@ enum SchedulesPage {
             body += "<p>\(count) scheduler\(count == 1 ? "" : "s") run. The broker hands the lead to one of them, "
             body += "which enqueues every tick; the others stand by and take over when it stops.</p>"
         }
+        body += leading(leader, now: context.now)
         guard let file else {
             body += "<p class=\"muted\">Start the dashboard with <code>--schedule FILE</code>, the file the schedulers "
             body += "use, to list its recurring jobs here.</p></section>"
@@ -50,5 +53,25 @@ enum SchedulesPage {
         }
         body += "</tbody></table></section>"
         return Layout.page("Schedules", section: "/schedules", context, body: body)
+    }
+
+    /// Which scheduler leads, as it announced itself.
+    static func leading(_ reading: FleetMonitor.LeaderReading, now: Date) -> String {
+        if let problem = reading.problem {
+            return "<p class=\"outage\">Cannot read which scheduler leads: \(HTML.escape(problem))</p>"
+        }
+        guard reading.takenAt != nil else { return "<p class=\"muted\">Asking which scheduler leads…</p>" }
+        guard let leader = reading.leader else {
+            return "<p class=\"muted\">No scheduler announces that it leads: none leads, or the leader runs a "
+                + "version of Warren that does not announce itself.</p>"
+        }
+        let age = now.timeIntervalSince(leader.announcedAt)
+        var html =
+            "<p id=\"leader\">Leading: <strong class=\"mono\">\(HTML.escape(leader.host)) pid \(leader.pid)</strong>"
+        html += ", since \(HTML.time(leader.since)), with \(leader.schedules.count) schedules. "
+        html += "It announced itself \(HTML.duration(max(0, age))) ago"
+        // It announces itself every 30 s: one silent for longer may have stopped.
+        html += age > 45 ? "; it may have stopped since.</p>" : ".</p>"
+        return html
     }
 }

@@ -26,7 +26,9 @@ struct DashboardRoutes: Sendable {
             html(DeadLettersPage.render(context(request), listing: monitor.deadLetters(), query: query(request)))
         }
         router.get("/schedules") { request, _ in
-            html(SchedulesPage.render(context(request), schedules: schedules, file: scheduleFile))
+            html(
+                SchedulesPage.render(
+                    context(request), schedules: schedules, file: scheduleFile, leader: monitor.schedulerLeader()))
         }
         router.get("/live.json") { _, _ in live() }
         router.get("/assets/app.css") { _, _ in asset(Assets.css, type: "text/css; charset=utf-8") }
