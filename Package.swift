@@ -19,6 +19,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
+        // The dashboard's HTTP server. Its configuration-file support is left out: the dashboard takes options.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0", traits: ["FullFoundation"]),
     ],
     targets: [
         .systemLibrary(
@@ -50,7 +52,20 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
-        .executableTarget(name: "warren", dependencies: ["WarrenCLI"]),
+        // The web dashboard: a module of its own, so that WarrenCLI, which users' worker executables link, does not
+        // pull in Hummingbird. The `warren` executable composes its command into the root command.
+        .target(
+            name: "WarrenDashboard",
+            dependencies: [
+                "Warren",
+                "AMQP",
+                "WarrenCLI",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(name: "warren", dependencies: ["WarrenCLI", "WarrenDashboard"]),
         .systemLibrary(name: "CLibFuzzer"),
         .executableTarget(name: "WarrenFuzz", dependencies: ["Warren", "AMQP", "CLibFuzzer"]),
         .testTarget(name: "AMQPTests", dependencies: ["AMQP"]),
@@ -61,6 +76,10 @@ let package = Package(
         .testTarget(
             name: "WarrenCLITests",
             dependencies: ["WarrenCLI", "AMQP", .product(name: "Logging", package: "swift-log")]
+        ),
+        .testTarget(
+            name: "WarrenDashboardTests",
+            dependencies: ["WarrenDashboard", "Warren", .product(name: "Hummingbird", package: "hummingbird")]
         ),
         .testTarget(
             name: "IntegrationTests",

@@ -33,46 +33,61 @@ public struct WarrenCommand: ParsableCommand {
     /// reads, or what the producer refuses) shows that command's usage, as one from its `validate()` does, where
     /// swift-argument-parser would show the root's (`Usage: warren <subcommand>`).
     public static func main() {
+        main(as: WarrenCommand.self)
+    }
+
+    /// ``main()`` for a root command of the executable's own: this one's configuration with more subcommands, from
+    /// modules WarrenCLI does not link (``configuration(adding:)``).
+    public static func main<Root: ParsableCommand>(as root: Root.Type) {
         StandardStreams.reserveDescriptors()
         if let problem = StandardStreams.argumentProblem() {
             StandardErrorLines.write("Error: \(problem)\n")
             exit(withError: ExitCode.validationFailure)
         }
         do {
-            var command = try parseAsRoot()
+            var command = try root.parseAsRoot()
             let commandType: any ParsableCommand.Type = Swift.type(of: command)
             do {
                 try command.run()
             } catch let error as ValidationError {
-                fail(error, usageOf: commandType)
+                fail(error, usageOf: commandType, root: root)
             }
             try StandardStreams.checkOutput()
-        } catch where exitCode(for: error) == .success {
+        } catch where root.exitCode(for: error) == .success {
             // Help and the version: printed here, so that help that cannot be written is no success either.
-            let message = fullMessage(for: error)
+            let message = root.fullMessage(for: error)
             if !message.isEmpty { print(message) }
             Glibc.exit((try? StandardStreams.checkOutput(lost: "the help")) == nil ? ExitCode.failure.rawValue : 0)
         } catch {
-            exit(withError: error)
+            root.exit(withError: error)
         }
     }
 
+    /// This command's configuration with `commands` among its subcommands, for ``main(as:)``.
+    public static func configuration(adding commands: [any ParsableCommand.Type]) -> CommandConfiguration {
+        var configuration = Self.configuration
+        configuration.subcommands += commands
+        return configuration
+    }
+
     /// Reports `error` with the usage of `command`, and exits 64.
-    private static func fail(_ error: ValidationError, usageOf command: any ParsableCommand.Type) -> Never {
-        let name = (path(to: command) ?? [command]).map { $0._commandName }.joined(separator: " ")
+    private static func fail<Root: ParsableCommand>(
+        _ error: ValidationError, usageOf command: any ParsableCommand.Type, root: Root.Type
+    ) -> Never {
+        let name = (path(to: command, from: root) ?? [command]).map { $0._commandName }.joined(separator: " ")
         StandardErrorLines.write(
             """
             Error: \(error.message)
-            Usage: \(usageString(for: command))
+            Usage: \(root.usageString(for: command))
               See '\(name) --help' for more information.
 
             """)
-        exit(withError: ExitCode.validationFailure)
+        root.exit(withError: ExitCode.validationFailure)
     }
 
-    /// The commands from this one down to `command`, if it is one of them.
+    /// The commands from `root` down to `command`, if it is one of them.
     private static func path(
-        to command: any ParsableCommand.Type, from root: any ParsableCommand.Type = WarrenCommand.self
+        to command: any ParsableCommand.Type, from root: any ParsableCommand.Type
     ) -> [any ParsableCommand.Type]? {
         if ObjectIdentifier(root) == ObjectIdentifier(command) { return [root] }
         for subcommand in root.configuration.subcommands {

@@ -37,6 +37,8 @@ final class SchedulerSession {
     /// default), which would hand the lead over, and schedules that tick daily leave the state unchanged for hours.
     static let stateRefresh = Duration.seconds(30)
     var isLeading = false
+    /// When it announces itself as the leader (``SchedulerLeader``).
+    var announcements = LeaderAnnouncements()
     /// While leading: the next tick of each schedule (in the past for a tick missed while no scheduler ran).
     var due: [String: Date] = [:]
     /// Job queues that refused jobs (or whose node is down), and when to try each again.
@@ -177,6 +179,9 @@ final class SchedulerSession {
             try publishIfChanged()
             try enqueueDue()
             if let heldSince, ContinuousClock.now - heldSince > Self.stateRefresh { try publishAgain() }
+            try brokerCall {
+                try announcements.announceIfDue(on: connection, schedules: configuration.schedules.map(\.name))
+            }
         }
         guard arrivals.isEmpty else { return }
         let now = Date()
@@ -235,6 +240,7 @@ final class SchedulerSession {
     /// Starts leading: plans every schedule's next tick from the state received.
     private func lead() {
         isLeading = true
+        announcements.startLeading()
         metrics.leading(true)
         let now = Date()
         for schedule in configuration.schedules {
