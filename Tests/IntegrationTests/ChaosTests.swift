@@ -284,14 +284,15 @@ extension Integration.Chaos {
         defer { worker.terminate() }
         let job = try Producer.forTests().enqueue(
             JobRequest(
-                type: "sleep", input: ["seconds": 30], queue: queue, deadline: Date().addingTimeInterval(3)))
+                type: "sleep", input: ["seconds": 60], queue: queue, deadline: Date().addingTimeInterval(10)))
         try worker.waitForStart(of: job.id)
         try Self.brokerCtl(["stop_app"])
         var restarted = false
         defer { if !restarted { try? Self.brokerCtl(["start_app"]) } }
         try worker.waitForStderr(containing: "lost the broker; reconnecting")
         // The sleep sees isCancelled once the deadline passes; it ends, its result kept for the redelivery.
-        try worker.waitForStderr(containing: "keeping its result for the redelivery", timeout: .seconds(20))
+        // The deadline passes after the broker went, however slowly stop_app runs on a loaded machine.
+        try worker.waitForStderr(containing: "keeping its result for the redelivery", timeout: .seconds(30))
         try Self.brokerCtl(["start_app"])
         restarted = true
         var result: JobResult?
