@@ -47,7 +47,7 @@ public final class AMQPEventPump {
 
     /// Hands the deliveries of `channel` to `body`; its channel close is thrown, its other events dropped.
     public func route(_ channel: UInt16, deliveries body: @escaping (Delivery) throws -> Void) {
-        route(channel, to: DeliveryRoute(body))
+        route(channel, to: ChannelRoute(onDelivery: body))
     }
 
     /// Drops the handler of `channel`: its events are dropped from now on, and its close thrown.
@@ -120,21 +120,6 @@ public final class AMQPEventPump {
         case .unblocked:
             try blockingHandler?(nil)
         }
-    }
-}
-
-/// The handler ``AMQPEventPump/route(_:deliveries:)`` makes of a closure.
-///
-/// Thread safety: confined, like the pump that holds it.
-private final class DeliveryRoute: AMQPChannelHandler {
-    private let body: (Delivery) throws -> Void
-
-    init(_ body: @escaping (Delivery) throws -> Void) {
-        self.body = body
-    }
-
-    func delivered(_ delivery: Delivery) throws {
-        try body(delivery)
     }
 }
 

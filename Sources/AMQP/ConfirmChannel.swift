@@ -12,8 +12,8 @@
 ///
 /// Routed to it by an ``AMQPEventPump``, the channel keeps the broker's answers (``takeAnswers()``) and the
 /// messages it returned (``takeReturns()``) until its owner takes them. A channel close marks it closed and is
-/// thrown. An owner that handles closes itself routes the channel to a handler of its own that forwards the
-/// confirms here.
+/// thrown. An owner that handles closes itself, or consumes on the channel too, routes the channel to a
+/// ``ChannelRoute`` of its own whose `onConfirm` forwards to ``confirmed(upTo:multiple:ack:)``.
 ///
 /// The broker numbers a channel's publishes from 1, again each time the channel opens: ``reopen()`` starts the
 /// numbering again and hands back the publishes left unanswered.

@@ -112,6 +112,32 @@ struct AMQPEventPumpTests {
         #expect(blocking == ["low on memory", nil])
     }
 
+    @Test func aChannelRouteHandsEachEventToItsClosureAndThrowsACloseWithoutOne() throws {
+        var seen: [String] = []
+        let route = ChannelRoute(onDelivery: { seen.append("delivery \($0.deliveryTag)") })
+        route.onConfirm = { seen.append("confirm \($0) \($1) \($2)") }
+        route.onReturn = { seen.append("returned \($0.routingKey) \($0.messageID ?? "-")") }
+        route.onConsumerCancel = { seen.append("cancelled \($0)") }
+        let script = Script([
+            [
+                Self.delivery(1, channel: 6), .confirm(channel: 6, deliveryTag: 2, multiple: true, ack: false),
+                .returned(
+                    channel: 6, replyCode: 312, replyText: "NO_ROUTE", exchange: "", routingKey: "q", messageID: "j1"),
+                .consumerCancelled(channel: 6, consumerTag: "ctag"),
+            ],
+            [Self.closed(6, code: 404)],
+        ])
+        let pump = AMQPEventPump(source: script)
+        pump.route(6, to: route)
+        try pump.dispatch()
+        #expect(seen == ["delivery 1", "confirm 2 true false", "returned q j1", "cancelled ctag"])
+        #expect(throws: AMQPError.self) { try pump.dispatch() }
+        route.onClose = { seen.append("closed \($0.replyCode ?? 0)") }
+        script.reads = [[Self.closed(6, code: 406)]]
+        try pump.dispatch()
+        #expect(seen.last == "closed 406")
+    }
+
     @Test func aRouteCanBeReplacedAndRemoved() throws {
         let (first, second) = (Recorder(), Recorder())
         let script = Script([
