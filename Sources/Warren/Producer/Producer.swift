@@ -78,8 +78,8 @@ public final class Producer {
     /// sequence numbers are consecutive, in the order they are published, reserved from ``SequenceStore`` at once.
     /// - Parameter watch: Also start collecting their results, for ``waitForResult(of:timeout:)``: the jobs name
     ///   this producer's reply queue in their `reply_to`, so their results and progress reports come straight to it.
-    /// - Throws: ``WarrenError`` (`invalidConfiguration`) for an invalid id or job queue name
-    ///   (``Topology/problem(withJobQueue:)``), a job that depends on itself, an unknown dependency or a cycle, a
+    /// - Throws: ``WarrenError`` (`invalidConfiguration`) for an invalid id or job queue name (empty, too long,
+    ///   with control characters, starting with `amq.`, or one of Warren's own), a job that depends on itself, an unknown dependency or a cycle, a
     ///   ``JobRequest/replyTo`` that is empty, longer than 255 bytes, given with `watch` or names no existing queue,
     ///   a deadline that is not after the job's ``JobRequest/notBefore``, a time limit outside 1 ms to a year, a
     ///   unique job without a key, with a lifetime outside 1 second to 7 days (``JobRequest/uniqueFor``) or one that
@@ -191,9 +191,9 @@ public final class Producer {
         try control.deliversByPriority(queue)
     }
 
-    /// Whether job queue `queue` is known to be a classic queue (``Topology/isKnownClassicQueue(_:on:)``): on a
-    /// cluster, it lives on one node, whatever ``quorumQueues`` says, which applies to queues this producer creates.
-    /// `false` also when it does not exist.
+    /// Whether job queue `queue` is known to be a classic queue: declared as Warren declares one, or with no
+    /// arguments. On a cluster, it lives on one node, whatever this producer's `quorumQueues` says: that applies
+    /// only to queues it creates. `false` also when it does not exist.
     /// - Throws: ``WarrenError`` (`broker`) when the connection fails.
     public func isClassicQueue(_ queue: String) throws -> Bool {
         try control.isClassicQueue(queue)

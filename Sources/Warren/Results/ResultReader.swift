@@ -36,7 +36,7 @@ public final class ResultReader {
     /// What the reader returns.
     public enum Event: Sendable {
         /// A stored result, or the error that says why it is unreadable (never dropped silently), with the stream
-        /// offset of the message that holds it: the results a worker stored together (``ResultBatch``) share one.
+        /// offset of the message that holds it: the results a worker stored together, in one message, share one.
         case result(Result<JobResult, WarrenError>, offset: UInt64?)
         /// A progress report of a running job (only with `progress: true`).
         case progress(ProgressMessage)
