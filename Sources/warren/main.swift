@@ -1,3 +1,3 @@
 import WarrenCLI
 
-WarrenCommand.main()
+WarrenCommand.main(root: WarrenTool.self)
