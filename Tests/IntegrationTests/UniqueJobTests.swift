@@ -193,7 +193,8 @@ extension Integration {
         func locksBesideStatusRequests() throws {
             let queue = TestEnvironment.uniqueName("unique-status")
             let key = TestEnvironment.uniqueName("beside-status")
-            defer { [queue, UniqueLock.queue(forKey: key), UniqueLock.queue(forKey: key + "-2")].forEach(BrokerProbe.delete) }
+            let locks = [UniqueLock.queue(forKey: key), UniqueLock.queue(forKey: key + "-2")]
+            defer { ([queue] + locks).forEach(BrokerProbe.delete) }
             let producer = try Producer.forTests()
             defer { producer.close() }
             // The locks' channel stays open between calls; a status request opened the same channel number.
