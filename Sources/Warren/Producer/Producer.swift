@@ -15,8 +15,8 @@ import Synchronization
 /// let result = try producer.waitForResult(of: job.id, timeout: .seconds(30))
 /// ```
 ///
-/// It plays three roles over one connection, each a type of its own: enqueueing (``JobEnqueuer``), control
-/// commands (``ControlClient``) and the results of watched jobs (``ResultWatcher``).
+/// It plays three roles over one connection: it enqueues jobs, sends control commands, and collects the results of
+/// the jobs it watches.
 ///
 /// Thread safety: confined, as TN2109 confines a libxml2 parser: not `Sendable`; use it from the thread that
 /// created it. Create one producer per thread that publishes, or share one ``SharedProducer`` among tasks.
