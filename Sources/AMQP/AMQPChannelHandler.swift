@@ -27,9 +27,14 @@ public protocol AMQPChannelHandler: AnyObject {
 }
 
 extension AMQPChannelHandler {
+    /// Ignores the delivery.
     public func delivered(_ delivery: Delivery) throws {}
+    /// Ignores the answer.
     public func confirmed(upTo number: UInt64, multiple: Bool, ack: Bool) throws {}
+    /// Ignores the returned message.
     public func returned(_ message: ReturnedMessage) throws {}
+    /// Ignores the cancellation.
     public func consumerCancelled(_ consumerTag: String) throws {}
+    /// Throws `error`, which ends the dispatch.
     public func channelClosed(_ error: AMQPError) throws { throw error }
 }

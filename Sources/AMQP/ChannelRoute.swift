@@ -29,22 +29,27 @@ public final class ChannelRoute: AMQPChannelHandler {
         self.onDelivery = onDelivery
     }
 
+    /// Hands `delivery` to ``onDelivery``.
     public func delivered(_ delivery: Delivery) throws {
         try onDelivery?(delivery)
     }
 
+    /// Hands the broker's answer to ``onConfirm``.
     public func confirmed(upTo number: UInt64, multiple: Bool, ack: Bool) throws {
         try onConfirm?(number, multiple, ack)
     }
 
+    /// Hands `message` to ``onReturn``.
     public func returned(_ message: ReturnedMessage) throws {
         try onReturn?(message)
     }
 
+    /// Hands `consumerTag` to ``onConsumerCancel``.
     public func consumerCancelled(_ consumerTag: String) throws {
         try onConsumerCancel?(consumerTag)
     }
 
+    /// Hands `error` to ``onClose``, or throws it when there is none.
     public func channelClosed(_ error: AMQPError) throws {
         guard let onClose else { throw error }
         try onClose(error)
