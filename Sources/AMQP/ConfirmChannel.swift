@@ -110,6 +110,16 @@ public final class ConfirmChannel<Payload>: AMQPChannelHandler {
         awaiting.answer(upTo: number, multiple: multiple, ack: ack) { answers.append($0) }
     }
 
+    /// Takes in the broker's answer and hands each publish it covers to `body` at once, in number order, instead of
+    /// keeping them for ``takeAnswers()``: for a ``ChannelRoute`` whose `onConfirm` settles what was published.
+    ///
+    /// Each publish is taken out just before `body` sees it: when `body` throws, the ones after stay awaited.
+    public func answer(
+        upTo number: UInt64, multiple: Bool, ack: Bool, each body: (Answer) throws -> Void
+    ) rethrows {
+        try awaiting.answer(upTo: number, multiple: multiple, ack: ack, each: body)
+    }
+
     /// Keeps a returned message, for ``takeReturns()``.
     public func returned(_ message: ReturnedMessage) {
         returns.append(message)

@@ -36,6 +36,17 @@ extension Integration {
             #expect(try channel.publish([], exchange: "", routingKey: queue, awaiting: "d") == 1)
             #expect(try pump.dispatch(until: .now + .seconds(30)) { channel.awaiting.isEmpty })
             #expect(channel.takeAnswers().map(\.payload) == ["d"])
+
+            // Answers handed over as they come, for a route that settles them at once: none kept.
+            var settled: [String] = []
+            let route = ChannelRoute()
+            route.onConfirm = { number, multiple, ack in
+                channel.answer(upTo: number, multiple: multiple, ack: ack) { settled.append($0.payload) }
+            }
+            pump.route(1, to: route)
+            for payload in ["e", "f"] { try channel.publish([], exchange: "", routingKey: queue, awaiting: payload) }
+            #expect(try pump.dispatch(until: .now + .seconds(30)) { channel.awaiting.isEmpty })
+            #expect(settled == ["e", "f"] && channel.takeAnswers().isEmpty)
         }
 
         @Test(
