@@ -42,7 +42,6 @@ let package = Package(
             name: "WarrenCLI",
             dependencies: [
                 "Warren",
-                "WarrenBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -65,7 +64,20 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .executableTarget(name: "warren", dependencies: ["WarrenCLI", "WarrenDashboard"]),
+        // `warren bench`: kept out of WarrenCLI, so that a user's worker executable does not link the benchmark.
+        .target(
+            name: "WarrenBenchCLI",
+            dependencies: [
+                "WarrenCLI", "WarrenBench", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "warren",
+            dependencies: [
+                "WarrenCLI", "WarrenBenchCLI", "WarrenDashboard",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .systemLibrary(name: "CLibFuzzer"),
         .executableTarget(name: "WarrenFuzz", dependencies: ["Warren", "AMQP", "CLibFuzzer"]),
         .testTarget(name: "AMQPTests", dependencies: ["AMQP"]),

@@ -291,7 +291,7 @@ private final class CallLine: Sendable {
                         "the connection to the broker was lost before the result of job \(waiter.jobID) came; "
                             + "it is stored in the warren.results stream"))
             } else if producer?.isWatching(waiter.jobID) != true {
-                waiter.continuation.resume(throwing: Producer.notWatched([waiter.jobID]))
+                waiter.continuation.resume(throwing: ResultWatcher.notWatched([waiter.jobID]))
             } else if waiter.deadline <= .now {
                 waiter.continuation.resume(
                     throwing: WarrenError(.timeout, "no result for job \(waiter.jobID) within \(waiter.timeout)"))
