@@ -24,7 +24,8 @@ public final class Producer {
     static let lockChannel: UInt16 = 3
 
     let connection: AMQPConnection
-    /// Tells an ``enqueue(_:watch:)`` under way, from any thread, to publish no more jobs (see ``Interruption``).
+    /// Tells an ``enqueue(_:watch:)-([JobRequest],_)`` under way, from any thread, to publish no more jobs (see
+    /// ``Interruption``).
     public let interruption = Interruption()
     let sequences: SequenceFile
     let journal: JobJournal
@@ -90,7 +91,9 @@ public final class Producer {
     }
 
     /// Publishes a job and returns its descriptor once the broker confirmed it.
-    /// - Parameter watch: Also start collecting its result, for ``waitForResult(of:timeout:)``.
+    /// - Parameters:
+    ///   - request: The job.
+    ///   - watch: Also start collecting its result, for ``waitForResult(of:timeout:progress:)``.
     /// - Throws: ``WarrenError`` when the broker refuses the job or the connection fails.
     @discardableResult
     public func enqueue(_ request: JobRequest, watch: Bool = false) throws -> OperationDescriptor {
@@ -102,7 +105,9 @@ public final class Producer {
     /// Jobs may depend on each other and on jobs enqueued earlier with this state directory; they are published so
     /// that a job comes after those it depends on, and a bad graph is refused before anything is published. Their
     /// sequence numbers are consecutive, in the order they are published, reserved from ``SequenceStore`` at once.
-    /// - Parameter watch: Also start collecting their results, for ``waitForResult(of:timeout:)``: the jobs name
+    /// - Parameters:
+    ///   - requests: The jobs.
+    ///   - watch: Also start collecting their results, for ``waitForResult(of:timeout:progress:)``: the jobs name
     ///   this producer's reply queue in their `reply_to`, so their results and progress reports come straight to it.
     /// - Throws: ``WarrenError`` (`invalidConfiguration`) for an invalid id or job queue name
     ///   (``Topology/problem(withJobQueue:)``), a job that depends on itself, an unknown dependency or a cycle, a
@@ -469,10 +474,11 @@ public final class Producer {
     }
 
     /// Tells a producer to publish no more jobs: from any thread (a signal handler's), while an
-    /// ``enqueue(_:watch:)`` is under way on the producer's own. That call publishes none of its jobs after this,
-    /// waits for the broker's answers to those it handed over, and throws ``WarrenError`` `interrupted` naming the
-    /// ones enqueued (``WarrenError/enqueuedJobIDs``); the others are not enqueued: their unique locks are released
-    /// and they are unknown to later dependents. Later calls publish nothing: an interruption does not wear off.
+    /// ``enqueue(_:watch:)-([JobRequest],_)`` is under way on the producer's own. That call publishes none of its
+    /// jobs after this, waits for the broker's answers to those it handed over, and throws ``WarrenError``
+    /// `interrupted` naming the ones enqueued (``WarrenError/enqueuedJobIDs``); the others are not enqueued: their
+    /// unique locks are released and they are unknown to later dependents. Later calls publish nothing: an
+    /// interruption does not wear off.
     ///
     /// Thread safety: atomic.
     public final class Interruption: Sendable {
@@ -571,6 +577,7 @@ public final class Producer {
 
     /// Asks every live worker for its status and returns the answers that arrive within `timeout`, by worker id
     /// (then host and process: workers that share an id by mistake answer each).
+    /// - Parameter timeout: How long to collect answers.
     /// - Parameter jobs: With a number, each worker also lists up to that many of the jobs it holds
     ///   (``WorkerStatus/jobs``); workers of versions that predate the listing leave it out.
     /// - Parameter awaitedWorker: With a worker id, returns as soon as that worker answered, with the answers that
@@ -651,7 +658,7 @@ public final class Producer {
     }
 
     /// Whether job queue `queue` is known to be a classic queue (``Topology/isKnownClassicQueue(_:on:)``): on a
-    /// cluster, it lives on one node, whatever ``quorumQueues`` says, which applies to queues this producer creates.
+    /// cluster, it lives on one node, whatever `quorumQueues` says, which applies to queues this producer creates.
     /// `false` also when it does not exist.
     /// - Throws: ``WarrenError`` (`broker`) when the connection fails.
     public func isClassicQueue(_ queue: String) throws -> Bool {
@@ -670,7 +677,10 @@ public final class Producer {
     }
 
     /// Waits for the result of a job enqueued with `watch: true`.
-    /// - Parameter progress: Called with each progress report of the job while it runs.
+    /// - Parameters:
+    ///   - jobID: The job.
+    ///   - timeout: How long to wait.
+    ///   - progress: Called with each progress report of the job while it runs.
     /// - Throws: ``WarrenError`` (`timeout`) when no result arrived in time; (`invalidConfiguration`) at once when
     ///   this producer did not enqueue the job with `watch: true`, or handed out its result already.
     public func waitForResult(
@@ -681,7 +691,10 @@ public final class Producer {
 
     /// Waits for the first result to arrive of jobs enqueued with `watch: true`, whichever it is: call it again with
     /// the others to take their results as they come.
-    /// - Parameter progress: Called with each progress report of those jobs while they run.
+    /// - Parameters:
+    ///   - jobIDs: The jobs.
+    ///   - timeout: How long to wait.
+    ///   - progress: Called with each progress report of those jobs while they run.
     /// - Throws: ``WarrenError`` (`timeout`, naming the jobs) when none arrived in time; (`invalidConfiguration`) at
     ///   once when none of them is a job this producer enqueued with `watch: true` and whose result it has not
     ///   handed out.
