@@ -21,7 +21,7 @@ extension Integration {
         func readmeLength() throws {
             let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
             let lines = readme.split(separator: "\n", omittingEmptySubsequences: false).count - 1
-            #expect(lines <= 250, "README.md has \(lines) lines: move reference material to docs/ or the DocC catalogue")
+            #expect(lines <= 250, "README.md has \(lines) lines: move reference material to docs/ or to DocC")
         }
 
         @Test("docs/cli.md is what scripts/cli-docs makes from every command's --help")
@@ -58,7 +58,7 @@ extension Integration {
                     guard parts.count == 2 else { continue }
                     let anchors = Self.anchors(in: try String(contentsOf: file, encoding: .utf8))
                     if !anchors.contains(String(parts[1])) {
-                        broken.append("\(page.lastPathComponent): \(target): no such heading in \(file.lastPathComponent)")
+                        broken.append("\(page.lastPathComponent): \(target): no such heading there")
                     }
                 }
             }
