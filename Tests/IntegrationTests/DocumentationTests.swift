@@ -34,8 +34,9 @@ extension Integration {
             let committed = try String(contentsOf: Self.root.appendingPathComponent("docs/cli.md"), encoding: .utf8)
             let made = run.stdout
             let difference = zip(committed.split(separator: "\n"), made.split(separator: "\n")).first { $0 != $1 }
+            let isCurrent = made == committed
             #expect(
-                made == committed,
+                isCurrent,
                 """
                 docs/cli.md differs from what scripts/cli-docs makes: run scripts/cli-docs and commit docs/cli.md. \
                 First difference: \(difference.map { "'\($0)' committed, '\($1)' made" } ?? "the length")
@@ -114,13 +115,13 @@ extension Integration {
         /// The lines of `text` outside fenced code blocks, with code spans removed unless `keepingCode`.
         static func prose(of text: String, keepingCode: Bool = false) -> [String] {
             var inFence = false
-            return text.split(separator: "\n", omittingEmptySubsequences: false).compactMap { line in
+            return text.split(separator: "\n", omittingEmptySubsequences: false).compactMap { line -> String? in
                 if line.trimmingCharacters(in: .whitespaces).hasPrefix("```") {
                     inFence.toggle()
                     return nil
                 }
                 if inFence { return nil }
-                return keepingCode ? String(line) : line.replacing(/`[^`]*`/, with: "")
+                return keepingCode ? String(line) : String(line.replacing(/`[^`]*`/, with: ""))
             }
         }
     }
