@@ -69,5 +69,5 @@ REPLY=status-$(uuid)
 amqp-declare-queue -u "$URL" -q "$REPLY" >/dev/null
 amqp-publish -u "$URL" -e warren.control -C application/json -p \
     -b "{\"version\":1,\"kind\":\"status\",\"replyTo\":\"$REPLY\",\"sentAt\":\"$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)\"}"
-timeout 3 amqp-consume -u "$URL" -q "$REPLY" -- sh -c 'printf "status "; cat; echo' || true
+timeout -s KILL 3 amqp-consume -u "$URL" -q "$REPLY" -- sh -c 'printf "status "; cat; echo' || true
 amqp-delete-queue -u "$URL" -q "$REPLY" >/dev/null
