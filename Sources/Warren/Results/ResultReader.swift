@@ -59,6 +59,7 @@ public final class ResultReader {
 
     /// Connects, declares the results stream and starts reading it at `start`.
     /// - Parameters:
+    ///   - url: The broker URL; several, separated by commas, are tried in turn.
     ///   - start: Where to start. Default: the oldest kept result.
     ///   - progress: Also return progress reports of running jobs, from now on (they are not stored).
     ///   - endingNow: Read only what was stored before the reader started: once it comes to a message stored

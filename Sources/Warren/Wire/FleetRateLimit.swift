@@ -10,7 +10,7 @@ import AMQP
 /// `lifetime`, fleet-wide: one every `period / count` for limits up to twenty jobs a second (one turn, alive for
 /// the interval), in windows of 100 ms or more for faster ones (``window(of:)``). Workers with the same limit share
 /// a queue; one with another limit for the type uses a window of its own. See docs/wire-format.md §1 and the
-/// README's *Rate limits*.
+/// DocC article *Limits*.
 ///
 /// Thread safety: stateless.
 package enum FleetRateLimit {

@@ -47,6 +47,7 @@ package enum ResultBatch {
 
     /// The results a stored message holds: each result of a batch (an unreadable one as its error, in its place),
     /// or the one result of a message that is not a batch.
+    /// - Parameter body: The message's body.
     /// - Parameter type: The message's `type` property.
     package static func results(in body: [UInt8], type: String?) -> [Result<JobResult, WarrenError>] {
         do {

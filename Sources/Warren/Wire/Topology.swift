@@ -104,16 +104,19 @@ import AMQP
     }
 
     /// Declares the delay queue ``delayQueue(for:seconds:)``, which deletes itself once unused for a while
-    /// (``delayQueueLease``): each use declares it again, which renews that lease, so that it never goes while it
+    /// (`delayQueueLease`): each use declares it again, which renews that lease, so that it never goes while it
     /// holds a job (a publish to a queue that is gone would be confirmed and lost). Warren creates delay queues as
     /// quorum queues, which dead-letter their expired jobs back into `queue` at least once (RabbitMQ's
     /// `at-least-once` strategy, which needs `x-overflow` `reject-publish`): into a job queue whose cluster node is
     /// down, a classic queue would drop them; a quorum one keeps them, for as long as its lease, a week, since
     /// nothing renews it while no worker takes jobs from `queue`. One that exists as a classic queue (made by an
     /// earlier build, with a lease of an hour) is used as it is.
+    /// - Parameter queue: The job queue the delay queue sends its jobs back to.
+    /// - Parameter seconds: The delay queue's delay.
     /// - Parameter quorum: The kind to try first: the one the queue had at its last use, if known.
+    /// - Parameter connection: The connection to declare on.
     /// - Returns: Whether the queue is a quorum queue, or `nil` when it lives on a cluster node that is down
-    ///   (``AMQPError/isQueueNodeDown``).
+    ///   (`AMQPError.isQueueNodeDown`).
     /// - Throws: `AMQPError` when the broker refuses otherwise, or the connection fails.
     package static func declareDelayQueue(
         for queue: String, seconds: Int, quorum: Bool = true, on connection: AMQPConnection
@@ -162,11 +165,13 @@ import AMQP
     /// Declares job queue `name`, with its dead-letter exchange, unless it exists: an existing queue is used as it
     /// was declared (as a priority queue, a quorum queue or neither, by whichever client came first), so workers and
     /// producers that disagree on `priorities` or `quorum` never fail on a queue the other made.
+    /// - Parameter name: The job queue.
     /// - Parameter priorities: Whether a queue this declares is a priority queue (`x-max-priority` ``maxPriority``),
     ///   whose broker delivers waiting jobs highest priority first, for about a third more broker work per job.
     /// - Parameter quorum: Whether a queue this declares is a quorum queue (`x-queue-type: quorum`): replicated
     ///   on the nodes of a cluster, first in, first out. Not with `priorities`: RabbitMQ 3's quorum queues have no
     ///   priorities.
+    /// - Parameter connection: The connection to declare on.
     /// - Parameter channel: The channel for the dead-letter exchange and queue.
     /// - Returns: Whether this call created the queue, with exactly the arguments asked for; `false` when it existed.
     /// - Throws: `AMQPError` when the broker refuses a declaration otherwise, or the connection fails.
@@ -244,7 +249,7 @@ import AMQP
 
     /// What the broker holds in queue `name` (messages ready for a consumer, consumers), or `nil` if there is no
     /// such queue: a passive declaration, which the broker refuses with 404 when it finds none.
-    /// - Throws: `AMQPError` when the broker refuses otherwise (``AMQPError/isQueueNodeDown`` for a queue on a
+    /// - Throws: `AMQPError` when the broker refuses otherwise (`AMQPError.isQueueNodeDown` for a queue on a
     ///   cluster node that is down), or the connection fails.
     package static func lookUp(_ name: String, on connection: AMQPConnection) throws -> AMQPConnection.QueueInfo? {
         try onDeclarationChannel(connection, refusedWith: 404) {
@@ -327,7 +332,9 @@ import AMQP
     /// queue is used as it was declared, as with job queues.
     /// - Parameter quorum: Whether a queue this declares is a quorum queue, which outlives the loss of a cluster
     ///   node.
-    /// - Returns: `false` when the queue lives on a cluster node that is down (``AMQPError/isQueueNodeDown``):
+    /// - Parameter connection: The connection to declare on.
+    /// - Parameter channel: The channel to declare on.
+    /// - Returns: `false` when the queue lives on a cluster node that is down (`AMQPError.isQueueNodeDown`):
     ///   dead letters cannot reach it until that node returns.
     /// - Throws: `AMQPError` when the broker refuses otherwise, or the connection fails.
     @discardableResult
@@ -349,7 +356,7 @@ import AMQP
 
     /// Declares ``deadWatchQueue`` unless it exists, and binds it to the dead-letter exchange, which
     /// ``declareDeadLetters(quorum:on:channel:)`` declared.
-    /// - Returns: `false` when the queue lives on a cluster node that is down (``AMQPError/isQueueNodeDown``).
+    /// - Returns: `false` when the queue lives on a cluster node that is down (`AMQPError.isQueueNodeDown`).
     /// - Throws: `AMQPError` when the broker refuses otherwise, or the connection fails.
     static func declareDeadLetterWatch(quorum: Bool, on connection: AMQPConnection, channel: UInt16) throws -> Bool {
         do {

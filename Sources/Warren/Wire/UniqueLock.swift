@@ -10,7 +10,7 @@ import Foundation
 /// expires after the lock's lifetime (`expiration`), so a lock whose job was lost frees itself. The worker that ends
 /// the job for good takes its token back (`basic.get`, then `basic.ack`); a token of another job (this one's lock
 /// expired, and another job took it) goes back untouched. The queue stays, empty, until it has gone unused for
-/// ``lease``: deleting it could lose a token published at that moment, which the broker confirms all the same.
+/// `lease`: deleting it could lose a token published at that moment, which the broker confirms all the same.
 /// See docs/wire-format.md §2, *Unique jobs*.
 ///
 /// Thread safety: stateless; the connection passed in is confined to the calling thread.
