@@ -26,7 +26,8 @@ public final class Producer {
     private let control: ControlClient
     private let results: ResultWatcher
     private let locks: UniqueLocks
-    /// Tells an ``enqueue(_:watch:)`` under way, from any thread, to publish no more jobs (see ``Interruption``).
+    /// Tells an ``enqueue(_:watch:)-([JobRequest],_)`` under way, from any thread, to publish no more jobs (see
+    /// ``Interruption``).
     public let interruption = Interruption()
 
     /// Connects to the broker.
@@ -64,7 +65,9 @@ public final class Producer {
     }
 
     /// Publishes a job and returns its descriptor once the broker confirmed it.
-    /// - Parameter watch: Also start collecting its result, for ``waitForResult(of:timeout:)``.
+    /// - Parameters:
+    ///   - request: The job.
+    ///   - watch: Also start collecting its result, for ``waitForResult(of:timeout:progress:)``.
     /// - Throws: ``WarrenError`` when the broker refuses the job or the connection fails.
     @discardableResult
     public func enqueue(_ request: JobRequest, watch: Bool = false) throws -> OperationDescriptor {
@@ -76,10 +79,14 @@ public final class Producer {
     /// Jobs may depend on each other and on jobs enqueued earlier with this state directory; they are published so
     /// that a job comes after those it depends on, and a bad graph is refused before anything is published. Their
     /// sequence numbers are consecutive, in the order they are published, reserved from ``SequenceStore`` at once.
-    /// - Parameter watch: Also start collecting their results, for ``waitForResult(of:timeout:)``: the jobs name
-    ///   this producer's reply queue in their `reply_to`, so their results and progress reports come straight to it.
+    /// - Parameters:
+    ///   - requests: The jobs.
+    ///   - watch: Also start collecting their results, for ``waitForResult(of:timeout:progress:)``: the jobs name
+    ///     this producer's reply queue in their `reply_to`, so their results and progress reports come straight
+    ///     to it.
     /// - Throws: ``WarrenError`` (`invalidConfiguration`) for an invalid id or job queue name (empty, too long,
-    ///   with control characters, starting with `amq.`, or one of Warren's own), a job that depends on itself, an unknown dependency or a cycle, a
+    ///   with control characters, starting with `amq.`, or one of Warren's own), a job that depends on itself, an
+    ///   unknown dependency or a cycle, a
     ///   ``JobRequest/replyTo`` that is empty, longer than 255 bytes, given with `watch` or names no existing queue,
     ///   a deadline that is not after the job's ``JobRequest/notBefore``, a time limit outside 1 ms to a year, a
     ///   unique job without a key, with a lifetime outside 1 second to 7 days (``JobRequest/uniqueFor``) or one that
@@ -95,7 +102,7 @@ public final class Producer {
     }
 
     /// Tells a producer to publish no more jobs: from any thread (a signal handler's), while an
-    /// ``enqueue(_:watch:)`` is under way on the producer's own. That call publishes none of its jobs after this,
+    /// ``enqueue(_:watch:)-([JobRequest],_)`` is under way on the producer's own. That call publishes none of its jobs after this,
     /// waits for the broker's answers to those it handed over, and throws ``WarrenError`` `interrupted` naming the
     /// ones enqueued (``WarrenError/enqueuedJobIDs``); the others are not enqueued: their unique locks are released
     /// and they are unknown to later dependents. Later calls publish nothing: an interruption does not wear off.
@@ -117,6 +124,7 @@ public final class Producer {
 
     /// Cancels jobs wherever they are: executing (their code sees `isCancelled`), waiting in a worker (they never
     /// start) or still in the broker (they are not run when delivered). Each ends with one `cancelled` result.
+    /// - Parameter jobIDs: The jobs' ids.
     public func cancel(jobIDs: [String]) throws {
         try control.cancel(jobIDs: jobIDs)
     }
@@ -155,10 +163,12 @@ public final class Producer {
 
     /// Asks every live worker for its status and returns the answers that arrive within `timeout`, by worker id
     /// (then host and process: workers that share an id by mistake answer each).
-    /// - Parameter jobs: With a number, each worker also lists up to that many of the jobs it holds
-    ///   (``WorkerStatus/jobs``); workers of versions that predate the listing leave it out.
-    /// - Parameter awaitedWorker: With a worker id, returns as soon as that worker answered, with the answers that
-    ///   came so far.
+    /// - Parameters:
+    ///   - timeout: How long to wait for answers.
+    ///   - jobs: With a number, each worker also lists up to that many of the jobs it holds
+    ///     (``WorkerStatus/jobs``); workers of versions that predate the listing leave it out.
+    ///   - awaitedWorker: With a worker id, returns as soon as that worker answered, with the answers that came so
+    ///     far.
     /// - Throws: ``WarrenError``: `timeout` when the broker did not even take the request within `timeout`, or 2 s
     ///   for a shorter one (it blocks publishers under a memory or disk alarm: the connection is then of no more
     ///   use); `broker` when it refused it or the connection fails.
@@ -220,7 +230,10 @@ public final class Producer {
     }
 
     /// Waits for the result of a job enqueued with `watch: true`.
-    /// - Parameter progress: Called with each progress report of the job while it runs.
+    /// - Parameters:
+    ///   - jobID: The job's id.
+    ///   - timeout: How long to wait.
+    ///   - progress: Called with each progress report of the job while it runs.
     /// - Throws: ``WarrenError`` (`timeout`) when no result arrived in time; (`invalidConfiguration`) at once when
     ///   this producer did not enqueue the job with `watch: true`, or handed out its result already.
     public func waitForResult(
@@ -231,7 +244,10 @@ public final class Producer {
 
     /// Waits for the first result to arrive of jobs enqueued with `watch: true`, whichever it is: call it again with
     /// the others to take their results as they come.
-    /// - Parameter progress: Called with each progress report of those jobs while they run.
+    /// - Parameters:
+    ///   - jobIDs: The jobs' ids.
+    ///   - timeout: How long to wait.
+    ///   - progress: Called with each progress report of those jobs while they run.
     /// - Throws: ``WarrenError`` (`timeout`, naming the jobs) when none arrived in time; (`invalidConfiguration`) at
     ///   once when none of them is a job this producer enqueued with `watch: true` and whose result it has not
     ///   handed out.
