@@ -110,6 +110,7 @@ extension WorkerSession {
     /// Sets up a new connection: declares what the worker publishes to, reads the control stream to its end, and
     /// consumes the job queues, unless the worker stops or retires.
     func setUp() throws {
+        routeEvents()
         consumers.reset()
         dependencies.connectionLost()
         try link.openPublishChannel()
@@ -136,7 +137,7 @@ extension WorkerSession {
     /// started is known before its first job arrives; then looks for dead workers' journals, which the reports read
     /// meanwhile may have dealt with already.
     private func consumeControl() throws {
-        try control.readToEnd(stopIsPending: { stopIsPending }, carryOut: carryOut)
+        try control.readToEnd(stopIsPending: { stopIsPending }, carryOut: { [unowned self] in try carryOut($0) })
         if !consumers.pausedQueues.isEmpty {
             logger.info(
                 "starting paused (a warren pause of the last day; warren resume takes it back)",

@@ -167,7 +167,8 @@ final class WorkerSession {
             dependencies.releaseHeldFinishes()
         }
         try worker.mailbox.handleEach { try handle($0) }
-        if readingEvents { try readEvents() }
+        // Reads the socket once, then what librabbitmq holds: bytes that arrive meanwhile wake the next wait at once.
+        if readingEvents { try link.pump.dispatch() }
         dependencies.resolveIfCaughtUp()
         for (job, outcome) in try admission.takeReleased() where jobs.holds(job) { try take(job, outcome) }
     }
@@ -189,69 +190,32 @@ final class WorkerSession {
         }
     }
 
-    /// Handles what the broker sent: reads the socket once, then what librabbitmq holds. Reading on until a read
-    /// finds nothing would cost two system calls per turn for nothing: bytes that arrive meanwhile wake the next
-    /// wait at once.
-    private func readEvents() throws {
-        let most = 512
-        var handled = 0
-        while handled < most, handled == 0 || link.connection.hasBufferedInput,
-            let event = try link.connection.nextEvent()
-        {
-            handled += 1
-            try dispatch(event)
-        }
-    }
-
-    private func dispatch(_ event: AMQPEvent) throws {
-        typealias Channel = BrokerLink.Channel
-        switch event {
-        case .delivery(let delivery) where delivery.channel == Channel.control:
-            if let command = try control.read(delivery) { try carryOut(command) }
-        case .delivery(let delivery) where delivery.channel == Channel.results:
-            try dependencies.storedResult(delivery)
-        case .delivery(let delivery) where delivery.channel == Channel.fetch:
-            try dependencies.fetchedResult(delivery)
-        case .delivery(let delivery) where delivery.channel == Channel.deadWatch:
-            try deadWatch.handle(delivery)
-        case .delivery(let delivery):
+    /// Routes what the broker sends on a new connection: job deliveries and consumer cancels here, `connection.blocked`
+    /// to the health; the components route their own channels as they open them.
+    func routeEvents() {
+        let jobs = ChannelRoute { [unowned self] delivery in
             settlements.received(delivery.deliveryTag)
             try containingMessageErrors(delivery.deliveryTag) { try received(delivery) }
-        case .confirm(Channel.store, let tag, let multiple, let ack):
-            try settlements.stored(upTo: tag, multiple: multiple, ack: ack)
-        case .confirm(Channel.rate, let tag, let multiple, let ack):
-            admission.fleetRateLimits?.answered(upTo: tag, multiple: multiple, granted: ack)
-        case .confirm(_, let tag, let multiple, let ack):
-            try settlements.published(upTo: tag, multiple: multiple, ack: ack)
-        case .returned(Channel.rate, _, _, _, let queue, let jobID):
-            admission.fleetRateLimits?.returned(to: queue, jobID: jobID)
-        case .returned:
-            break
-        case .channelClosed(let error) where error.channel == Channel.status:
-            try status.channelClosed(error)
-        case .channelClosed(let error) where error.channel == Channel.store:
-            try settlements.storeChannelClosed(error)
-        case .channelClosed(let error):
-            throw error
-        case .consumerCancelled(_, let tag) where tag == deadWatch.consumer:
-            deadWatch.cancelled()
-        case .consumerCancelled(_, let tag):
-            guard consumers.consumerCancelled(tag) != nil else {
-                throw AMQPError(.channelClosed, "the broker cancelled consumer '\(tag)' (was its queue deleted?)")
+        }
+        jobs.onConsumerCancel = { [unowned self] tag in
+            guard consumers.consumerCancelled(tag) != nil else { throw BrokerLink.consumerCancelled(tag) }
+        }
+        link.pump.route(BrokerLink.Channel.jobs, to: jobs)
+        link.pump.blockingHandler = { [unowned self] reason in
+            if let reason {
+                // RabbitMQ says it again for each alarm that holds, with the same reason.
+                if link.blockedReason != reason {
+                    logger.warning("the broker blocked this connection", metadata: ["reason": "\(reason)"])
+                }
+                link.blockedReason = reason
+                worker.health.blocked(reason)
+                metrics.brokerConnection(connected: true, blocked: true)
+            } else {
+                link.blockedReason = nil
+                logger.info("the broker unblocked this connection")
+                worker.health.blocked(nil)
+                metrics.brokerConnection(connected: true, blocked: false)
             }
-        case .blocked(let reason):
-            // RabbitMQ says it again for each alarm that holds, with the same reason.
-            if link.blockedReason != reason {
-                logger.warning("the broker blocked this connection", metadata: ["reason": "\(reason)"])
-            }
-            link.blockedReason = reason
-            worker.health.blocked(reason)
-            metrics.brokerConnection(connected: true, blocked: true)
-        case .unblocked:
-            link.blockedReason = nil
-            logger.info("the broker unblocked this connection")
-            worker.health.blocked(nil)
-            metrics.brokerConnection(connected: true, blocked: false)
         }
     }
 
@@ -384,10 +348,8 @@ final class WorkerSession {
             result = endings.result(job, .succeeded, timings: timings, output: output)
         case .failed(let error):
             if let wait = DelayQueues.retryWait(for: job, after: error) {
-                job.operation.job.logger.info(
-                    "job failed; retrying", metadata: ["error": "\(error)", "delayMs": "\(Int(wait / .milliseconds(1)))"])
                 metrics.retried(type: job.descriptor.type, timings: timings)
-                return try detours.delays.retry(job.delivery, from: job.queue, attempt: job.attempt, after: wait)
+                return try detours.delays.retry(job, after: error, waiting: wait)
             }
             job.operation.job.logger.warning("job failed", metadata: ["error": "\(error)"])
             return try endings.fail(job, error: error, result: endings.result(job, .failed, timings: timings, error: error))
