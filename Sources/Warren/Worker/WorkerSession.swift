@@ -147,12 +147,19 @@ final class WorkerSession {
     /// than half the heartbeat interval, so that heartbeats go out in time.
     private var pollTimeout: Duration {
         let now = ContinuousClock.now
-        var timeout = Duration.milliseconds(max(link.connection.configuration.heartbeat, 2) * 500)
-        let components: [any WakesTheLoop] = [
-            lifecycle, settlements, consumers, detours.held, locks, admission, timers, status,
-        ]
-        for component in components { if let due = component.nextWake { timeout = min(timeout, due - now) } }
-        return max(timeout, .milliseconds(1))
+        var wake = now + .milliseconds(max(link.connection.configuration.heartbeat, 2) * 500)
+        func consider(_ component: some WakesTheLoop) {
+            if let due = component.nextWake, due < wake { wake = due }
+        }
+        consider(lifecycle)
+        consider(settlements)
+        consider(consumers)
+        consider(detours.held)
+        consider(locks)
+        consider(admission)
+        consider(timers)
+        consider(status)
+        return max(wake - now, .milliseconds(1))
     }
 
     /// Handles what the mailbox and the connection brought, takes the jobs the gates let go through the rest of
@@ -190,39 +197,10 @@ final class WorkerSession {
         }
     }
 
-    /// Routes what the broker sends on a new connection: job deliveries and consumer cancels here, `connection.blocked`
-    /// to the health; the components route their own channels as they open them.
-    func routeEvents() {
-        let jobs = ChannelRoute { [unowned self] delivery in
-            settlements.received(delivery.deliveryTag)
-            try containingMessageErrors(delivery.deliveryTag) { try received(delivery) }
-        }
-        jobs.onConsumerCancel = { [unowned self] tag in
-            guard consumers.consumerCancelled(tag) != nil else { throw BrokerLink.consumerCancelled(tag) }
-        }
-        link.pump.route(BrokerLink.Channel.jobs, to: jobs)
-        link.pump.blockingHandler = { [unowned self] reason in
-            if let reason {
-                // RabbitMQ says it again for each alarm that holds, with the same reason.
-                if link.blockedReason != reason {
-                    logger.warning("the broker blocked this connection", metadata: ["reason": "\(reason)"])
-                }
-                link.blockedReason = reason
-                worker.health.blocked(reason)
-                metrics.brokerConnection(connected: true, blocked: true)
-            } else {
-                link.blockedReason = nil
-                logger.info("the broker unblocked this connection")
-                worker.health.blocked(nil)
-                metrics.brokerConnection(connected: true, blocked: false)
-            }
-        }
-    }
-
     // MARK: - A job's path
 
     /// A job delivery: decoded, looked at, and taken through the gates, unless it ends or waits elsewhere first.
-    private func received(_ delivery: Delivery) throws {
+    func received(_ delivery: Delivery) throws {
         let receivedAt = Date()
         // A stopping worker takes back only the redeliveries of its own jobs, after a reconnect.
         if lifecycle.isStopping, !lifecycle.awaitsRedeliveries {
@@ -361,7 +339,7 @@ final class WorkerSession {
     /// message (a header too large, say) concerns the message, not the connection: the message is rejected to the
     /// queue's dead-letter exchange by the broker (reason `rejected` in `x-death`) and the worker goes on.
     /// Anything else, a lost connection above all, goes up.
-    private func containingMessageErrors(_ deliveryTag: UInt64, _ body: () throws -> Void) throws {
+    func containingMessageErrors(_ deliveryTag: UInt64, _ body: () throws -> Void) throws {
         do {
             try body()
         } catch let error as AMQPError where error.code == .library {

@@ -62,7 +62,7 @@ final class Settlements: WakesTheLoop {
 
     /// When held acks or results are due, or refused batches go again.
     var nextWake: ContinuousClock.Instant? {
-        [acks.dueAt, storedResults.dueAt, resends.resendAt].compactMap { $0 }.min()
+        acks.dueAt.earliest(storedResults.dueAt).earliest(resends.resendAt)
     }
 
     /// Whether results, batches or acks wait to be sent or confirmed.
