@@ -38,6 +38,9 @@ final class BrokerLink {
     private(set) var pump: AMQPEventPump
     /// ``Channel/publish``: each publish that settles a job carries its settlement, which its confirm answers.
     private(set) var publisher: ConfirmChannel<Settlement?>
+    /// Publishes for a settlement not answered yet: what a stopping worker waits for. The others (progress reports,
+    /// control messages) it leaves unanswered.
+    var unansweredSettlingPublishes = 0
     /// The largest message body the broker takes: RabbitMQ's default `max_message_size`, until the broker refuses a
     /// larger one and tells its own.
     private(set) var maxMessageBytes = 128 << 20
@@ -58,6 +61,7 @@ final class BrokerLink {
         generation += 1
         pump = AMQPEventPump(connection)
         publisher = ConfirmChannel(Channel.publish, on: connection)
+        unansweredSettlingPublishes = 0
     }
 
     /// Opens the publish channel of a new connection, whose confirm numbers start at 1.
@@ -72,9 +76,13 @@ final class BrokerLink {
         _ body: [UInt8], exchange: String, routingKey: String, properties: MessageProperties,
         settling settlement: Settlement? = nil
     ) throws -> UInt64 {
-        settlement?.unconfirmed += 1
-        return try publisher.publish(
+        let number = try publisher.publish(
             body, exchange: exchange, routingKey: routingKey, properties: properties, awaiting: settlement)
+        if let settlement {
+            settlement.unconfirmed += 1
+            unansweredSettlingPublishes += 1
+        }
+        return number
     }
 
     /// Routes the deliveries of `channel` to `body`. A consumer the broker cancels there, or the channel's close, ends

@@ -67,7 +67,7 @@ final class Settlements: WakesTheLoop {
 
     /// Whether results, batches or acks wait to be sent or confirmed.
     var isAwaitingBroker: Bool {
-        !(link.publisher.awaiting.isEmpty && storedResults.isEmpty && acks.isEmpty && store.awaiting.isEmpty
+        !(link.unansweredSettlingPublishes == 0 && storedResults.isEmpty && acks.isEmpty && store.awaiting.isEmpty
             && resends.isEmpty)
     }
 
@@ -100,6 +100,7 @@ final class Settlements: WakesTheLoop {
         var awaiting = store.awaiting
         let lost = awaiting.removeAll().map(\.payload)
         resends.lost(lost.map(\.results))
+        link.unansweredSettlingPublishes = 0
         for settlement in link.unansweredSettlements() + storedResults.clear() + lost.flatMap(\.settlements) {
             if let result = settlement.result { orphans.keep(result) }
         }
@@ -188,6 +189,7 @@ final class Settlements: WakesTheLoop {
     func published(upTo tag: UInt64, multiple: Bool, ack: Bool) throws {
         try link.publisher.answer(upTo: tag, multiple: multiple, ack: ack) { answer in
             guard let settlement = answer.payload else { return }
+            link.unansweredSettlingPublishes -= 1
             if !ack && answer.number == settlement.replyNumber {
                 settlement.replyRefused = true
                 try countConfirm(of: settlement)
