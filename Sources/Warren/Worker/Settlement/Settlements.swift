@@ -187,10 +187,14 @@ final class Settlements: WakesTheLoop {
     /// Takes in the broker's confirm (`ack`) or refusal of the publishes up to `tag` (`multiple`) or of `tag`
     /// alone, on the publish channel.
     func published(upTo tag: UInt64, multiple: Bool, ack: Bool) throws {
-        try link.publisher.answer(upTo: tag, multiple: multiple, ack: ack) { answer in
-            guard let settlement = answer.payload else { return }
-            link.unansweredSettlingPublishes -= 1
-            if !ack && answer.number == settlement.replyNumber {
+        // Taken out first: settling publishes again on the same channel (a refused result's dead letter).
+        var answered: [(number: UInt64, settlement: Settlement)] = []
+        link.publisher.answer(upTo: tag, multiple: multiple, ack: ack) { answer in
+            if let settlement = answer.payload { answered.append((answer.number, settlement)) }
+        }
+        link.unansweredSettlingPublishes -= answered.count
+        for (number, settlement) in answered {
+            if !ack && number == settlement.replyNumber {
                 settlement.replyRefused = true
                 try countConfirm(of: settlement)
             } else {
