@@ -46,9 +46,9 @@ def percentile(fraction, samples):
 # The worker's processes, read from /proc.
 
 
-def process_tree(root):
-    """ROOT and every process below it."""
-    children = {}
+def processes():
+    """Every process's parent and CPU time in clock ticks (user and system, with its waited-for children's)."""
+    table = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -57,8 +57,16 @@ def process_tree(root):
                 stat = file.read()
         except OSError:
             continue
-        parent = int(stat[stat.rindex(")") + 2 :].split()[1])
-        children.setdefault(parent, []).append(int(entry))
+        fields = stat[stat.rindex(")") + 2 :].split()
+        table[int(entry)] = (int(fields[1]), sum(int(value) for value in fields[11:15]))
+    return table
+
+
+def process_tree(root, table):
+    """ROOT and every process below it."""
+    children = {}
+    for pid, (parent, _) in table.items():
+        children.setdefault(parent, []).append(pid)
     tree, todo = [], [root]
     while todo:
         pid = todo.pop()
@@ -67,24 +75,17 @@ def process_tree(root):
     return tree
 
 
-def cpu_seconds(root):
-    """CPU time of ROOT's tree: user and system, with its waited-for children's."""
-    total = 0
-    for pid in process_tree(root):
-        try:
-            with open(f"/proc/{pid}/stat") as file:
-                stat = file.read()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        total += sum(int(value) for value in fields[11:15])
-    return total / CLOCK_TICKS
+def cpu_seconds(*roots):
+    """CPU time of each root's process tree, from one reading of /proc."""
+    table = processes()
+    return [sum(table[pid][1] for pid in process_tree(root, table) if pid in table) / CLOCK_TICKS
+            for root in roots]
 
 
 def memory_mb(root):
     """RSS and PSS of ROOT's tree, in MB. PSS shares the pages forked processes share among them."""
     rss = pss = 0
-    for pid in process_tree(root):
+    for pid in process_tree(root, processes()):
         for path, field in ((f"/proc/{pid}/status", "VmRSS:"), (f"/proc/{pid}/smaps_rollup", "Pss:")):
             try:
                 with open(path) as file:
@@ -382,20 +383,23 @@ SIDES = {side.name: side for side in (Celery, Dramatiq, Warren)}
 
 
 def drain(side, config, rabbitmq_pid, redis_pid):
-    """Fills the queue, starts the worker, and times the results from the first to the last; CPU over that window."""
+    """Fills the queue, starts the worker, and times the results from the first to the last; CPU over that window.
+
+    Start-up, from starting the worker to its first result, is a figure of its own."""
     jobs = config["jobs"]
     side.reset_results()
     side.fill(jobs)
     deadline = time.monotonic() + 120 + jobs / 20
+    started = time.perf_counter()
     worker = side.start_worker()
     first = None
     while True:
         done = side.result_count()
         now = time.perf_counter()
         if first is None and done > 0:
-            first = (now, done, cpu_seconds(worker.pid), cpu_seconds(rabbitmq_pid), cpu_seconds(redis_pid))
+            first = (now, done, *cpu_seconds(worker.pid, rabbitmq_pid, redis_pid))
         if done >= jobs:
-            last = (now, done, cpu_seconds(worker.pid), cpu_seconds(rabbitmq_pid), cpu_seconds(redis_pid))
+            last = (now, done, *cpu_seconds(worker.pid, rabbitmq_pid, redis_pid))
             break
         worker.check()
         if time.monotonic() > deadline:
@@ -407,6 +411,7 @@ def drain(side, config, rabbitmq_pid, redis_pid):
     window = last[0] - first[0]
     figures = {
         "drain": counted / window,
+        "startUp": (first[0] - started) * 1000,
         "workerCPU": (last[2] - first[2]) / counted * 1e6,
         "brokerCPU": (last[3] - first[3]) / counted * 1e6,
     }
