@@ -18,12 +18,13 @@ dramatiq.set_broker(broker)
 
 
 def noop_actor(queue):
-    """The no-op actor, returning its input as Warren's `echo` does, on `queue`."""
+    """The no-op actor of `queue`, returning its input as Warren's `echo` does; named after its queue, since a
+    Dramatiq broker takes one actor of a name."""
 
     def noop(value):
         return value
 
-    return dramatiq.actor(noop, actor_name="noop", queue_name=queue, store_results=True)
+    return dramatiq.actor(noop, actor_name=f"noop-{queue}", queue_name=queue, store_results=True)
 
 
 if "PEERS_QUEUE" in os.environ:
