@@ -470,6 +470,8 @@ def main():
 
 
 if __name__ == "__main__":
+    # SIGTERM stops as Ctrl-C does: the worker is stopped on the way out.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         main()
     except RuntimeError as error:
