@@ -382,28 +382,25 @@ class Dramatiq:
 SIDES = {side.name: side for side in (Celery, Dramatiq, Warren)}
 
 
-def drain(side, config, rabbitmq_pid, redis_pid):
-    """Fills the queue, starts the worker, and times the results from the first to the last; CPU over that window.
+def drain(side, worker, started, config):
+    """Times the results of a worker started on a full queue, from the first to the last; CPU over that window.
 
-    Start-up, from starting the worker to its first result, is a figure of its own."""
-    jobs = config["jobs"]
-    side.reset_results()
-    side.fill(jobs)
-    deadline = time.monotonic() + 120 + jobs / 20
-    started = time.perf_counter()
-    worker = side.start_worker()
+    Start-up, from STARTED to its first result, is a figure of its own."""
+    jobs, timeout = config["jobs"], 120 + config["jobs"] / 20
+    deadline = started + timeout
+    roots = (worker.pid, config["rabbitmqPid"], config["redisPid"])
     first = None
     while True:
         done = side.result_count()
         now = time.perf_counter()
         if first is None and done > 0:
-            first = (now, done, *cpu_seconds(worker.pid, rabbitmq_pid, redis_pid))
+            first = (now, done, *cpu_seconds(*roots))
         if done >= jobs:
-            last = (now, done, *cpu_seconds(worker.pid, rabbitmq_pid, redis_pid))
+            last = (now, done, *cpu_seconds(*roots))
             break
         worker.check()
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{side.name}: {done} of {jobs} results after {deadline:.0f} s")
+        if now > deadline:
+            raise RuntimeError(f"{side.name}: {done} of {jobs} results after {timeout:.0f} s")
         time.sleep(config["poll"])
     counted = last[1] - first[1]
     if counted < jobs / 2:
@@ -417,14 +414,18 @@ def drain(side, config, rabbitmq_pid, redis_pid):
     }
     if side.name == "dramatiq":
         figures["redisCPU"] = (last[4] - first[4]) / counted * 1e6
-    return worker, figures
+    return figures
 
 
-def repetition(side, config, number, rabbitmq_pid, redis_pid):
+def repetition(side, config, number):
     side.prepare(f"peers-{side.name}-{number}-{uuid.uuid4().hex[:8]}")
     log(f"repetition {number}, {side.name}: draining {config['jobs']} jobs")
-    worker, figures = drain(side, config, rabbitmq_pid, redis_pid)
+    side.reset_results()
+    side.fill(config["jobs"])
+    started = time.perf_counter()
+    worker = side.start_worker()
     try:
+        figures = drain(side, worker, started, config)
         time.sleep(1)  # the last acks, and rest
         figures["rss"], figures["pss"] = memory_mb(worker.pid)
         side.reset_results()
@@ -436,7 +437,7 @@ def repetition(side, config, number, rabbitmq_pid, redis_pid):
                 samples.append(elapsed * 1000)
         figures["roundTripP50"] = percentile(0.5, samples)
         figures["roundTripP99"] = percentile(0.99, samples)
-        if side.cancellation is not None and config["cancellations"] > 0:
+        if side.cancellation is not None:
             log(f"repetition {number}, {side.name}: {config['cancellations']} cancellations")
             samples = [side.cancellation() * 1000 for _ in range(config["cancellations"])]
             figures["cancelP50"] = percentile(0.5, samples)
@@ -463,8 +464,7 @@ def main():
         # Each repetition runs the sides in another order, so that a drift of the machine does not favour one.
         shift = (number - 1) % len(sides)
         for side in sides[shift:] + sides[:shift]:
-            out["figures"][side.name].append(
-                repetition(side, config, number, config["rabbitmqPid"], config["redisPid"]))
+            out["figures"][side.name].append(repetition(side, config, number))
     with open(sys.argv[2], "w") as file:
         json.dump(out, file)
 
