@@ -174,7 +174,7 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
     /// Maps what the code did to an outcome. A job cancelled while it ran ends `cancelled` however it returned:
     /// its result is no longer wanted (ListAdder's "is this still the operation I want?"). One cancelled because it
     /// ran past its time limit ends `failed` (`timeLimit`) however it returned: it did not do its work in time.
-    private func outcome(_ run: () throws -> JSONValue) -> JobOutcome {
+    private func outcome(_ run: () throws -> JSONValue) -> JobOutcome<JSONValue> {
         let result = Result { try run() }
         if let cancellation = job.cancellation {
             guard cancellation.reason == Cancellation.timeLimitReason else { return .cancelled(cancellation) }
@@ -194,7 +194,7 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
         }
     }
 
-    private func complete(startedAt: Date?, outcome: JobOutcome) {
+    private func complete(startedAt: Date?, outcome: JobOutcome<JSONValue>) {
         // The finish is held (or not) before the report: the broker thread releases it only after the report.
         let (reports, journalSlot, holds) = state.withLock { state -> (Bool, Int?, Bool) in
             defer {
