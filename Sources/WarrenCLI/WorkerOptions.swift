@@ -12,8 +12,8 @@ import Warren
 /// @main struct MyWorker: ParsableCommand {
 ///     @OptionGroup var options: WorkerOptions
 ///     func run() throws {
-///         var registry = OperationRegistry.builtIn
-///         registry.register("thumbnail", on: "cpu", blocking: makeThumbnail)
+///         var registry = OperationRegistry()
+///         registry.register(Thumbnail.self, on: "cpu", blocking: makeThumbnail)
 ///         try options.run(registry: registry)
 ///     }
 /// }
