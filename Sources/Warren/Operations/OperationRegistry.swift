@@ -66,7 +66,8 @@ public struct OperationRegistry: Sendable {
         operations[type] = RegisteredOperation(localQueue: localQueue, body: registered.body)
     }
 
-    subscript(type: String) -> RegisteredOperation? {
+    /// The code registered for `type`.
+    package subscript(type: String) -> RegisteredOperation? {
         operations[type]
     }
 
@@ -105,14 +106,14 @@ public struct OperationRegistry: Sendable {
 }
 
 /// An operation type's code, type-erased to JSON in and out.
-struct RegisteredOperation: Sendable {
-    enum Body: Sendable {
+package struct RegisteredOperation: Sendable {
+    package enum Body: Sendable {
         case blocking(@Sendable (JSONValue, JobContext) throws -> JSONValue)
         case asynchronous(@Sendable (JSONValue, JobContext) async throws -> JSONValue)
     }
 
-    let localQueue: String
-    let body: Body
+    package let localQueue: String
+    package let body: Body
 }
 
 extension EncodingError {

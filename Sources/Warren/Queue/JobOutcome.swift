@@ -60,10 +60,10 @@ public enum JobOutcome<Output: Sendable>: Sendable {
 extension JobOutcome: Equatable where Output: Equatable {}
 
 /// An operation's report to the worker: which job, how it ended, when it ran.
-struct FinishedJob: Sendable {
-    let jobID: String
-    let outcome: JobOutcome<JSONValue>
+package struct FinishedJob: Sendable {
+    package let jobID: String
+    package let outcome: JobOutcome<JSONValue>
     /// `nil` when the job never started (cancelled while it waited).
-    let startedAt: Date?
-    let finishedAt: Date
+    package let startedAt: Date?
+    package let finishedAt: Date
 }

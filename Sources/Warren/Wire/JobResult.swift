@@ -91,7 +91,7 @@ public struct Cancellation: Sendable, Hashable, Codable, Error, CustomStringConv
 
     /// The reason of a job cancelled because it ran past its time limit; it ends `failed` (`timeLimit`), not
     /// `cancelled`.
-    static let timeLimitReason = "timeLimit"
+    package static let timeLimitReason = "timeLimit"
 
     /// Reasons a worker stops a job without ending it: its delivery goes back to the broker, and no result is
     /// published (the worker is stopping, paused on the job's queue, lost the connection the job came on, or learnt
