@@ -99,11 +99,7 @@ public final class TestJob<Definition: OperationDefinition>: Sendable {
                 return continuation.resume(
                     throwing: WarrenError(.invalidConfiguration, "this test job ran already: a job runs once"))
             }
-            if let cancellation = context.cancellation {
-                operation.cancel(cancellation)
-            } else {
-                queue.addOperation(operation)
-            }
+            queue.addOperation(operation)
         }
         log.close()
         return try JobResult(ending: context, with: finished.outcome, workerID: "warren.testing")

@@ -118,13 +118,15 @@ package struct RegisteredOperation: Sendable {
 
 extension EncodingError {
     /// One line that says which field JSON cannot hold, the value being called `root`:
-    /// `output.ratio: nan is not a JSON number`.
+    /// `output.ratio: NaN is not a JSON number`.
     func summary(root: String) -> String {
         switch self {
         case .invalidValue(let value, let context):
             let path = DecodingError.inputPath(context.codingPath, root: root)
-            if let number = value as? Double, !number.isFinite { return "\(path): \(number) is not a JSON number" }
-            if let number = value as? Float, !number.isFinite { return "\(path): \(number) is not a JSON number" }
+            if let number = (value as? Double) ?? (value as? Float).map(Double.init), !number.isFinite {
+                let name = number.isNaN ? "NaN" : number < 0 ? "-infinity" : "infinity"
+                return "\(path): \(name) is not a JSON number"
+            }
             return "\(path): \(context.debugDescription)"
         @unknown default:
             return "\(self)"

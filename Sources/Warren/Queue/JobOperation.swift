@@ -103,6 +103,8 @@ package final class JobOperation: Foundation.Operation, @unchecked Sendable {
         willChangeValue(forKey: "isExecuting")
         didChangeValue(forKey: "isExecuting")
         guard runs else { return finish() }
+        // A context cancelled before its operation existed (a test's) never runs either.
+        if let cancellation = job.cancellation { return complete(startedAt: nil, outcome: .cancelled(cancellation)) }
         // Before the job counts as started: the broker thread, which cancels jobs whose deadline passes, names a
         // started one differently.
         if let deadline = job.deadline, deadline <= Date(),
