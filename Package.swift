@@ -23,6 +23,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         // The dashboard's HTTP server. Its configuration-file support is left out: the dashboard takes options.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0", traits: ["FullFoundation"]),
+        // `swift package generate-documentation --target Warren` builds the DocC catalogue.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         .systemLibrary(
@@ -47,7 +49,6 @@ let package = Package(
             name: "WarrenCLI",
             dependencies: [
                 "Warren",
-                "WarrenBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -70,7 +71,20 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .executableTarget(name: "warren", dependencies: ["WarrenCLI", "WarrenDashboard"]),
+        // `warren bench`: kept out of WarrenCLI, so that a user's worker executable does not link the benchmark.
+        .target(
+            name: "WarrenBenchCLI",
+            dependencies: [
+                "WarrenCLI", "WarrenBench", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "warren",
+            dependencies: [
+                "WarrenCLI", "WarrenBenchCLI", "WarrenDashboard",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .systemLibrary(name: "CLibFuzzer"),
         .executableTarget(name: "WarrenFuzz", dependencies: ["Warren", "AMQP", "CLibFuzzer"]),
         .testTarget(name: "AMQPTests", dependencies: ["AMQP"]),

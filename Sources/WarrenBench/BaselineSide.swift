@@ -15,7 +15,8 @@ final class BaselineSide: BenchSide {
     private let resultQueue: String
     private let admin: BrokerAdmin
     private let variants: Set<BaselineVariant>
-    private var confirms = ConfirmTracker()
+    private let pump: AMQPEventPump
+    private let jobs: ConfirmChannel<Void>
 
     /// Connects and declares the result queue `resultQueue`.
     init(
@@ -30,8 +31,10 @@ final class BaselineSide: BenchSide {
         var broker = broker
         broker.connectionName = "warren bench baseline producer"
         connection = try AMQPConnection(configuration: broker)
-        try connection.openChannel(Self.channel)
-        try connection.enableConfirms(channel: Self.channel)
+        pump = AMQPEventPump(connection)
+        jobs = ConfirmChannel(Self.channel, on: connection)
+        try jobs.open()
+        pump.route(Self.channel, to: jobs)
         try admin.declarePlainQueue(resultQueue)
     }
 
@@ -57,42 +60,27 @@ final class BaselineSide: BenchSide {
     func publish(_ ids: [String], to queue: String) throws {
         var properties = MessageProperties(contentType: "application/json", persistent: true)
         if variants.contains(.priorityQueue) { properties.priority = 3 }
-        var deadline = ContinuousClock.now + Self.confirmTimeout
         for id in ids {
-            while confirms.outstanding >= window { try readConfirms(until: deadline) }
-            deadline = ContinuousClock.now + Self.confirmTimeout
+            try awaitConfirms(leaving: window - 1)
             properties.messageID = id
-            try connection.publish(
-                BaselinePayloads.descriptor, exchange: "", routingKey: queue, properties: properties,
-                channel: Self.channel)
-            _ = confirms.publish()
+            try jobs.publish(BaselinePayloads.descriptor, exchange: "", routingKey: queue, properties: properties)
         }
-        while confirms.outstanding > 0 { try readConfirms(until: deadline) }
+        try awaitConfirms(leaving: 0)
     }
 
     /// How long publishing may wait for the broker without a confirm arriving, as long as Warren's producer waits.
     private static let confirmTimeout = Duration.seconds(30)
 
-    /// Reads what the broker sent, waiting for something if nothing arrived yet.
-    /// - Throws: ``BenchError`` past `deadline`.
-    private func readConfirms(until deadline: ContinuousClock.Instant) throws {
-        guard ContinuousClock.now < deadline else {
-            throw BenchError("the broker did not confirm \(confirms.outstanding) baseline jobs within 30 s")
+    /// Reads what the broker sent until at most `most` publishes wait for their confirms.
+    /// - Throws: ``BenchError`` when the broker refused a job, or did not confirm enough of them within 30 s.
+    private func awaitConfirms(leaving most: Int) throws {
+        let confirmed = try pump.dispatch(until: .now + Self.confirmTimeout) { jobs.awaiting.count <= most }
+        if jobs.takeAnswers().contains(where: { !$0.isAck }) {
+            throw BenchError("the broker refused a baseline job (basic.nack)")
         }
-        var read = false
-        while let event = try connection.nextEvent() {
-            read = true
-            switch event {
-            case .confirm(_, let tag, let multiple, let ack):
-                guard ack else { throw BenchError("the broker refused a baseline job (basic.nack)") }
-                confirms.confirm(tag, multiple: multiple)
-            case .channelClosed(let error):
-                throw error
-            default:
-                break
-            }
+        guard confirmed else {
+            throw BenchError("the broker did not confirm \(jobs.awaiting.count) baseline jobs within 30 s")
         }
-        if !read { connection.waitForActivity(wakeUp: nil, timeout: .seconds(1)) }
     }
 
     func close() {

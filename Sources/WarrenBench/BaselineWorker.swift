@@ -41,7 +41,8 @@ public final class BaselineWorker {
 
     private let configuration: Configuration
     private let connection: AMQPConnection
-    private var confirms = ConfirmTracker()
+    private let pump: AMQPEventPump
+    private let results: ConfirmChannel<Void>
     /// Deliveries whose results are published, oldest first: (the result's publish number, the delivery tag).
     private var unsettled: [(publish: UInt64, deliveryTag: UInt64)] = []
     private var unsettledHead = 0
@@ -70,8 +71,10 @@ public final class BaselineWorker {
         var broker = try AMQPConfiguration(url: configuration.url)
         broker.connectionName = "warren bench baseline worker"
         connection = try AMQPConnection(configuration: broker)
-        try connection.openChannel(Self.publishChannel)
-        try connection.enableConfirms(channel: Self.publishChannel)
+        pump = AMQPEventPump(connection)
+        results = ConfirmChannel(Self.publishChannel, on: connection)
+        try results.open()
+        pump.route(Self.publishChannel, to: results)
         try connection.openChannel(Self.jobsChannel)
         try connection.qos(prefetchCount: UInt16(configuration.prefetch), channel: Self.jobsChannel)
         try connection.consume(configuration.queue, channel: Self.jobsChannel)
@@ -80,38 +83,22 @@ public final class BaselineWorker {
     /// Works until the process is stopped, or until the process that started it is gone.
     /// - Throws: `AMQPError` when the connection fails or the broker refuses a result.
     public func run() throws {
-        let properties = MessageProperties(contentType: "application/json", persistent: true)
-        let toExchange = configuration.variants.contains(.resultsExchange)
-        func publishResult(of deliveryTag: UInt64, correlationID: String?) throws {
-            var result = properties
-            result.correlationID = correlationID
-            try connection.publish(
-                BaselinePayloads.result, exchange: toExchange ? Topology.resultsExchange : "",
-                routingKey: toExchange ? result.correlationID ?? "" : configuration.resultQueue,
-                properties: result, channel: Self.publishChannel)
-            unsettled.append((confirms.publish(), deliveryTag))
+        pump.route(Self.jobsChannel) { [unowned self] delivery in
+            guard let operations else {
+                return try publishResult(of: delivery.deliveryTag, correlationID: delivery.properties.messageID)
+            }
+            pendingTags.insert(delivery.deliveryTag)
+            let hop = hop
+            let (tag, correlationID) = (delivery.deliveryTag, delivery.properties.messageID)
+            operations.addOperation { hop.post((tag, correlationID)) }
         }
         while true {
             if operations != nil {
                 for ended in hop.drain() { try publishResult(of: ended.tag, correlationID: ended.correlationID) }
             }
-            while let event = try connection.nextEvent() {
-                switch event {
-                case .delivery(let delivery) where operations != nil:
-                    pendingTags.insert(delivery.deliveryTag)
-                    let hop = hop
-                    let (tag, correlationID) = (delivery.deliveryTag, delivery.properties.messageID)
-                    operations?.addOperation { hop.post((tag, correlationID)) }
-                case .delivery(let delivery):
-                    try publishResult(of: delivery.deliveryTag, correlationID: delivery.properties.messageID)
-                case .confirm(_, let tag, let multiple, let ack):
-                    guard ack else { throw AMQPError(.library, "the broker refused a result (basic.nack)") }
-                    confirms.confirm(tag, multiple: multiple)
-                case .channelClosed(let error):
-                    throw error
-                default:
-                    break
-                }
+            try pump.dispatch()
+            if results.takeAnswers().contains(where: { !$0.isAck }) {
+                throw AMQPError(.library, "the broker refused a result (basic.nack)")
             }
             try operations == nil ? acknowledgeConfirmed() : acknowledgeConfirmedInTagOrder()
             if getppid() != parent { return connection.close() }
@@ -124,10 +111,23 @@ public final class BaselineWorker {
         }
     }
 
+    /// Publishes the result of the delivery `deliveryTag`, which waits for its confirm.
+    private func publishResult(of deliveryTag: UInt64, correlationID: String?) throws {
+        let toExchange = configuration.variants.contains(.resultsExchange)
+        var properties = Self.resultProperties
+        properties.correlationID = correlationID
+        let number = try results.publish(
+            BaselinePayloads.result, exchange: toExchange ? Topology.resultsExchange : "",
+            routingKey: toExchange ? correlationID ?? "" : configuration.resultQueue, properties: properties)
+        unsettled.append((number, deliveryTag))
+    }
+
+    private static let resultProperties = MessageProperties(contentType: "application/json", persistent: true)
+
     /// Acknowledges, with one `basic.ack` (`multiple`), the deliveries whose results are confirmed, up to the
     /// first one whose result is not.
     private func acknowledgeConfirmedInTagOrder() throws {
-        while unsettledHead < unsettled.count, confirms.isConfirmed(unsettled[unsettledHead].publish) {
+        while unsettledHead < unsettled.count, !results.awaiting.isAwaiting(unsettled[unsettledHead].publish) {
             let tag = unsettled[unsettledHead].deliveryTag
             pendingTags.remove(tag)
             readyTags.append(tag)
@@ -144,7 +144,7 @@ public final class BaselineWorker {
     /// with the ``BaselineVariant/singleAcks`` variant).
     private func acknowledgeConfirmed() throws {
         let first = unsettledHead
-        while unsettledHead < unsettled.count, confirms.isConfirmed(unsettled[unsettledHead].publish) {
+        while unsettledHead < unsettled.count, !results.awaiting.isAwaiting(unsettled[unsettledHead].publish) {
             unsettledHead += 1
         }
         guard unsettledHead > first else { return }

@@ -28,7 +28,7 @@ extension Benchmark {
         /// The full run's options, as ``full``.
         public init() {}
 
-        /// A full run, worth minutes: figures for the README.
+        /// A full run, worth minutes: figures for docs/performance.md.
         public static let full = Options()
 
         /// A run of well under a minute that exercises every measurement, with too few jobs for figures to mean

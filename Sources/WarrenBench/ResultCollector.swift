@@ -102,27 +102,28 @@ final class ResultCollector: @unchecked Sendable {
     }
 
     private func collect(from connection: AMQPConnection) throws {
-        while true {
-            while let event = try connection.nextEvent() {
-                guard case .delivery(let delivery) = event else { continue }
-                let instant = ContinuousClock.now
-                guard let id = delivery.properties.correlationID, id.hasPrefix(prefix),
-                    delivery.properties.type != ProgressMessage.messageType
-                else { continue }
-                let done = condition.withLock {
-                    count += 1
-                    if first == nil { first = instant }
-                    last = instant
-                    if keepsArrivals {
-                        arrivals[id] = Arrival(
-                            jobID: id, type: delivery.properties.type, body: delivery.body, instant: instant)
-                    }
-                    condition.broadcast()
-                    return count >= expected ?? .max
+        let pump = AMQPEventPump(connection)
+        var done = false
+        pump.route(1) { [self] delivery in
+            let instant = ContinuousClock.now
+            guard !done, let id = delivery.properties.correlationID, id.hasPrefix(prefix),
+                delivery.properties.type != ProgressMessage.messageType
+            else { return }
+            done = condition.withLock {
+                count += 1
+                if first == nil { first = instant }
+                last = instant
+                if keepsArrivals {
+                    arrivals[id] = Arrival(
+                        jobID: id, type: delivery.properties.type, body: delivery.body, instant: instant)
                 }
-                if done { return }
+                condition.broadcast()
+                return count >= expected ?? .max
             }
-            if condition.withLock({ stopping }) { return }
+        }
+        while true {
+            try pump.dispatch()
+            if done || condition.withLock({ stopping }) { return }
             connection.waitForActivity(wakeUp: wakeUp, timeout: .seconds(1))
         }
     }

@@ -5,8 +5,8 @@ import Glibc
 /// A process inherits blocked and ignored signals from whatever started it (a test runner blocks nearly all of
 /// them), and passes them on to its children. `warren bench` stops its workers with SIGTERM and calls this first,
 /// on its main thread, so that it and the workers it starts stop when told to.
-enum DefaultSignals {
-    static func restore() {
+package enum DefaultSignals {
+    package static func restore() {
         var set = sigset_t()
         sigemptyset(&set)
         for number in [SIGINT, SIGTERM] {

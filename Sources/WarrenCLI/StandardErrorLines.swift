@@ -6,11 +6,11 @@ import Synchronization
 /// `FileHandle.standardError.write`, which traps, it never ends the process.
 ///
 /// Thread safety: locked.
-enum StandardErrorLines {
+package enum StandardErrorLines {
     private static let lock = Mutex(())
 
     /// Writes `line` (its newline included) with as many `write` calls as it takes, under the lock.
-    static func write(_ line: String) {
+    package static func write(_ line: String) {
         let bytes = Array(line.utf8)
         lock.withLock { _ in
             bytes.withUnsafeBytes { buffer in

@@ -3,23 +3,31 @@ import Foundation
 import Warren
 
 /// The `warren` command: workers, producers and results over RabbitMQ.
+///
+/// The `warren` executable adds `warren bench` and `warren dashboard` to these commands (``configuration(adding:)``),
+/// from targets of their own: a worker executable built on this library links neither the benchmark nor Hummingbird.
 public struct WarrenCommand: ParsableCommand {
-    public static let configuration = CommandConfiguration(
-        commandName: "warren",
-        abstract: "Run operations on a pool of workers over RabbitMQ.",
-        discussion: """
-            Exit codes: 0 success; 1 error (bad broker URL, refused credentials, broker down, output \
-            that cannot be written); 3 the awaited job failed; 4 it was cancelled; 5 no result in time; \
-            6 a unique job not enqueued (another job of its key holds the lock); 64 bad arguments; \
-            128 + N enqueue stopped by signal N (the jobs enqueued are printed).
-            """,
-        version: WarrenVersion.string,
-        subcommands: [
-            WorkerCommand.self, EnqueueCommand.self, CancelCommand.self, ResultsCommand.self, StatusCommand.self,
-            PauseCommand.self, ResumeCommand.self, ResizeCommand.self, UnlockCommand.self, DeadCommand.self,
-            PurgeCommand.self, ScheduleCommand.self, HealthCommand.self, BenchCommand.self,
-        ]
-    )
+    public static let configuration = configuration(adding: [])
+
+    /// The configuration of a `warren` root command with `extra` subcommands after the library's own.
+    package static func configuration(adding extra: [any ParsableCommand.Type]) -> CommandConfiguration {
+        CommandConfiguration(
+            commandName: "warren",
+            abstract: "Run operations on a pool of workers over RabbitMQ.",
+            discussion: """
+                Exit codes: 0 success; 1 error (bad broker URL, refused credentials, broker down, output \
+                that cannot be written); 3 the awaited job failed; 4 it was cancelled; 5 no result in time; \
+                6 a unique job not enqueued (another job of its key holds the lock); 64 bad arguments; \
+                128 + N enqueue stopped by signal N (the jobs enqueued are printed).
+                """,
+            version: WarrenVersion.string,
+            subcommands: [
+                WorkerCommand.self, EnqueueCommand.self, CancelCommand.self, ResultsCommand.self, StatusCommand.self,
+                PauseCommand.self, ResumeCommand.self, ResizeCommand.self, UnlockCommand.self, DeadCommand.self,
+                PurgeCommand.self, ScheduleCommand.self, HealthCommand.self,
+            ] + extra
+        )
+    }
 
     public init() {}
 
@@ -29,48 +37,40 @@ public struct WarrenCommand: ParsableCommand {
         throw ValidationError("name a command (warren --help lists them)")
     }
 
-    /// Runs the command the arguments name. A `ValidationError` that a command's `run()` throws (from a file it
-    /// reads, or what the producer refuses) shows that command's usage, as one from its `validate()` does, where
-    /// swift-argument-parser would show the root's (`Usage: warren <subcommand>`).
+    /// Runs the command the arguments name.
     public static func main() {
-        main(as: WarrenCommand.self)
+        main(root: Self.self)
     }
 
-    /// ``main()`` for a root command of the executable's own: this one's configuration with more subcommands, from
-    /// modules WarrenCLI does not link (``configuration(adding:)``).
-    public static func main<Root: ParsableCommand>(as root: Root.Type) {
+    /// Runs the command the arguments name, among `root`'s subcommands. A `ValidationError` that a command's `run()`
+    /// throws (from a file it reads, or what the producer refuses) shows that command's usage, as one from its
+    /// `validate()` does, where swift-argument-parser would show the root's (`Usage: warren <subcommand>`).
+    package static func main<Root: ParsableCommand>(root: Root.Type) {
         StandardStreams.reserveDescriptors()
         if let problem = StandardStreams.argumentProblem() {
             StandardErrorLines.write("Error: \(problem)\n")
-            exit(withError: ExitCode.validationFailure)
+            Root.exit(withError: ExitCode.validationFailure)
         }
         do {
-            var command = try root.parseAsRoot()
+            var command = try Root.parseAsRoot()
             let commandType: any ParsableCommand.Type = Swift.type(of: command)
             do {
                 try command.run()
             } catch let error as ValidationError {
-                fail(error, usageOf: commandType, root: root)
+                fail(error, usageOf: commandType, root: Root.self)
             }
             try StandardStreams.checkOutput()
-        } catch where root.exitCode(for: error) == .success {
+        } catch where Root.exitCode(for: error) == .success {
             // Help and the version: printed here, so that help that cannot be written is no success either.
-            let message = root.fullMessage(for: error)
+            let message = Root.fullMessage(for: error)
             if !message.isEmpty { print(message) }
             Glibc.exit((try? StandardStreams.checkOutput(lost: "the help")) == nil ? ExitCode.failure.rawValue : 0)
         } catch {
-            root.exit(withError: error)
+            Root.exit(withError: error)
         }
     }
 
-    /// This command's configuration with `commands` among its subcommands, for ``main(as:)``.
-    public static func configuration(adding commands: [any ParsableCommand.Type]) -> CommandConfiguration {
-        var configuration = Self.configuration
-        configuration.subcommands += commands
-        return configuration
-    }
-
-    /// Reports `error` with the usage of `command`, and exits 64.
+    /// Reports `error` with the usage of `command`, a subcommand of `root`, and exits 64.
     private static func fail<Root: ParsableCommand>(
         _ error: ValidationError, usageOf command: any ParsableCommand.Type, root: Root.Type
     ) -> Never {
@@ -78,11 +78,11 @@ public struct WarrenCommand: ParsableCommand {
         StandardErrorLines.write(
             """
             Error: \(error.message)
-            Usage: \(root.usageString(for: command))
+            Usage: \(Root.usageString(for: command))
               See '\(name) --help' for more information.
 
             """)
-        root.exit(withError: ExitCode.validationFailure)
+        Root.exit(withError: ExitCode.validationFailure)
     }
 
     /// The commands from `root` down to `command`, if it is one of them.

@@ -115,10 +115,11 @@ extension Integration {
 
             var status: WorkerStatus?
             let deadline = ContinuousClock.now + .seconds(30)
+            // Until the sum reported progress past its first report, which says 0, before it adds its first number.
             repeat {
                 Thread.sleep(forTimeInterval: 0.2)
                 status = try producer.workerStatuses(timeout: .seconds(1), jobs: 10).first { $0.workerID == "\(queue)-w" }
-            } while (status?.jobs?.count != 4 || status?.jobs?.first?.progress == nil) && ContinuousClock.now < deadline
+            } while (status?.jobs?.count != 4 || (status?.jobs?.first?.progress ?? 0) == 0) && ContinuousClock.now < deadline
             let jobs = try #require(status?.jobs)
             #expect(jobs.map(\.id) == [busy.id, first.id, second.id, after.id], "executing first, then by priority and arrival")
             #expect(jobs.map(\.state) == [.executing, .waiting, .waitingForTurn, .waitingForDependencies])

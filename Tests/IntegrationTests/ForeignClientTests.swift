@@ -28,13 +28,8 @@ extension Integration {
             }
         }
 
-        @Test("the wire format's Python example runs as written, also where a --quorum-queues worker made warren.dead")
+        @Test("the wire format's pika example runs as written, also where a --quorum-queues worker made warren.dead")
         func documentedPythonExample() throws {
-            let document = try String(
-                contentsOf: TestEnvironment.packageRoot.appendingPathComponent("docs/wire-format.md"), encoding: .utf8)
-            let section = try #require(document.components(separatedBy: "### 8.2 Python").dropFirst().first)
-            let code = try #require(section.components(separatedBy: "```python\n").dropFirst().first?
-                .components(separatedBy: "\n```").first)
             let (vhost, url) = try Chaos.addVirtualHost("example")
             defer { try? Chaos.brokerCtl(["delete_vhost", vhost]) }
             let worker = try ChildProcess(
@@ -43,15 +38,41 @@ extension Integration {
                 name: "worker making quorum queues")
             defer { worker.terminate() }
             try worker.waitForStderr(containing: "worker started")
-            let script = try TestEnvironment.temporaryDirectory().appendingPathComponent("example.py")
-            let documentedURL = "amqp://guest:guest@localhost:5672/%2F"
-            try #require(code.contains(documentedURL))
-            try Data(code.replacingOccurrences(of: documentedURL, with: url).utf8).write(to: script)
-            let client = try ChildProcess(URL(fileURLWithPath: "/usr/bin/python3"), [script.path])
+            let script = TestEnvironment.packageRoot.appendingPathComponent("Tests/IntegrationTests/Clients/pika_example.py")
+            let client = try ChildProcess(URL(fileURLWithPath: "/usr/bin/python3"), [script.path, url])
             #expect(client.waitForExit() == 0, "\(client.stderr)")
             let lines = client.stdout.split(separator: "\n")
             #expect(lines.contains { $0.contains(" cancelled ") }, "\(client.stdout)")
             #expect(lines.filter { $0.contains(" succeeded ") }.count == 2, "\(client.stdout)")
+            let stored = lines.first { $0.hasPrefix("stored results of these jobs: ") }
+            #expect((stored.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0) >= 3, "\(client.stdout)")
+        }
+
+        @Test("the wire format's amqp-tools example runs as written: reply queue, binding, dependency, cancel, status")
+        func documentedShellExample() throws {
+            let queue = TestEnvironment.uniqueName("amqp-tools")
+            defer { BrokerProbe.delete(queue) }
+            let worker = try CLI.startWorker(queue: queue)
+            defer { worker.terminate() }
+            let script = TestEnvironment.packageRoot.appendingPathComponent(
+                "Tests/IntegrationTests/Clients/amqp_tools_example.sh")
+            let client = try ChildProcess(URL(fileURLWithPath: "/bin/bash"), [script.path, try TestEnvironment.brokerURL, queue])
+            #expect(client.waitForExit() == 0, "\(client.stderr)")
+            var received: [String: [[String: Any]]] = [:]
+            for line in client.stdout.split(separator: "\n") {
+                let (name, json) = (line.prefix { $0 != " " }, line.drop { $0 != " " }.dropFirst())
+                let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any], "\(line)")
+                received[String(name), default: []].append(object)
+            }
+            func only(_ name: String) throws -> [String: Any] {
+                try #require(received[name]?.count == 1 ? received[name]?.first : nil, "\(client.stdout)")
+            }
+            #expect(try only("echo")["output"] as? [String: String] == ["hello": "warren"])
+            #expect((try only("sum")["output"] as? [String: Any])?["sum"] as? Int == 6)
+            #expect(try only("dependent")["status"] as? String == "succeeded")
+            #expect((try only("cancelled")["cancellation"] as? [String: Any])?["reason"] as? String == "requested")
+            let statuses = received["status"] ?? []
+            #expect(statuses.contains { ($0["queues"] as? [String])?.contains(queue) == true }, "\(client.stdout)")
         }
 
         @Test("pika publishes a job a Warren worker runs, receives its progress and result in its reply queue, finds it in a stored result batch, and has a dependent job add its sum")

@@ -28,11 +28,12 @@ extension Integration {
             return worker
         }
 
-        /// The `configure`, `write` and `read` expressions of `role`'s row in the README's permissions table.
+        /// The `configure`, `write` and `read` expressions of `role`'s row in the permissions table of
+        /// docs/operations.md.
         private static func documentedPermissions(of role: String) throws -> [String] {
-            let readme = try String(
-                contentsOf: TestEnvironment.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
-            let row = try #require(readme.split(separator: "\n").first { $0.hasPrefix("| \(role) |") })
+            let page = try String(
+                contentsOf: TestEnvironment.packageRoot.appendingPathComponent("docs/operations.md"), encoding: .utf8)
+            let row = try #require(page.split(separator: "\n").first { $0.hasPrefix("| \(role) |") })
             let cells = row.replacingOccurrences(of: "\\|", with: "\u{0}").split(separator: "|").map {
                 $0.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "\u{0}", with: "|")
             }
@@ -41,7 +42,7 @@ extension Integration {
             }
         }
 
-        @Test("the README's producer and monitor permissions are all their commands need, and refuse the rest")
+        @Test("the documented producer and monitor permissions are all their commands need, and refuse the rest")
         func documentedRoles() throws {
             let queue = TestEnvironment.uniqueName("perm-roles")
             defer { BrokerProbe.delete(queue) }

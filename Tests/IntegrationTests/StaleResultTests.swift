@@ -58,8 +58,9 @@ extension Integration {
         @Test("warren results --follow --idle gives up, exit 1, when the broker stays out of reach that long")
         func followGivesUpWithoutTheBroker() throws {
             let (vhost, url) = try Chaos.addVirtualHost("follow-idle")
+            // Idle long enough for the broker to drop it first, however slowly rabbitmqctl starts on a loaded machine.
             let follower = try ChildProcess(
-                TestEnvironment.warrenBinary, ["results", "--follow", "--idle", "4", "--url", url])
+                TestEnvironment.warrenBinary, ["results", "--follow", "--idle", "20", "--url", url])
             defer { follower.terminate() }
             Thread.sleep(forTimeInterval: 1)
             // Deleting the virtual host closes the follower's connection, and refuses it any other.

@@ -189,6 +189,26 @@ extension Integration {
             #expect(bad.status == 64 && bad.stderr.contains("a unique job's key must be 1 to 241 bytes long"), "\(bad.stderr)")
         }
 
+        @Test("one producer takes unique locks and asks workers for their status in turn, and unlocks after")
+        func locksBesideStatusRequests() throws {
+            let queue = TestEnvironment.uniqueName("unique-status")
+            let key = TestEnvironment.uniqueName("beside-status")
+            let locks = [UniqueLock.queue(forKey: key), UniqueLock.queue(forKey: key + "-2")]
+            defer { ([queue] + locks).forEach(BrokerProbe.delete) }
+            let producer = try Producer.forTests()
+            defer { producer.close() }
+            // The locks' channel stays open between calls; a status request opened the same channel number.
+            try producer.enqueue(JobRequest(type: "echo", key: key, queue: queue, uniqueFor: .seconds(60)))
+            _ = try producer.workerStatuses(timeout: .milliseconds(100))
+            _ = try producer.workerStatuses(timeout: .milliseconds(100))
+            try producer.enqueue(JobRequest(type: "echo", key: key + "-2", queue: queue, uniqueFor: .seconds(60)))
+            #expect(try producer.unlock(key: key) != nil && producer.unlock(key: key + "-2") != nil)
+            #expect(try BrokerProbe.depth(of: queue) == 2)
+            producer.close()
+            let closed = #expect(throws: WarrenError.self) { try producer.unlock(key: key) }
+            #expect(closed?.code == .invalidConfiguration && closed?.message == "the producer was closed")
+        }
+
         @Test("producers racing for one key while workers end its jobs: never two of its jobs run at once")
         func racingProducers() throws {
             let queue = TestEnvironment.uniqueName("unique-race")

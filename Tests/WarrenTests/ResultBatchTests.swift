@@ -75,7 +75,7 @@ struct StoredResultsTests {
         #expect(stored.hasRoom(for: 2) && !stored.hasRoom(for: 3), "a batch's body stays within maxBytes")
         stored.append(Array("{}".utf8))
         #expect(!stored.hasRoom(for: 0), "maxCount")
-        let settlement = Settlement(deliveryTag: 1, action: .ack, unconfirmed: 2)
+        let settlement = Settlement(deliveryTag: 1, action: .ack)
         stored.waitFor(settlement)
         let batches = try! #require(stored.batches)
         #expect(batches.map(ResultBatch.body(of:)) == [Array(#"{"results":[{},{}],"version":1}"#.utf8)])

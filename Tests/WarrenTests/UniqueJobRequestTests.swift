@@ -12,7 +12,7 @@ struct UniqueJobRequestTests {
             // Not unique: the same key, and supersession, are fine.
             JobRequest(type: "t", key: "a", supersede: true),
         ]
-        #expect(Producer.problem(withUnique: requests) == nil)
+        #expect(UniqueLocks.problem(withUnique: requests) == nil)
     }
 
     @Test func eachProblemNamesItsJob() {
@@ -24,13 +24,13 @@ struct UniqueJobRequestTests {
              "job j: a unique job cannot supersede the jobs of its key, which hold its lock"),
         ]
         for (request, message) in cases {
-            #expect(Producer.problem(withUnique: [request]) == message)
+            #expect(UniqueLocks.problem(withUnique: [request]) == message)
         }
         let twice = [
             JobRequest(type: "t", key: "k", uniqueFor: .seconds(5), id: "a"),
             JobRequest(type: "t", key: "k", uniqueFor: .seconds(5), id: "b"),
         ]
-        #expect(Producer.problem(withUnique: twice) == "job b: another job of this call is unique for key 'k' too")
+        #expect(UniqueLocks.problem(withUnique: twice) == "job b: another job of this call is unique for key 'k' too")
     }
 
     @Test func aKeyWithControlCharactersIsRefused() {

@@ -33,7 +33,10 @@ public final class QueuePurge {
         "purge-\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)"
 
     let connection: AMQPConnection
-    private var confirms: PublisherConfirms
+    /// The channel's publishes and their confirms.
+    private let confirms: ConfirmChannel<Void>
+    /// Routes the confirms to it.
+    private let pump: AMQPEventPump
     private var lockChannelOpen = false
     /// Reads any job a worker would read, whatever limits the workers set.
     private let decoder = JobDecoder(
@@ -64,16 +67,17 @@ public final class QueuePurge {
     ///   broker refuses a declaration).
     public init(url: String) throws {
         connection = try BrokerAddresses(url, connectionName: "warren purge").connect()
-        confirms = PublisherConfirms(connection: connection, channel: Self.channel)
+        confirms = ConfirmChannel(Self.channel, on: connection)
+        pump = AMQPEventPump(connection)
+        pump.route(Self.channel, to: confirms)
         do {
-            try connection.openChannel(Self.channel)
+            try confirms.open()
             if try !Topology.queueExists(Topology.resultsStream, on: connection) {
                 try Topology.declareResults(on: connection, channel: Self.channel)
             }
             if try !Topology.queueExists(Topology.deadQueue, on: connection) {
                 try Topology.declareDeadLetters(on: connection, channel: Self.channel)
             }
-            try connection.enableConfirms(channel: Self.channel)
         } catch let error as AMQPError {
             connection.close()
             throw WarrenError(broker: error)
@@ -145,7 +149,7 @@ public final class QueuePurge {
 
     /// Ends the jobs of `deliveries`; acknowledges each once the broker confirmed what was published for it.
     private func end(_ deliveries: [Delivery], jobQueue: String, into report: inout Report) throws {
-        let first = confirms.published + 1
+        let first = confirms.lastSequenceNumber + 1
         var numbers: [[UInt64]] = []
         var stored: [(body: [UInt8], index: Int)] = []
         var outcomes: [Outcome] = []
@@ -161,7 +165,7 @@ public final class QueuePurge {
             for entry in stored.prefix(batch.count) { numbers[entry.index].append(number) }
             stored.removeFirst(batch.count)
         }
-        let refused = confirms.published >= first ? try confirms.waitForConfirms(first...confirms.published) : []
+        let refused = confirms.lastSequenceNumber >= first ? try waitForConfirms() : []
         for (index, delivery) in deliveries.enumerated() {
             if numbers[index].contains(where: refused.contains) {
                 try connection.nack(delivery.deliveryTag, requeue: true, channel: Self.channel)
@@ -244,6 +248,19 @@ public final class QueuePurge {
             body, exchange: replyTo == nil ? Topology.resultsExchange : "", routingKey: replyTo ?? result.jobID,
             properties: properties)
         return (body, number)
+    }
+
+    /// Waits until the broker answered every publish; returns the numbers of those it refused (`basic.nack`).
+    /// - Throws: ``WarrenError`` (`timeout`) when the answers do not come within 30 s; `AMQPError` when the
+    ///   connection fails or the broker closes the channel.
+    private func waitForConfirms(timeout: Duration = .seconds(30)) throws -> Set<UInt64> {
+        guard try pump.dispatch(until: .now + timeout, isDone: { confirms.awaiting.isEmpty }) else {
+            throw WarrenError(
+                .timeout,
+                "the broker did not confirm \(confirms.awaiting.count) message(s) within \(timeout) "
+                    + "(\(WarrenError.unconfirmedCauses))")
+        }
+        return Set(confirms.takeAnswers().filter { !$0.isAck }.map(\.number))
     }
 
     /// Appends encoded results to the results stream, as one message, as a worker stores them.

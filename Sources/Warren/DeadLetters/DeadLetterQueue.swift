@@ -11,8 +11,9 @@ import Foundation
 public final class DeadLetterQueue {
     static let channel: UInt16 = 1
     let connection: AMQPConnection
-    /// Publishes on the channel so far: the broker numbers each one's confirm in turn.
-    private var published = 0
+    private let pump: AMQPEventPump
+    /// Where the copies of requeued letters go out, confirmed; the letters are taken and settled there too.
+    private let copies: ConfirmChannel<Void>
 
     /// Connects, and declares the dead-letter exchange and queue unless the queue exists (a client that finds it
     /// needs no permission to configure it).
@@ -20,17 +21,19 @@ public final class DeadLetterQueue {
     ///   `queueUnreachable` when the queue lives on a cluster node that is down).
     public init(url: String) throws {
         connection = try BrokerAddresses(url, connectionName: "warren dead").connect()
+        pump = AMQPEventPump(connection)
+        copies = ConfirmChannel(Self.channel, on: connection)
+        pump.route(Self.channel, to: copies)
         let unreachable = WarrenError(
             .queueUnreachable,
             "the dead-letter queue \(Topology.deadQueue) is on a cluster node that is down or out of reach")
         do {
-            try connection.openChannel(Self.channel)
+            try copies.open()
             let exists = try Topology.lookUp(Topology.deadQueue, on: connection) != nil
             guard try exists || Topology.declareDeadLetters(on: connection, channel: Self.channel) else {
                 connection.close()
                 throw unreachable
             }
-            try connection.enableConfirms(channel: Self.channel)
         } catch let error as AMQPError where error.isQueueNodeDown {
             connection.close()
             throw unreachable
@@ -99,7 +102,7 @@ public final class DeadLetterQueue {
     public func requeue(jobIDs: Set<String>? = nil, limit: Int = 100_000) throws -> RequeueReport {
         try brokerCall {
             var report = RequeueReport()
-            var sent: [(tag: UInt64, letter: DeadLetter)] = []
+            var sent: [(number: UInt64, tag: UInt64, letter: DeadLetter)] = []
             var unfound = jobIDs ?? []
             let taken = try take(limit: limit) { delivery in
                 guard jobIDs != nil else { return true }
@@ -107,6 +110,8 @@ public final class DeadLetterQueue {
                 return !unfound.isEmpty
             }
             var requeuedIDs: Set<String> = []
+            // What came for the copies of an earlier call, which timed out, concerns none of this one's.
+            _ = (copies.takeAnswers(), copies.takeReturns())
             for delivery in taken.deliveries {
                 let letter = DeadLetter(delivery)
                 let wanted = jobIDs.map { ids in letter.jobID.map(ids.contains) ?? false } ?? true
@@ -124,16 +129,14 @@ public final class DeadLetterQueue {
                     try connection.nack(delivery.deliveryTag, requeue: true, channel: Self.channel)
                     continue
                 }
-                try connection.publish(
+                let number = try copies.publish(
                     delivery.body, exchange: "", routingKey: queue, properties: Self.copyProperties(of: delivery),
-                    mandatory: true, channel: Self.channel)
-                sent.append((delivery.deliveryTag, letter))
+                    mandatory: true)
+                sent.append((number, delivery.deliveryTag, letter))
             }
-            let first = published + 1
-            published += sent.count
-            let (unroutable, refused) = try waitForConfirms(first..<(published + 1))
-            for (index, (tag, letter)) in sent.enumerated() {
-                if refused.contains(first + index) {
+            let (unroutable, refused) = try waitForConfirms()
+            for (number, tag, letter) in sent {
+                if refused.contains(number) {
                     try connection.nack(tag, requeue: true, channel: Self.channel)
                     report.refused.append(letter)
                 } else if let queue = letter.queue, unroutable.contains(queue) {
@@ -211,42 +214,18 @@ public final class DeadLetterQueue {
         return (deliveries, total)
     }
 
-    /// Waits for the confirms of the publishes numbered `tags` on the channel; returns the routing keys of
-    /// mandatory publishes no queue took, and the numbers of the publishes the broker refused. The broker confirms
-    /// copies bound for different queues in any order, a `multiple` confirm covering only the tags up to its own
-    /// still unconfirmed: each tag is counted once.
-    private func waitForConfirms(_ tags: Range<Int>) throws -> (unroutable: Set<String>, refused: Set<Int>) {
-        var unconfirmed = IndexSet(integersIn: tags)
-        var returned: Set<String> = []
-        var refused: Set<Int> = []
-        let deadline = ContinuousClock.now + .seconds(30)
-        while !unconfirmed.isEmpty {
-            guard let event = try connection.nextEvent() else {
-                guard ContinuousClock.now < deadline else {
-                    throw WarrenError(
-                        .timeout,
-                        "the broker did not confirm the requeued messages within 30 s (\(WarrenError.unconfirmedCauses)): "
-                            + "the letters stay in warren.dead, but their copies may reach "
-                            + "their queues once it reads them; look there before requeueing them again")
-                }
-                connection.waitForActivity(wakeUp: nil, timeout: .milliseconds(200))
-                continue
-            }
-            switch event {
-            case .confirm(_, let tag, let multiple, let ack):
-                let numbers = multiple ? IndexSet(integersIn: 1..<(Int(tag) + 1)) : IndexSet(integer: Int(tag))
-                let answered = unconfirmed.intersection(numbers)
-                if !ack { refused.formUnion(answered) }
-                unconfirmed.subtract(answered)
-            case .returned(_, _, _, _, let routingKey, _):
-                returned.insert(routingKey)
-            case .channelClosed(let error):
-                throw error
-            default:
-                break
-            }
+    /// Waits for the confirms of the copies sent; returns the routing keys of those no queue took, and the numbers
+    /// of those the broker refused. The broker confirms copies bound for different queues in any order.
+    private func waitForConfirms() throws -> (unroutable: Set<String>, refused: Set<UInt64>) {
+        guard try pump.dispatch(until: .now + .seconds(30), isDone: { copies.awaiting.isEmpty }) else {
+            throw WarrenError(
+                .timeout,
+                "the broker did not confirm the requeued messages within 30 s (\(WarrenError.unconfirmedCauses)): "
+                    + "the letters stay in warren.dead, but their copies may reach "
+                    + "their queues once it reads them; look there before requeueing them again")
         }
-        return (returned, refused)
+        let refused = copies.takeAnswers().filter { !$0.isAck }.map(\.number)
+        return (Set(copies.takeReturns().map(\.routingKey)), Set(refused))
     }
 
     private func brokerCall<T>(_ body: () throws -> T) throws -> T {

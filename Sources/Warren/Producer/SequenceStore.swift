@@ -10,7 +10,7 @@ import Glibc
 /// per call, not per job, through the file it keeps open.
 ///
 /// The file holds the last number handed out as decimal text, right-aligned in a fixed-width record
-/// (``recordWidth`` bytes, newline included) that each reservation overwrites in place: no truncation, which would
+/// (`recordWidth` bytes, newline included) that each reservation overwrites in place: no truncation, which would
 /// make ext4 flush the file on close. Older Warren versions wrote the number unpadded (`"1795313882672853\n"`);
 /// both forms read the same, to this type and to those versions, which trim whitespace.
 ///

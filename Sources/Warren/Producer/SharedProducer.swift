@@ -18,7 +18,7 @@ import Synchronization
 /// did not confirm in time (``WarrenError/Code/timeout``) throws, and is not tried again: it may have published.
 /// The next call connects anew.
 ///
-/// Thread safety: locked hand-off. Calls queue in a ``Mailbox`` whose wake-up signal the thread this object starts
+/// Thread safety: locked hand-off. Calls queue in a `Mailbox` whose wake-up signal the thread this object starts
 /// watches beside the broker's socket; the ``Producer`` is confined to that thread, which ends once ``close()`` was
 /// called (or the object is released) and the calls queued before it ran.
 public final class SharedProducer: Sendable {
@@ -51,15 +51,20 @@ public final class SharedProducer: Sendable {
         line.close()
     }
 
-    /// Publishes a job and returns its descriptor once the broker confirmed it (``Producer/enqueue(_:watch:)``).
-    /// - Parameter watch: Send its result to this producer, for ``result(of:timeout:)``.
+    /// Publishes a job and returns its descriptor once the broker confirmed it
+    /// (``Producer/enqueue(_:watch:)-(JobRequest,_)``).
+    /// - Parameters:
+    ///   - request: The job.
+    ///   - watch: Send its result to this producer, for ``result(of:timeout:)``.
     public func enqueue(_ request: JobRequest, watch: Bool = false) async throws -> OperationDescriptor {
         try await withProducer { try $0.enqueue(request, watch: watch) }
     }
 
     /// Publishes jobs and returns their descriptors once the broker confirmed all of them
     /// (``Producer/enqueue(_:watch:)-([JobRequest],_)``).
-    /// - Parameter watch: Send their results to this producer, for ``result(of:timeout:)``.
+    /// - Parameters:
+    ///   - requests: The jobs.
+    ///   - watch: Send their results to this producer, for ``result(of:timeout:)``.
     public func enqueue(_ requests: [JobRequest], watch: Bool = false) async throws -> [OperationDescriptor] {
         try await withProducer { try $0.enqueue(requests, watch: watch) }
     }
@@ -291,7 +296,7 @@ private final class CallLine: Sendable {
                         "the connection to the broker was lost before the result of job \(waiter.jobID) came; "
                             + "it is stored in the warren.results stream"))
             } else if producer?.isWatching(waiter.jobID) != true {
-                waiter.continuation.resume(throwing: Producer.notWatched([waiter.jobID]))
+                waiter.continuation.resume(throwing: ResultWatcher.notWatched([waiter.jobID]))
             } else if waiter.deadline <= .now {
                 waiter.continuation.resume(
                     throwing: WarrenError(.timeout, "no result for job \(waiter.jobID) within \(waiter.timeout)"))

@@ -21,7 +21,7 @@ public final class LocalQueue: @unchecked Sendable {
         queue.maxConcurrentOperationCount = width
     }
 
-    /// The widths a local queue may be resized to (``resize(to:)``).
+    /// The widths a local queue may be resized to (`resize(to:)`).
     public static let widths = 1...10_000
 
     /// The most operations that execute at once (`maxConcurrentOperationCount`).

@@ -36,7 +36,7 @@ public final class ResultReader {
     /// What the reader returns.
     public enum Event: Sendable {
         /// A stored result, or the error that says why it is unreadable (never dropped silently), with the stream
-        /// offset of the message that holds it: the results a worker stored together (``ResultBatch``) share one.
+        /// offset of the message that holds it: the results a worker stored together, in one message, share one.
         case result(Result<JobResult, WarrenError>, offset: UInt64?)
         /// A progress report of a running job (only with `progress: true`).
         case progress(ProgressMessage)
@@ -49,7 +49,8 @@ public final class ResultReader {
     /// Results the broker sends ahead of ``next(waitingUpTo:)``: a stream consumer must have a prefetch.
     static let prefetch: UInt16 = 500
     let connection: AMQPConnection
-    /// The rest of the batch whose first result ``next(waitingUpTo:)`` returned.
+    private let pump: AMQPEventPump
+    /// What the broker sent that ``next(waitingUpTo:)`` has not returned yet, oldest first.
     private var pending: ArraySlice<Event> = []
     /// The offset of the first message stored after the reader started, once one was (with `endingNow`).
     private var endOffset: UInt64?
@@ -58,6 +59,7 @@ public final class ResultReader {
 
     /// Connects, declares the results stream and starts reading it at `start`.
     /// - Parameters:
+    ///   - url: The broker URL; several, separated by commas, are tried in turn.
     ///   - start: Where to start. Default: the oldest kept result.
     ///   - progress: Also return progress reports of running jobs, from now on (they are not stored).
     ///   - endingNow: Read only what was stored before the reader started: once it comes to a message stored
@@ -67,6 +69,9 @@ public final class ResultReader {
     public init(url: String, from start: Start = .first, progress: Bool = false, endingNow: Bool = false) throws {
         connection = try Self.connect(
             BrokerAddresses(url, connectionName: "warren results"), start, progress, endingNow)
+        pump = AMQPEventPump(connection)
+        pump.route(Self.channel) { [unowned self] in try received($0) }
+        pump.route(Self.endChannel) { [unowned self] in endOffset = endOffset ?? $0.streamOffset }
     }
 
     /// Connects and starts reading; tries again on a new connection while the stream is still starting, which it is
@@ -127,36 +132,30 @@ public final class ResultReader {
         if let event = pending.popFirst() { return event }
         guard !reachedEnd else { return nil }
         do {
-            let deadline = ContinuousClock.now + timeout
-            while true {
-                if let event = try connection.nextEvent() {
-                    guard case .delivery(let delivery) = event else { continue }
-                    if delivery.exchange == Topology.progressExchange {
-                        if let report = try? ProgressMessage.decode(delivery.body) { return .progress(report) }
-                        continue
-                    }
-                    if delivery.channel == Self.endChannel {
-                        endOffset = endOffset ?? delivery.streamOffset
-                        continue
-                    }
-                    // Stream consumers acknowledge to get more deliveries; the ack removes nothing.
-                    try connection.ack(delivery.deliveryTag, multiple: true, channel: Self.channel)
-                    let offset = delivery.streamOffset
-                    if let offset, let endOffset, offset >= endOffset {
-                        reachedEnd = true
-                        return nil
-                    }
-                    pending = ResultBatch.results(in: delivery.body, type: delivery.properties.type)
-                        .map { .result($0, offset: offset) }[...]
-                    if let event = pending.popFirst() { return event }
-                }
-                let left = deadline - ContinuousClock.now
-                guard left > .zero else { return nil }
-                connection.waitForActivity(wakeUp: nil, timeout: min(left, .seconds(1)))
-            }
+            try pump.dispatch(until: .now + timeout) { !pending.isEmpty || reachedEnd }
         } catch let error as AMQPError {
             throw WarrenError(broker: error)
         }
+        return pending.popFirst()
+    }
+
+    /// Takes a delivery of the results stream or a progress report into ``pending``; notes the end of what a reader
+    /// `endingNow` reads.
+    private func received(_ delivery: Delivery) throws {
+        guard !reachedEnd else { return }
+        if delivery.exchange == Topology.progressExchange {
+            if let report = try? ProgressMessage.decode(delivery.body) { pending.append(.progress(report)) }
+            return
+        }
+        // Stream consumers acknowledge to get more deliveries; the ack removes nothing.
+        try connection.ack(delivery.deliveryTag, multiple: true, channel: Self.channel)
+        let offset = delivery.streamOffset
+        if let offset, let endOffset, offset >= endOffset {
+            reachedEnd = true
+            return
+        }
+        pending += ResultBatch.results(in: delivery.body, type: delivery.properties.type)
+            .map { .result($0, offset: offset) }
     }
 
     /// Closes the connection.

@@ -25,48 +25,42 @@ extension SchedulerSession {
     private func publishConfirmed(
         _ body: [UInt8], exchange: String, routingKey: String, properties: MessageProperties, mandatory: Bool = false
     ) throws {
-        try brokerCall {
-            try connection.publish(
-                body, exchange: exchange, routingKey: routingKey, properties: properties, mandatory: mandatory,
-                channel: Self.channel)
-        }
-        publishCount += 1
-        let deadline = ContinuousClock.now + .seconds(30)
-        while confirmedCount < publishCount {
-            guard ContinuousClock.now < deadline else {
-                throw WarrenError(.timeout, "the broker did not confirm a publish to '\(exchange)' within 30 s")
+        let confirmed = try brokerCall {
+            try states.publish(
+                body, exchange: exchange, routingKey: routingKey, properties: properties, mandatory: mandatory)
+            return try pump.dispatch(until: .now + .seconds(30), wakeUp: scheduler.mailbox.wakeUp) {
+                guard !states.awaiting.isEmpty else { return true }
+                // The broker may hold the confirm for long (a memory alarm): a stop does not wait for it.
+                if stopRequested() { throw SchedulerStopped() }
+                return false
             }
-            try brokerCall { _ = connection.waitForActivity(wakeUp: scheduler.mailbox.wakeUp, timeout: .seconds(1)) }
-            // The broker may hold the confirm for long (a memory alarm): a stop does not wait for it.
-            if stopRequested() { throw SchedulerStopped() }
-            try readEvents()
+        }
+        if states.takeAnswers().contains(where: { !$0.isAck }) {
+            throw WarrenError(.broker, "the broker refused a publish (basic.nack)")
+        }
+        guard confirmed else {
+            throw WarrenError(.timeout, "the broker did not confirm a publish to '\(exchange)' within 30 s")
         }
     }
 
-    /// Reads every event the broker sent: state messages go to ``arrivals``, confirms are counted.
+    /// Handles every event the broker sent: state messages go to ``arrivals``, confirms to ``states``.
     func readEvents() throws {
-        try brokerCall {
-            while let event = try connection.nextEvent() {
-                switch event {
-                case .delivery(let delivery):
-                    arrivals.append(delivery)
-                case .confirm(_, let tag, _, let ack):
-                    guard ack else { throw WarrenError(.broker, "the broker refused a publish (basic.nack)") }
-                    // One channel, confirmed in order: a confirm covers every publish up to its tag.
-                    confirmedCount = max(confirmedCount, tag)
-                case .returned:
-                    throw WarrenError(.broker, "queue '\(Topology.scheduleQueue)' is gone (the state came back)")
-                case .consumerCancelled:
-                    throw WarrenError(.broker, "the broker cancelled the consumer of '\(Topology.scheduleQueue)'")
-                case .channelClosed(let error):
-                    throw error
-                case .blocked(let reason):
-                    scheduler.health.blocked(reason)
-                case .unblocked:
-                    scheduler.health.blocked(nil)
-                }
-            }
+        try brokerCall { _ = try pump.dispatch() }
+    }
+
+    /// Routes the events of the state connection, a new one included: state messages to ``arrivals``, confirms to
+    /// ``states``, the broker's blocking to the health; a returned state or a cancelled consumer is thrown.
+    func routeEvents() {
+        let route = ChannelRoute(onDelivery: { [unowned self] in arrivals.append($0) })
+        route.onConfirm = { [unowned states] in states.confirmed(upTo: $0, multiple: $1, ack: $2) }
+        route.onReturn = { _ in
+            throw WarrenError(.broker, "queue '\(Topology.scheduleQueue)' is gone (the state came back)")
         }
+        route.onConsumerCancel = { _ in
+            throw WarrenError(.broker, "the broker cancelled the consumer of '\(Topology.scheduleQueue)'")
+        }
+        pump.route(Self.channel, to: route)
+        pump.blockingHandler = { [unowned self] in scheduler.health.blocked($0) }
     }
 
     /// Closes the producer's connection, on which the broker may have closed the channel, and opens another.
@@ -127,6 +121,8 @@ extension SchedulerSession {
             attempt += 1
             do {
                 (connection, producer) = try Self.connect(scheduler)
+                (pump, states) = (AMQPEventPump(connection), ConfirmChannel(Self.channel, on: connection))
+                routeEvents()
                 try start()
                 logger.info("scheduler reconnected", metadata: ["attempts": "\(attempt)"])
                 return true

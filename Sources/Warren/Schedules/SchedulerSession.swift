@@ -18,6 +18,10 @@ final class SchedulerSession {
     var configuration: Scheduler.Configuration { scheduler.configuration }
     var logger: Logger
     var connection: AMQPConnection
+    /// Routes the state connection's events: state messages to ``arrivals``, confirms to ``states``.
+    var pump: AMQPEventPump
+    /// The channel of `warren.schedules`: the state is published there with confirms, and consumed.
+    var states: ConfirmChannel<Void>
     /// Publishes the jobs, on a connection of its own.
     var producer: Producer
     /// What this scheduler knows was dealt with: its own ticks and every state message it received.
@@ -47,9 +51,6 @@ final class SchedulerSession {
     var arrivals: [Delivery] = []
     /// Why ``start()`` failed on the first connection, to reconnect first thing in ``run()``.
     private var startFailure: (any Error)?
-    /// Publishes on the state connection, and how many of them the broker confirmed.
-    var publishCount: UInt64 = 0
-    var confirmedCount: UInt64 = 0
     let metrics: SchedulerMetrics
 
     init(scheduler: Scheduler) throws {
@@ -57,6 +58,8 @@ final class SchedulerSession {
         logger = scheduler.configuration.logger
         metrics = SchedulerMetrics(schedules: scheduler.configuration.schedules.map(\.name))
         (connection, producer) = try Self.connect(scheduler, patience: scheduler.configuration.brokerWaitAtStart)
+        (pump, states) = (AMQPEventPump(connection), ConfirmChannel(Self.channel, on: connection))
+        routeEvents()
         do {
             try start()
         } catch let refusal as SetupRefused {
@@ -122,8 +125,7 @@ final class SchedulerSession {
     func start() throws {
         try brokerCall {
             do {
-                try connection.openChannel(Self.channel)
-                try connection.enableConfirms(channel: Self.channel)
+                try states.open()
                 let quorum = configuration.quorumQueues
                 try Topology.declareScheduleQueue(quorum: quorum, on: connection, channel: Self.channel)
                 try Topology.declareDeadLetters(quorum: quorum, on: connection, channel: Self.channel)
@@ -133,8 +135,6 @@ final class SchedulerSession {
                 throw SetupRefused(error: error)
             }
         }
-        publishCount = 0
-        confirmedCount = 0
         try publish(ScheduleState())
         scheduler.health.connected(to: connection.configuration.redactedURL)
         logger.info(

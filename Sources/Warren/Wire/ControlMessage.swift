@@ -18,33 +18,33 @@ import Foundation
 ///   every earlier control message. Other workers ignore it.
 /// - `crashed`: jobs ``jobIDs`` were executing when worker ``worker`` died; ``token`` names the dead worker's
 ///   journal, so that a report sent twice counts once. A worker that finds the journal of a dead one sends it.
-public struct ControlMessage: Sendable, Hashable, Codable {
-    public var version: Int
-    public var kind: String
+package struct ControlMessage: Sendable, Hashable, Codable {
+    package var version: Int
+    package var kind: String
     /// For `cancel`: jobs to cancel by id.
-    public var jobIDs: [String]
+    package var jobIDs: [String]
     /// For `cancel`, with ``beforeSequence``: cancel every job of this key whose sequence is lower.
-    public var key: String?
+    package var key: String?
     /// For `cancel` with ``key``, and `cancelAll`: jobs with a lower sequence are cancelled.
-    public var beforeSequence: UInt64?
+    package var beforeSequence: UInt64?
     /// For `cancel`: `requested` or `superseded`; copied into the `cancelled` results.
-    public var reason: String
-    public var sentAt: Date?
+    package var reason: String
+    package var sentAt: Date?
     /// For `sync`: the marker's unique token. For `crashed`: the dead worker's journal.
-    public var token: String?
+    package var token: String?
     /// For `pause`, `resume` and `resize`: only this worker (by id); all when absent. For `crashed`: the worker that
     /// died.
-    public var worker: String?
+    package var worker: String?
     /// For `cancelAll`, `pause` and `resume`: only this broker queue; all when absent.
-    public var queue: String?
+    package var queue: String?
     /// For `status`: the queue to publish the replies to (through the default exchange).
-    public var replyTo: String?
+    package var replyTo: String?
     /// For `resize`: the local queue, and its new width.
-    public var localQueue: String?
-    public var width: Int?
+    package var localQueue: String?
+    package var width: Int?
     /// For `status`: how many of the jobs it holds each worker lists in its reply (``WorkerStatus/jobs``); none when
     /// absent.
-    public var jobs: Int?
+    package var jobs: Int?
 
     enum CodingKeys: String, CodingKey {
         case version, kind, jobIDs = "jobIds", key, beforeSequence, reason, sentAt, token, worker, queue, replyTo, jobs,
@@ -71,38 +71,38 @@ public struct ControlMessage: Sendable, Hashable, Codable {
     }
 
     /// Cancels jobs by id.
-    public static func cancel(jobIDs: [String]) -> ControlMessage {
+    package static func cancel(jobIDs: [String]) -> ControlMessage {
         ControlMessage(kind: "cancel", jobIDs: jobIDs)
     }
 
     /// Cancels every job of `key` whose sequence is below `sequence`: a newer job supersedes them.
-    public static func supersede(key: String, before sequence: UInt64) -> ControlMessage {
+    package static func supersede(key: String, before sequence: UInt64) -> ControlMessage {
         ControlMessage(kind: "cancel", key: key, beforeSequence: sequence, reason: "superseded")
     }
 
     /// Cancels every job below `sequence`, of `queue` or of every queue: in the broker, waiting and executing.
-    public static func cancelAll(before sequence: UInt64, queue: String? = nil) -> ControlMessage {
+    package static func cancelAll(before sequence: UInt64, queue: String? = nil) -> ControlMessage {
         ControlMessage(kind: "cancelAll", beforeSequence: sequence, queue: queue)
     }
 
     /// Pauses taking jobs: on every worker or one, from every queue or one.
-    public static func pause(worker: String? = nil, queue: String? = nil) -> ControlMessage {
+    package static func pause(worker: String? = nil, queue: String? = nil) -> ControlMessage {
         ControlMessage(kind: "pause", worker: worker, queue: queue)
     }
 
     /// Resumes what ``pause(worker:queue:)`` paused.
-    public static func resume(worker: String? = nil, queue: String? = nil) -> ControlMessage {
+    package static func resume(worker: String? = nil, queue: String? = nil) -> ControlMessage {
         ControlMessage(kind: "resume", worker: worker, queue: queue)
     }
 
     /// Sets the width of local queue `localQueue` to `width` on every live worker that has it, or on `worker`.
-    public static func resize(localQueue: String, width: Int, worker: String? = nil) -> ControlMessage {
+    package static func resize(localQueue: String, width: Int, worker: String? = nil) -> ControlMessage {
         ControlMessage(kind: "resize", worker: worker, localQueue: localQueue, width: width)
     }
 
     /// Asks every live worker for its ``WorkerStatus``, published to `replyTo`, listing up to `jobs` of the jobs it
     /// holds if set.
-    public static func status(replyTo: String, jobs: Int? = nil) -> ControlMessage {
+    package static func status(replyTo: String, jobs: Int? = nil) -> ControlMessage {
         ControlMessage(kind: "status", replyTo: replyTo, jobs: jobs)
     }
 
@@ -116,16 +116,16 @@ public struct ControlMessage: Sendable, Hashable, Codable {
     }
 
     /// The JSON body of the message.
-    public func encoded() throws -> [UInt8] {
+    package func encoded() throws -> [UInt8] {
         Array(try WireCoding.encoder.encode(self))
     }
 
     /// Decodes a control message body.
-    public static func decode(_ body: [UInt8]) throws -> ControlMessage {
+    package static func decode(_ body: [UInt8]) throws -> ControlMessage {
         try WireCoding.decoder.decode(ControlMessage.self, from: Data(body))
     }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         version = try container.decode(Int.self, forKey: .version)
         kind = try container.decode(String.self, forKey: .kind)

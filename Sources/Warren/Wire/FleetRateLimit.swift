@@ -10,12 +10,12 @@ import AMQP
 /// `lifetime`, fleet-wide: one every `period / count` for limits up to twenty jobs a second (one turn, alive for
 /// the interval), in windows of 100 ms or more for faster ones (``window(of:)``). Workers with the same limit share
 /// a queue; one with another limit for the type uses a window of its own. See docs/wire-format.md §1 and the
-/// README's *Rate limits*.
+/// DocC article *Limits*.
 ///
 /// Thread safety: stateless.
-public enum FleetRateLimit {
+package enum FleetRateLimit {
     /// The start of every window queue's name.
-    public static let prefix = "warren.rate."
+    package static let prefix = "warren.rate."
     /// The shortest spacing a window of one turn keeps: faster limits group turns in windows.
     static let shortestSpacingMilliseconds = 50
     /// The shortest window of several turns.
@@ -31,7 +31,7 @@ public enum FleetRateLimit {
     /// ⌊count ÷ windows⌋ turns each, so that no period ever holds more than `count`. Down to a spacing of 50 ms a
     /// window holds one turn (`11/s`: `1per91ms`); faster, the most windows of at least 100 ms that keep 95 % of the
     /// limit (`40/s`: `4per100ms`; `999/s`: `99per100ms`), else the fewest that keep the most of it.
-    public static func window(of limit: RateLimit) -> (turns: Int, milliseconds: Int) {
+    package static func window(of limit: RateLimit) -> (turns: Int, milliseconds: Int) {
         let period = Int(limit.period / .milliseconds(1))
         let count = limit.count
         if period / count >= shortestSpacingMilliseconds { return (1, (period + count - 1) / count) }
@@ -48,14 +48,14 @@ public enum FleetRateLimit {
     }
 
     /// The queue that keeps `limit` for operation type `type`: `warren.rate.TYPE.TURNSperMSms`.
-    public static func queue(forType type: String, limit: RateLimit) -> String {
+    package static func queue(forType type: String, limit: RateLimit) -> String {
         let window = window(of: limit)
         return "\(prefix)\(type).\(window.turns)per\(window.milliseconds)ms"
     }
 
     /// What is wrong with `type` as the type of a fleet-wide rate limit, or `nil` when it is fine: its window
     /// queue's name must fit AMQP's 255 bytes.
-    public static func problem(withType type: String, limit: RateLimit) -> String? {
+    package static func problem(withType type: String, limit: RateLimit) -> String? {
         let length = queue(forType: type, limit: limit).utf8.count
         guard length > 255 else { return nil }
         return "operation type '\(type.prefix(40))…' is too long for a fleet-wide rate limit: its queue's name would "

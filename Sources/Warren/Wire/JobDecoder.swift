@@ -7,22 +7,22 @@ import Foundation
 /// `JSONDecoder` would goes to `JSONDecoder`, whose errors say what is wrong.
 ///
 /// Thread safety: immutable.
-public struct JobDecoder: Sendable {
+package struct JobDecoder: Sendable {
     /// Larger messages are rejected unread (`oversized`). Default: 1 MiB.
-    public var maxMessageBytes: Int
+    package var maxMessageBytes: Int
     /// Messages whose arrays and objects nest deeper than this are rejected (`invalidDescriptor`) before they are
     /// parsed. The descriptor object itself is level 1, so its `input` may nest one level less. Default: 64; a
     /// worker takes up to ``maxNestingDepths``'s upper bound.
-    public var maxNestingDepth: Int
+    package var maxNestingDepth: Int
 
     /// The nesting limits a worker takes: up to 500, since a result nests its job's input (as its output) three
     /// levels deeper in a result batch, and JSON parsers, Foundation's included, give up past 512 levels.
-    public static let maxNestingDepths = 2...500
+    package static let maxNestingDepths = 2...500
 
     /// Jobs with more dependencies are rejected (`invalidDescriptor`). Default: 100.
-    public var maxDependencies: Int
+    package var maxDependencies: Int
 
-    public init(maxMessageBytes: Int = 1 << 20, maxNestingDepth: Int = 64, maxDependencies: Int = 100) {
+    package init(maxMessageBytes: Int = 1 << 20, maxNestingDepth: Int = 64, maxDependencies: Int = 100) {
         self.maxMessageBytes = maxMessageBytes
         self.maxNestingDepth = maxNestingDepth
         self.maxDependencies = maxDependencies
@@ -37,7 +37,7 @@ public struct JobDecoder: Sendable {
     /// - Throws: ``JobError`` with code `oversized`, `unsupportedContentType` (also for a content encoding),
     ///   `invalidDescriptor` (also for nesting deeper than ``maxNestingDepth``), `malformedMessage` or
     ///   `unsupportedVersion`.
-    public func decode(_ body: [UInt8], contentType: String?, contentEncoding: String? = nil) throws
+    package func decode(_ body: [UInt8], contentType: String?, contentEncoding: String? = nil) throws
         -> OperationDescriptor
     {
         if body.count > maxMessageBytes {
@@ -100,7 +100,7 @@ public struct JobDecoder: Sendable {
     /// The `id` a message that is not a valid descriptor names, so that its producer still gets an answer and its
     /// dead letter can be found by it: the first `id` member of the body's top-level object, if it is a string, in
     /// any encoding a worker reads. Nothing else in the body needs to be valid.
-    public static func salvageID(from body: [UInt8]) -> String? {
+    package static func salvageID(from body: [UInt8]) -> String? {
         salvage(from: body).id
     }
 

@@ -8,9 +8,9 @@ import Foundation
 /// turn rather than one per job, because a stream message costs the broker several times what a queue route costs.
 ///
 /// Thread safety: stateless.
-public enum ResultBatch {
+package enum ResultBatch {
     /// The `type` property of a batch message. A stream message of any other type is read as one result.
-    public static let messageType = "warren.result.batch"
+    package static let messageType = "warren.result.batch"
 
     /// The bytes a batch body adds to its results: `{"results":[`, `],"version":1}`, and a comma between two.
     static func overhead(count: Int) -> Int { 26 + max(count - 1, 0) }
@@ -47,8 +47,9 @@ public enum ResultBatch {
 
     /// The results a stored message holds: each result of a batch (an unreadable one as its error, in its place),
     /// or the one result of a message that is not a batch.
+    /// - Parameter body: The message's body.
     /// - Parameter type: The message's `type` property.
-    public static func results(in body: [UInt8], type: String?) -> [Result<JobResult, WarrenError>] {
+    package static func results(in body: [UInt8], type: String?) -> [Result<JobResult, WarrenError>] {
         do {
             guard type == messageType else { return [.success(try JobResult.decode(body))] }
             let (version, results) =

@@ -4,76 +4,77 @@ import AMQP
 ///
 /// Every party declares what it uses with exactly these arguments, so declarations never conflict
 /// (a mismatch would close the channel with 406 PRECONDITION_FAILED).
-public enum Topology {
+// Usable from inline code: public initialisers take ``defaultQueue`` as a default argument.
+@usableFromInline package enum Topology {
     /// The job queue used when none is named.
-    public static let defaultQueue = "warren.default"
+    @usableFromInline package static let defaultQueue = "warren.default"
     /// Topic exchange for results; the routing key is the job id.
-    public static let resultsExchange = "warren.results"
+    package static let resultsExchange = "warren.results"
     /// Stream queue that keeps every result, for ``resultsRetention`` or up to ``resultsMaxBytes``: workers append
     /// their results to it in batches (``ResultBatch``), through the default exchange. `warren results` reads it,
     /// and so do workers holding jobs with dependencies, to learn which jobs have ended wherever they ran. Reading
     /// it removes nothing.
-    public static let resultsStream = "warren.results"
+    package static let resultsStream = "warren.results"
     /// How long ``resultsStream`` keeps results.
-    public static let resultsRetention = "7D"
+    package static let resultsRetention = "7D"
     /// How many bytes of results ``resultsStream`` keeps at most; the oldest segments go first.
-    public static let resultsMaxBytes: Int64 = 2_000_000_000
+    package static let resultsMaxBytes: Int64 = 2_000_000_000
     /// Topic exchange for progress reports; the routing key is the job id. Messages are transient.
-    public static let progressExchange = "warren.progress"
+    package static let progressExchange = "warren.progress"
     /// Fanout exchange for control messages (cancellations).
-    public static let controlExchange = "warren.control"
+    package static let controlExchange = "warren.control"
     /// Stream queue that keeps control messages for a day, so workers that start later still see them.
-    public static let controlStream = "warren.control"
+    package static let controlStream = "warren.control"
     /// How long ``controlStream`` keeps control messages.
-    public static let controlRetention = "1D"
+    package static let controlRetention = "1D"
     /// Fanout exchange where rejected messages go, with the reason in the `x-warren-dead-reason` header.
-    public static let deadExchange = "warren.dead"
+    package static let deadExchange = "warren.dead"
     /// Durable queue that keeps dead-lettered messages.
-    public static let deadQueue = "warren.dead"
+    package static let deadQueue = "warren.dead"
     /// Durable queue bound to ``deadExchange`` beside ``deadQueue``, which workers consume: a copy of each dead
     /// letter, so that a job the broker dead-lettered itself (its reason in `x-death`) gets a `failed` result.
-    public static let deadWatchQueue = "warren.dead.watch"
+    package static let deadWatchQueue = "warren.dead.watch"
     /// The queue that holds the state of the schedules, consumed by every ``Scheduler`` (single active consumer).
-    public static let scheduleQueue = "warren.schedules"
+    package static let scheduleQueue = "warren.schedules"
     /// The maximum AMQP priority of priority job queues: the five ``JobPriority`` levels.
-    public static let maxPriority: Int64 = 5
+    package static let maxPriority: Int64 = 5
 
     /// Header: why a message was dead-lettered (a ``JobError`` code).
-    public static let deadReasonHeader = "x-warren-dead-reason"
+    package static let deadReasonHeader = "x-warren-dead-reason"
     /// Header: the human-readable explanation of ``deadReasonHeader``.
-    public static let deadMessageHeader = "x-warren-dead-message"
+    package static let deadMessageHeader = "x-warren-dead-message"
     /// Header: the queue a dead-lettered message came from.
-    public static let deadQueueHeader = "x-warren-original-queue"
+    package static let deadQueueHeader = "x-warren-original-queue"
     /// Header: which attempt a job delivery is (1 when absent).
-    public static let attemptHeader = "x-warren-attempt"
+    package static let attemptHeader = "x-warren-attempt"
     /// A job message's earliest start, in milliseconds since 1970, as a later one of its `notBefore`: a retry
     /// whose handler chose its wait (``JobError/retryAfter``) carries it through the delay queues' hops.
-    public static let notBeforeHeader = "x-warren-not-before"
+    package static let notBeforeHeader = "x-warren-not-before"
     /// Set by `warren dead requeue` (milliseconds since 1970): the worker deaths a job was reported at before it
     /// count no more.
-    public static let requeuedAtHeader = "x-warren-requeued-at"
+    package static let requeuedAtHeader = "x-warren-requeued-at"
 
     /// The delays, in seconds, of the delay queues workers use (``delayQueue(for:seconds:)``), 1 s to 2^15 s (9.1
     /// hours): a retry's backoff, at most 375 s, or a parked job's 5 s wait goes to the shortest one at least as
     /// long; a scheduled job's hop to the longest one no longer than its wait. The longest is well within the
     /// control stream's day, so that each hop of a scheduled job still finds a cancellation sent before it.
-    public static let delayQueueSeconds = (0...15).map { 1 << $0 }
+    package static let delayQueueSeconds = (0...15).map { 1 << $0 }
 
     /// The delay queue that holds jobs of `queue` for `seconds` (before a retry, or while their dependencies run
     /// elsewhere): its messages expire back into `queue` through the default exchange. One per power-of-two delay,
     /// so a long wait never holds up a short one.
-    public static func delayQueue(for queue: String, seconds: Int) -> String {
+    package static func delayQueue(for queue: String, seconds: Int) -> String {
         "warren.delay.\(queue).\(seconds)s"
     }
 
     /// The longest job queue name, in bytes: its delay queues' names (``delayQueue(for:seconds:)``) must fit in
     /// AMQP's 255.
-    public static let maxJobQueueNameLength = 255 - delayQueue(for: "", seconds: delayQueueSeconds.last!).utf8.count
+    package static let maxJobQueueNameLength = 255 - delayQueue(for: "", seconds: delayQueueSeconds.last!).utf8.count
 
     /// Why `name` cannot be a job queue, or `nil` when it can: it must be 1 to ``maxJobQueueNameLength`` bytes,
     /// not start with `amq.` (the broker's) and not be one of Warren's own queues. An empty name would be the most
     /// dangerous: AMQP takes it for the last queue declared on the channel, which for a worker is `warren.dead`.
-    public static func problem(withJobQueue name: String) -> String? {
+    package static func problem(withJobQueue name: String) -> String? {
         if name.isEmpty {
             return "a job queue name cannot be empty (the broker would take it for the last queue declared)"
         }
@@ -91,30 +92,33 @@ public enum Topology {
 
     /// Whether `name` is one of Warren's own queues: the dead letters and their copies, the streams, the schedule
     /// state, delay queues, unique jobs' locks and fleet-wide rate limits' windows.
-    public static func isOwnQueue(_ name: String) -> Bool {
+    package static func isOwnQueue(_ name: String) -> Bool {
         [deadQueue, deadWatchQueue, resultsStream, controlStream, scheduleQueue].contains(name)
             || ["warren.delay.", UniqueLock.prefix, FleetRateLimit.prefix].contains(where: { name.hasPrefix($0) })
     }
 
     /// Why job queues cannot be created both as priority queues and as quorum queues, or `nil`: RabbitMQ 3's quorum
     /// queues have no priorities.
-    public static func problem(creatingPriorityQueues priorities: Bool, quorumQueues quorum: Bool) -> String? {
+    package static func problem(creatingPriorityQueues priorities: Bool, quorumQueues quorum: Bool) -> String? {
         priorities && quorum ? "quorum queues have no priorities: ask for priority queues or quorum queues" : nil
     }
 
     /// Declares the delay queue ``delayQueue(for:seconds:)``, which deletes itself once unused for a while
-    /// (``delayQueueLease``): each use declares it again, which renews that lease, so that it never goes while it
+    /// (`delayQueueLease`): each use declares it again, which renews that lease, so that it never goes while it
     /// holds a job (a publish to a queue that is gone would be confirmed and lost). Warren creates delay queues as
     /// quorum queues, which dead-letter their expired jobs back into `queue` at least once (RabbitMQ's
     /// `at-least-once` strategy, which needs `x-overflow` `reject-publish`): into a job queue whose cluster node is
     /// down, a classic queue would drop them; a quorum one keeps them, for as long as its lease, a week, since
     /// nothing renews it while no worker takes jobs from `queue`. One that exists as a classic queue (made by an
     /// earlier build, with a lease of an hour) is used as it is.
+    /// - Parameter queue: The job queue the delay queue sends its jobs back to.
+    /// - Parameter seconds: The delay queue's delay.
     /// - Parameter quorum: The kind to try first: the one the queue had at its last use, if known.
+    /// - Parameter connection: The connection to declare on.
     /// - Returns: Whether the queue is a quorum queue, or `nil` when it lives on a cluster node that is down
-    ///   (``AMQPError/isQueueNodeDown``).
+    ///   (`AMQPError.isQueueNodeDown`).
     /// - Throws: `AMQPError` when the broker refuses otherwise, or the connection fails.
-    public static func declareDelayQueue(
+    package static func declareDelayQueue(
         for queue: String, seconds: Int, quorum: Bool = true, on connection: AMQPConnection
     ) throws -> Bool? {
         let name = delayQueue(for: queue, seconds: seconds)
@@ -156,21 +160,23 @@ public enum Topology {
     /// The channel opened and closed for declarations the broker may refuse by closing it: a job queue
     /// (``declareJobQueue(_:priorities:quorum:on:channel:)``), the control stream while it starts. A connection that
     /// declares so uses it for nothing else.
-    public static let declarationChannel: UInt16 = 100
+    package static let declarationChannel: UInt16 = 100
 
     /// Declares job queue `name`, with its dead-letter exchange, unless it exists: an existing queue is used as it
     /// was declared (as a priority queue, a quorum queue or neither, by whichever client came first), so workers and
     /// producers that disagree on `priorities` or `quorum` never fail on a queue the other made.
+    /// - Parameter name: The job queue.
     /// - Parameter priorities: Whether a queue this declares is a priority queue (`x-max-priority` ``maxPriority``),
     ///   whose broker delivers waiting jobs highest priority first, for about a third more broker work per job.
     /// - Parameter quorum: Whether a queue this declares is a quorum queue (`x-queue-type: quorum`): replicated
     ///   on the nodes of a cluster, first in, first out. Not with `priorities`: RabbitMQ 3's quorum queues have no
     ///   priorities.
+    /// - Parameter connection: The connection to declare on.
     /// - Parameter channel: The channel for the dead-letter exchange and queue.
     /// - Returns: Whether this call created the queue, with exactly the arguments asked for; `false` when it existed.
     /// - Throws: `AMQPError` when the broker refuses a declaration otherwise, or the connection fails.
     @discardableResult
-    public static func declareJobQueue(
+    package static func declareJobQueue(
         _ name: String, priorities: Bool, quorum: Bool = false, on connection: AMQPConnection, channel: UInt16
     ) throws -> Bool {
         if let problem = problem(creatingPriorityQueues: priorities, quorumQueues: quorum) { preconditionFailure(problem) }
@@ -201,20 +207,20 @@ public enum Topology {
     /// no such queue. The broker accepts a declaration that repeats a queue's arguments and refuses one that differs
     /// (406, which closes ``declarationChannel``), so a queue declared otherwise is left as it is.
     /// - Throws: `AMQPError` when the broker refuses otherwise, or the connection fails.
-    public static func isPriorityQueue(_ name: String, on connection: AMQPConnection) throws -> Bool {
+    package static func isPriorityQueue(_ name: String, on connection: AMQPConnection) throws -> Bool {
         // Looked for first: the declaration would create a missing queue.
         guard try lookUp(name, on: connection) != nil else { return false }
         return try declare(name, arguments: jobQueueArguments(priorities: true), on: connection)
     }
 
     /// The header a stream adds to each message it delivers: the message's offset in the stream.
-    public static let streamOffsetHeader = "x-stream-offset"
+    package static let streamOffsetHeader = "x-stream-offset"
 
     /// Whether queue `name` is a stream declared with no other argument (a declaration as one is accepted); `false`
     /// also when there is no such queue, or it was declared otherwise: a stream with arguments of its own
     /// (`x-max-age`, say) cannot be told from another queue so, nor can any queue by a user who may not configure it.
     /// - Throws: `AMQPError` when the broker refuses otherwise, or the connection fails.
-    public static func isStream(_ name: String, on connection: AMQPConnection) throws -> Bool {
+    package static func isStream(_ name: String, on connection: AMQPConnection) throws -> Bool {
         guard try lookUp(name, on: connection) != nil else { return false }
         do {
             return try declare(name, arguments: ["x-queue-type": "stream"], on: connection)
@@ -228,7 +234,7 @@ public enum Topology {
     /// (found as ``isPriorityQueue(_:on:)`` finds them). A quorum queue refuses a consumer on a channel with such a
     /// limit (540 NOT_IMPLEMENTED, which closes the connection); a queue declared with other arguments may be one.
     /// - Throws: `AMQPError` when the broker refuses otherwise, or the connection fails.
-    public static func takesChannelWidePrefetch(_ name: String, on connection: AMQPConnection) throws -> Bool {
+    package static func takesChannelWidePrefetch(_ name: String, on connection: AMQPConnection) throws -> Bool {
         try declare(name, arguments: jobQueueArguments(priorities: false), on: connection)
             || declare(name, arguments: jobQueueArguments(priorities: true), on: connection)
     }
@@ -237,15 +243,15 @@ public enum Topology {
     /// ones (``takesChannelWidePrefetch(_:on:)``), or with no arguments at all, which the broker takes again only
     /// for a classic queue. One declared with arguments of its own is not known: AMQP does not tell a queue's type.
     /// - Throws: `AMQPError` when the broker refuses otherwise, or the connection fails.
-    public static func isKnownClassicQueue(_ name: String, on connection: AMQPConnection) throws -> Bool {
+    package static func isKnownClassicQueue(_ name: String, on connection: AMQPConnection) throws -> Bool {
         try takesChannelWidePrefetch(name, on: connection) || declare(name, arguments: [:], on: connection)
     }
 
     /// What the broker holds in queue `name` (messages ready for a consumer, consumers), or `nil` if there is no
     /// such queue: a passive declaration, which the broker refuses with 404 when it finds none.
-    /// - Throws: `AMQPError` when the broker refuses otherwise (``AMQPError/isQueueNodeDown`` for a queue on a
+    /// - Throws: `AMQPError` when the broker refuses otherwise (`AMQPError.isQueueNodeDown` for a queue on a
     ///   cluster node that is down), or the connection fails.
-    public static func lookUp(_ name: String, on connection: AMQPConnection) throws -> AMQPConnection.QueueInfo? {
+    package static func lookUp(_ name: String, on connection: AMQPConnection) throws -> AMQPConnection.QueueInfo? {
         try onDeclarationChannel(connection, refusedWith: 404) {
             try connection.declareQueue(name, passive: true, channel: declarationChannel)
         }
@@ -253,7 +259,7 @@ public enum Topology {
 
     /// Whether exchange `name` exists: a passive declaration, which needs no permission.
     /// - Throws: `AMQPError` when the connection fails.
-    public static func exchangeExists(_ name: String, on connection: AMQPConnection) throws -> Bool {
+    package static func exchangeExists(_ name: String, on connection: AMQPConnection) throws -> Bool {
         try onDeclarationChannel(connection, refusedWith: 404) {
             try connection.declareExchange(name, type: "", passive: true, channel: declarationChannel)
         } != nil
@@ -262,7 +268,7 @@ public enum Topology {
     /// Whether queue `name` exists, also when it is exclusive to another connection (which the broker does not
     /// show, 405).
     /// - Throws: `AMQPError` when the connection fails or the queue's node is down.
-    public static func queueExists(_ name: String, on connection: AMQPConnection) throws -> Bool {
+    package static func queueExists(_ name: String, on connection: AMQPConnection) throws -> Bool {
         do {
             return try lookUp(name, on: connection) != nil
         } catch let error as AMQPError where error.channel == declarationChannel && error.replyCode == 405 {
@@ -326,11 +332,13 @@ public enum Topology {
     /// queue is used as it was declared, as with job queues.
     /// - Parameter quorum: Whether a queue this declares is a quorum queue, which outlives the loss of a cluster
     ///   node.
-    /// - Returns: `false` when the queue lives on a cluster node that is down (``AMQPError/isQueueNodeDown``):
+    /// - Parameter connection: The connection to declare on.
+    /// - Parameter channel: The channel to declare on.
+    /// - Returns: `false` when the queue lives on a cluster node that is down (`AMQPError.isQueueNodeDown`):
     ///   dead letters cannot reach it until that node returns.
     /// - Throws: `AMQPError` when the broker refuses otherwise, or the connection fails.
     @discardableResult
-    public static func declareDeadLetters(quorum: Bool = false, on connection: AMQPConnection, channel: UInt16) throws
+    package static func declareDeadLetters(quorum: Bool = false, on connection: AMQPConnection, channel: UInt16) throws
         -> Bool
     {
         try connection.declareExchange(deadExchange, type: "fanout", channel: channel)
@@ -348,7 +356,7 @@ public enum Topology {
 
     /// Declares ``deadWatchQueue`` unless it exists, and binds it to the dead-letter exchange, which
     /// ``declareDeadLetters(quorum:on:channel:)`` declared.
-    /// - Returns: `false` when the queue lives on a cluster node that is down (``AMQPError/isQueueNodeDown``).
+    /// - Returns: `false` when the queue lives on a cluster node that is down (`AMQPError.isQueueNodeDown`).
     /// - Throws: `AMQPError` when the broker refuses otherwise, or the connection fails.
     static func declareDeadLetterWatch(quorum: Bool, on connection: AMQPConnection, channel: UInt16) throws -> Bool {
         do {
@@ -365,7 +373,7 @@ public enum Topology {
     /// Declares the results exchange and the stream that keeps results, so that no result is ever published
     /// before they exist. The stream is not bound to the exchange: workers append results to it in batches. A
     /// binding left by a pre-release build, which stored each result on its own, is removed.
-    public static func declareResults(on connection: AMQPConnection, channel: UInt16) throws {
+    package static func declareResults(on connection: AMQPConnection, channel: UInt16) throws {
         try connection.declareExchange(resultsExchange, type: "topic", channel: channel)
         try connection.declareQueue(
             resultsStream,
@@ -378,12 +386,12 @@ public enum Topology {
     }
 
     /// Declares the progress exchange.
-    public static func declareProgress(on connection: AMQPConnection, channel: UInt16) throws {
+    package static func declareProgress(on connection: AMQPConnection, channel: UInt16) throws {
         try connection.declareExchange(progressExchange, type: "topic", channel: channel)
     }
 
     /// Declares the control exchange and the stream that keeps control messages.
-    public static func declareControl(on connection: AMQPConnection, channel: UInt16) throws {
+    package static func declareControl(on connection: AMQPConnection, channel: UInt16) throws {
         try connection.declareExchange(controlExchange, type: "fanout", channel: channel)
         try connection.declareQueue(
             controlStream,
@@ -394,7 +402,7 @@ public enum Topology {
 
     /// Declares ``scheduleQueue``: durable, with one active consumer at a time (the leading scheduler), as a
     /// quorum queue with `quorum`. One that exists is used as it is.
-    public static func declareScheduleQueue(quorum: Bool, on connection: AMQPConnection, channel: UInt16) throws {
+    package static func declareScheduleQueue(quorum: Bool, on connection: AMQPConnection, channel: UInt16) throws {
         guard try lookUp(scheduleQueue, on: connection) == nil else { return }
         var arguments: AMQPTable = ["x-single-active-consumer": .bool(true)]
         if quorum { arguments["x-queue-type"] = "quorum" }

@@ -10,15 +10,15 @@ import Foundation
 /// expires after the lock's lifetime (`expiration`), so a lock whose job was lost frees itself. The worker that ends
 /// the job for good takes its token back (`basic.get`, then `basic.ack`); a token of another job (this one's lock
 /// expired, and another job took it) goes back untouched. The queue stays, empty, until it has gone unused for
-/// ``lease``: deleting it could lose a token published at that moment, which the broker confirms all the same.
+/// `lease`: deleting it could lose a token published at that moment, which the broker confirms all the same.
 /// See docs/wire-format.md §2, *Unique jobs*.
 ///
 /// Thread safety: stateless; the connection passed in is confined to the calling thread.
-public enum UniqueLock {
+package enum UniqueLock {
     /// The start of every lock queue's name.
-    public static let prefix = "warren.unique."
+    package static let prefix = "warren.unique."
     /// How long a lock may be taken for, in seconds: 1 second to 7 days.
-    public static let lifetimeRange = 1.0...604_800.0
+    package static let lifetimeRange = 1.0...604_800.0
     /// How long a lock queue lives unused (`x-expires`), in milliseconds: a day longer than the longest lock, so
     /// that only a queue whose token expired goes.
     static let lease: Int64 = 8 * 86_400_000
@@ -26,10 +26,10 @@ public enum UniqueLock {
     static let tokenType = "warren.unique-lock"
 
     /// The queue that is the lock of `key`.
-    public static func queue(forKey key: String) -> String { prefix + key }
+    package static func queue(forKey key: String) -> String { prefix + key }
 
     /// What is wrong with `seconds` as a lock's lifetime, or `nil` when it is fine.
-    public static func problem(withLifetime seconds: Double) -> String? {
+    package static func problem(withLifetime seconds: Double) -> String? {
         guard !lifetimeRange.contains(seconds) else { return nil }
         return "a unique job's lock lasts from 1 second to 7 days (1 to 604800 seconds); got \(seconds) seconds"
     }

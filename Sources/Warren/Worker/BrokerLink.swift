@@ -34,8 +34,10 @@ final class BrokerLink {
     private(set) var connection: AMQPConnection
     /// Counts connections: a delivery tag is valid only on the connection of its generation.
     private(set) var generation = 1
-    /// Publishes on ``Channel/publish`` since it opened: the confirm number of the last one.
-    private var publishCount: UInt64 = 0
+    /// Routes what the broker sends to the handler of its channel.
+    private(set) var pump: AMQPEventPump
+    /// ``Channel/publish``: each publish that settles a job carries its settlement, which its confirm answers.
+    private(set) var publisher: ConfirmChannel<Settlement?>
     /// The largest message body the broker takes: RabbitMQ's default `max_message_size`, until the broker refuses a
     /// larger one and tells its own.
     private(set) var maxMessageBytes = 128 << 20
@@ -46,29 +48,52 @@ final class BrokerLink {
     init(connection: AMQPConnection, logger: Logger) {
         self.connection = connection
         self.logger = logger
+        pump = AMQPEventPump(connection)
+        publisher = ConfirmChannel(Channel.publish, on: connection)
     }
 
-    /// Takes a new connection in place of the lost one.
+    /// Takes a new connection in place of the lost one, with a pump and a publish channel of its own.
     func replace(with connection: AMQPConnection) {
         self.connection = connection
         generation += 1
+        pump = AMQPEventPump(connection)
+        publisher = ConfirmChannel(Channel.publish, on: connection)
     }
 
-    /// Opens the publish channel of a new connection, whose confirm numbers start again at 1.
+    /// Opens the publish channel of a new connection, whose confirm numbers start at 1.
     func openPublishChannel() throws {
-        publishCount = 0
         blockedReason = nil
-        try connection.openChannel(Channel.publish)
+        try publisher.open()
     }
 
-    /// Publishes on the confirm channel and returns the publish's confirm number.
+    /// Publishes on the publish channel, for `settlement` if it settles a job; returns the confirm number.
+    @discardableResult
     func publish(
-        _ body: [UInt8], exchange: String, routingKey: String, properties: MessageProperties
+        _ body: [UInt8], exchange: String, routingKey: String, properties: MessageProperties,
+        settling settlement: Settlement? = nil
     ) throws -> UInt64 {
-        try connection.publish(
-            body, exchange: exchange, routingKey: routingKey, properties: properties, channel: Channel.publish)
-        publishCount += 1
-        return publishCount
+        settlement?.unconfirmed += 1
+        return try publisher.publish(
+            body, exchange: exchange, routingKey: routingKey, properties: properties, awaiting: settlement)
+    }
+
+    /// Routes the deliveries of `channel` to `body`. A consumer the broker cancels there, or the channel's close, ends
+    /// the connection: the worker reconnects and consumes again.
+    func route(_ channel: UInt16, deliveries body: @escaping (Delivery) throws -> Void) {
+        let route = ChannelRoute(onDelivery: body)
+        route.onConsumerCancel = { tag in throw Self.consumerCancelled(tag) }
+        pump.route(channel, to: route)
+    }
+
+    /// The error of a consumer the broker cancelled that the worker cannot do without.
+    static func consumerCancelled(_ tag: String) -> AMQPError {
+        AMQPError(.channelClosed, "the broker cancelled consumer '\(tag)' (was its queue deleted?)")
+    }
+
+    /// The settlements whose publishes the connection took with it, unanswered.
+    func unansweredSettlements() -> [Settlement] {
+        var awaiting = publisher.awaiting
+        return awaiting.removeAll().compactMap(\.payload)
     }
 
     /// Takes in the broker's largest message, when `error` is its refusal of a larger one; whether it is smaller

@@ -6,3 +6,12 @@ protocol WakesTheLoop: AnyObject {
     /// When the component has something to do next; `nil` when nothing waits for a time.
     var nextWake: ContinuousClock.Instant? { get }
 }
+
+extension Optional where Wrapped == ContinuousClock.Instant {
+    /// The earlier of this time and `other`, either of which may be none. For `nextWake`s, without an array per turn.
+    func earliest(_ other: ContinuousClock.Instant?) -> ContinuousClock.Instant? {
+        guard let self else { return other }
+        guard let other else { return self }
+        return Swift.min(self, other)
+    }
+}

@@ -43,7 +43,7 @@ public final class Worker: Service, Sendable {
         /// Larger job messages are dead-lettered unread. Default: 1 MiB.
         public var maxMessageBytes: Int = 1 << 20
         /// Job messages whose JSON nests deeper are dead-lettered unread (the descriptor object is level 1). From 2
-        /// to 500 (``JobDecoder/maxNestingDepths``). Default: 64.
+        /// to 500. Default: 64.
         public var maxNestingDepth: Int = 64
         /// Job messages with more dependencies are dead-lettered. Default: 100.
         public var maxDependencies: Int = 100
@@ -66,7 +66,7 @@ public final class Worker: Service, Sendable {
         /// local queue. The limit is this worker's own (ten workers with `10/s` start up to 100 such jobs a second).
         /// Default: none.
         public var rateLimits: [String: RateLimit] = [:]
-        /// Rate limits by operation type that every worker of the broker shares (``FleetRateLimit``): a job of such
+        /// Rate limits by operation type that every worker of the broker shares: a job of such
         /// a type waits in the worker until the broker grants it a turn, then goes to its local queue. At most the
         /// limit's count of such jobs start per period across all workers with the same limit, evenly spaced up to
         /// twenty a second, in windows of 100 ms or more above. Not with ``rateLimits`` for the same type. Default: none.
@@ -155,7 +155,7 @@ public final class Worker: Service, Sendable {
 
     /// Checks the configuration against the registry.
     /// - Throws: ``WarrenError`` (`invalidConfiguration`) for a bad URL, an empty queue list or a queue name that
-    ///   cannot be a job queue's (``Topology/problem(withJobQueue:)``), a width outside ``LocalQueue/widths``, a
+    ///   cannot be a job queue's, a width outside ``LocalQueue/widths``, a
     ///   ``Configuration/maxCrashes`` below 1, a prefetch
     ///   outside 1...65535, an operation type registered on a local queue the configuration lacks, a rate limit
     ///   or time limit for a type the registry lacks, or a time limit outside 1 ms to a year.

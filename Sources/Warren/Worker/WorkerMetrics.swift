@@ -116,6 +116,7 @@ public final class WorkerMetrics: Sendable {
 
     /// Records through `factory`; by default through the backend the process bootstrapped, even if it does so
     /// after this initialiser ran (each metric is made when first used).
+    /// - Parameter factory: Where the metrics go. `nil`: the swift-metrics backend the process bootstrapped.
     /// - Parameter operationTypes: The types the worker runs: results of other types, which a producer can make
     ///   up at will, are counted under `type="(other)"`, so that they cannot add series without bound. `nil`: no
     ///   such limit.

@@ -110,6 +110,7 @@ extension WorkerSession {
     /// Sets up a new connection: declares what the worker publishes to, reads the control stream to its end, and
     /// consumes the job queues, unless the worker stops or retires.
     func setUp() throws {
+        routeEvents()
         consumers.reset()
         dependencies.connectionLost()
         try link.openPublishChannel()
@@ -132,11 +133,40 @@ extension WorkerSession {
         try consumers.consumeActiveQueues()
     }
 
+    /// Routes what the broker sends on a new connection: job deliveries and consumer cancels here, `connection.blocked`
+    /// to the health; the components route their own channels as they open them.
+    func routeEvents() {
+        let jobs = ChannelRoute { [unowned self] delivery in
+            settlements.received(delivery.deliveryTag)
+            try containingMessageErrors(delivery.deliveryTag) { try received(delivery) }
+        }
+        jobs.onConsumerCancel = { [unowned self] tag in
+            guard consumers.consumerCancelled(tag) != nil else { throw BrokerLink.consumerCancelled(tag) }
+        }
+        link.pump.route(BrokerLink.Channel.jobs, to: jobs)
+        link.pump.blockingHandler = { [unowned self] reason in
+            if let reason {
+                // RabbitMQ says it again for each alarm that holds, with the same reason.
+                if link.blockedReason != reason {
+                    logger.warning("the broker blocked this connection", metadata: ["reason": "\(reason)"])
+                }
+                link.blockedReason = reason
+                worker.health.blocked(reason)
+                metrics.brokerConnection(connected: true, blocked: true)
+            } else {
+                link.blockedReason = nil
+                logger.info("the broker unblocked this connection")
+                worker.health.blocked(nil)
+                metrics.brokerConnection(connected: true, blocked: false)
+            }
+        }
+    }
+
     /// Reads the control stream up to the marker this worker publishes, so that every cancellation sent before it
     /// started is known before its first job arrives; then looks for dead workers' journals, which the reports read
     /// meanwhile may have dealt with already.
     private func consumeControl() throws {
-        try control.readToEnd(stopIsPending: { stopIsPending }, carryOut: carryOut)
+        try control.readToEnd(stopIsPending: { stopIsPending }, carryOut: { [unowned self] in try carryOut($0) })
         if !consumers.pausedQueues.isEmpty {
             logger.info(
                 "starting paused (a warren pause of the last day; warren resume takes it back)",

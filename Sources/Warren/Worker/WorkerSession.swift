@@ -147,12 +147,19 @@ final class WorkerSession {
     /// than half the heartbeat interval, so that heartbeats go out in time.
     private var pollTimeout: Duration {
         let now = ContinuousClock.now
-        var timeout = Duration.milliseconds(max(link.connection.configuration.heartbeat, 2) * 500)
-        let components: [any WakesTheLoop] = [
-            lifecycle, settlements, consumers, detours.held, locks, admission, timers, status,
-        ]
-        for component in components { if let due = component.nextWake { timeout = min(timeout, due - now) } }
-        return max(timeout, .milliseconds(1))
+        var wake = now + .milliseconds(max(link.connection.configuration.heartbeat, 2) * 500)
+        func consider(_ component: some WakesTheLoop) {
+            if let due = component.nextWake, due < wake { wake = due }
+        }
+        consider(lifecycle)
+        consider(settlements)
+        consider(consumers)
+        consider(detours.held)
+        consider(locks)
+        consider(admission)
+        consider(timers)
+        consider(status)
+        return max(wake - now, .milliseconds(1))
     }
 
     /// Handles what the mailbox and the connection brought, takes the jobs the gates let go through the rest of
@@ -167,7 +174,8 @@ final class WorkerSession {
             dependencies.releaseHeldFinishes()
         }
         try worker.mailbox.handleEach { try handle($0) }
-        if readingEvents { try readEvents() }
+        // Reads the socket once, then what librabbitmq holds: bytes that arrive meanwhile wake the next wait at once.
+        if readingEvents { try link.pump.dispatch() }
         dependencies.resolveIfCaughtUp()
         for (job, outcome) in try admission.takeReleased() where jobs.holds(job) { try take(job, outcome) }
     }
@@ -189,76 +197,10 @@ final class WorkerSession {
         }
     }
 
-    /// Handles what the broker sent: reads the socket once, then what librabbitmq holds. Reading on until a read
-    /// finds nothing would cost two system calls per turn for nothing: bytes that arrive meanwhile wake the next
-    /// wait at once.
-    private func readEvents() throws {
-        let most = 512
-        var handled = 0
-        while handled < most, handled == 0 || link.connection.hasBufferedInput,
-            let event = try link.connection.nextEvent()
-        {
-            handled += 1
-            try dispatch(event)
-        }
-    }
-
-    private func dispatch(_ event: AMQPEvent) throws {
-        typealias Channel = BrokerLink.Channel
-        switch event {
-        case .delivery(let delivery) where delivery.channel == Channel.control:
-            if let command = try control.read(delivery) { try carryOut(command) }
-        case .delivery(let delivery) where delivery.channel == Channel.results:
-            try dependencies.storedResult(delivery)
-        case .delivery(let delivery) where delivery.channel == Channel.fetch:
-            try dependencies.fetchedResult(delivery)
-        case .delivery(let delivery) where delivery.channel == Channel.deadWatch:
-            try deadWatch.handle(delivery)
-        case .delivery(let delivery):
-            settlements.received(delivery.deliveryTag)
-            try containingMessageErrors(delivery.deliveryTag) { try received(delivery) }
-        case .confirm(Channel.store, let tag, let multiple, let ack):
-            try settlements.stored(upTo: tag, multiple: multiple, ack: ack)
-        case .confirm(Channel.rate, let tag, let multiple, let ack):
-            admission.fleetRateLimits?.answered(upTo: tag, multiple: multiple, granted: ack)
-        case .confirm(_, let tag, let multiple, let ack):
-            try settlements.published(upTo: tag, multiple: multiple, ack: ack)
-        case .returned(Channel.rate, _, _, _, let queue, let jobID):
-            admission.fleetRateLimits?.returned(to: queue, jobID: jobID)
-        case .returned:
-            break
-        case .channelClosed(let error) where error.channel == Channel.status:
-            try status.channelClosed(error)
-        case .channelClosed(let error) where error.channel == Channel.store:
-            try settlements.storeChannelClosed(error)
-        case .channelClosed(let error):
-            throw error
-        case .consumerCancelled(_, let tag) where tag == deadWatch.consumer:
-            deadWatch.cancelled()
-        case .consumerCancelled(_, let tag):
-            guard consumers.consumerCancelled(tag) != nil else {
-                throw AMQPError(.channelClosed, "the broker cancelled consumer '\(tag)' (was its queue deleted?)")
-            }
-        case .blocked(let reason):
-            // RabbitMQ says it again for each alarm that holds, with the same reason.
-            if link.blockedReason != reason {
-                logger.warning("the broker blocked this connection", metadata: ["reason": "\(reason)"])
-            }
-            link.blockedReason = reason
-            worker.health.blocked(reason)
-            metrics.brokerConnection(connected: true, blocked: true)
-        case .unblocked:
-            link.blockedReason = nil
-            logger.info("the broker unblocked this connection")
-            worker.health.blocked(nil)
-            metrics.brokerConnection(connected: true, blocked: false)
-        }
-    }
-
     // MARK: - A job's path
 
     /// A job delivery: decoded, looked at, and taken through the gates, unless it ends or waits elsewhere first.
-    private func received(_ delivery: Delivery) throws {
+    func received(_ delivery: Delivery) throws {
         let receivedAt = Date()
         // A stopping worker takes back only the redeliveries of its own jobs, after a reconnect.
         if lifecycle.isStopping, !lifecycle.awaitsRedeliveries {
@@ -384,10 +326,8 @@ final class WorkerSession {
             result = endings.result(job, .succeeded, timings: timings, output: output)
         case .failed(let error):
             if let wait = DelayQueues.retryWait(for: job, after: error) {
-                job.operation.job.logger.info(
-                    "job failed; retrying", metadata: ["error": "\(error)", "delayMs": "\(Int(wait / .milliseconds(1)))"])
                 metrics.retried(type: job.descriptor.type, timings: timings)
-                return try detours.delays.retry(job.delivery, from: job.queue, attempt: job.attempt, after: wait)
+                return try detours.delays.retry(job, after: error, waiting: wait)
             }
             job.operation.job.logger.warning("job failed", metadata: ["error": "\(error)"])
             return try endings.fail(job, error: error, result: endings.result(job, .failed, timings: timings, error: error))
@@ -399,7 +339,7 @@ final class WorkerSession {
     /// message (a header too large, say) concerns the message, not the connection: the message is rejected to the
     /// queue's dead-letter exchange by the broker (reason `rejected` in `x-death`) and the worker goes on.
     /// Anything else, a lost connection above all, goes up.
-    private func containingMessageErrors(_ deliveryTag: UInt64, _ body: () throws -> Void) throws {
+    func containingMessageErrors(_ deliveryTag: UInt64, _ body: () throws -> Void) throws {
         do {
             try body()
         } catch let error as AMQPError where error.code == .library {

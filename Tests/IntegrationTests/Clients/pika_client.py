@@ -21,7 +21,7 @@ ch.confirm_delivery()
 # Topology, as in section 1.
 ch.exchange_declare("warren.dead", "fanout", durable=True)
 ch.queue_declare("warren.dead", durable=True)
-ch.queue_bind("warren.dead", "warren.dead")
+ch.queue_bind("warren.dead", "warren.dead", routing_key="")
 # The job queue exists (the test's worker made it): use it as it is. Declared only if missing.
 probe = conn.channel()
 try:

@@ -10,7 +10,8 @@ private final class RefusalLog: SettlementsDelegate {
     func refused(_ refusal: Settlements.Refusal) throws { refusals.append(refusal) }
 }
 
-/// Settling without a broker: the confirms are handed in as the broker would send them.
+/// Settling without a broker: the confirms are handed in as the broker would send them, to settlements that wait
+/// for as many publishes as a test says.
 @Suite("Settlements")
 struct SettlementsTests {
     private func settlements() throws -> (Settlements, RefusalLog) {
@@ -21,43 +22,33 @@ struct SettlementsTests {
         return (settlements, log)
     }
 
-    @Test func aDeliveryIsAcknowledgedOnceEveryPublishForItIsConfirmed() throws {
+    @Test func aSettlementWithoutPublishesIsAppliedAtOnce() throws {
         let (settlements, log) = try settlements()
         settlements.received(7)
-        try settlements.settle(7, action: .ack, after: [.publish(1), .publish(2)])
-        #expect(settlements.isAwaitingBroker)
-        try settlements.published(upTo: 1, multiple: false, ack: true)
-        #expect(throws: Never.self) { try settlements.sendAcks() }  // nothing to acknowledge yet
-        try settlements.published(upTo: 2, multiple: true, ack: true)
-        #expect(log.refusals.isEmpty)
+        let settlement = settlements.settlement(of: 7)
+        #expect(!settlements.isAwaitingBroker)
+        try settlements.settle(settlement)
+        #expect(settlements.isAwaitingBroker && log.refusals.isEmpty)  // its ack waits to go out
         // The ack is due now: sending it reaches for the broker.
         #expect(throws: AMQPError.self) { try settlements.sendAcks() }
     }
 
-    @Test func refusedPublishesGoToTheDelegateByWhatTheyCarried() throws {
-        let (settlements, log) = try settlements()
-        let delivery = WorkerParts.delivery(tag: 3)
-        let error = JobError(code: "x", message: "y")
-        try settlements.settle(3, action: .ack, after: [.publish(1)], deadLettered: (delivery, error))
-        try settlements.settle(4, action: .ack, after: [.publish(2)])
-        try settlements.settle(5, action: .ack, after: [.reply(3)], delivery: delivery)
-        try settlements.published(upTo: 3, multiple: true, ack: false)
-        #expect(log.refusals.count == 3)
-        guard case .deadLetter(let letter, error) = log.refusals[0] else { return unexpected("no dead letter") }
-        #expect(letter.deliveryTag == 3)
-        guard case .delayedCopy(4) = log.refusals[1] else { return unexpected("no delayed copy") }
-        guard case .result(let settlement) = log.refusals[2] else { return unexpected("no result") }
-        #expect(settlement.deliveryTag == 5)
+    @Test func aSettlementWhosePublishFailedWithTheConnectionIsNotApplied() throws {
+        let (settlements, _) = try settlements()
+        let settlement = settlements.settlement(of: 3)
+        let result = JobResult(
+            jobID: "j", type: "test", sequence: 1, key: nil, status: .succeeded, workerID: "w", timings: JobTimings())
+        #expect(throws: AMQPError.self) { try settlements.publish(result, replyTo: nil, settling: settlement) }
+        settlements.connectionLost()
+        #expect(!settlements.isAwaitingBroker)
     }
 
-    @Test func resultsWhoseConfirmsTheConnectionTookAreKeptForTheRedelivery() throws {
+    @Test func resultsKeptForRedeliveryAreTakenOnce() throws {
         let (settlements, _) = try settlements()
         let result = JobResult(
-            jobID: "j", type: "test", sequence: 1, key: nil, status: .succeeded, workerID: "w",
-            timings: JobTimings())
-        try settlements.settle(1, action: .ack, after: [.publish(1)], result: result)
+            jobID: "j", type: "test", sequence: 1, key: nil, status: .succeeded, workerID: "w", timings: JobTimings())
         #expect(!settlements.keepsResults)
-        settlements.connectionLost()
+        settlements.keepForRedelivery(result)
         #expect(settlements.keepsResults)
         #expect(settlements.takeKeptResult(of: "j") == result)
         #expect(settlements.takeKeptResult(of: "j") == nil && !settlements.keepsResults)

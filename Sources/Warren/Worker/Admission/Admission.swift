@@ -72,7 +72,7 @@ final class Admission: WakesTheLoop {
 
     /// When a rate limit's turn comes next.
     var nextWake: ContinuousClock.Instant? {
-        [rateLimits?.nextWake, fleetRateLimits?.nextWake].compactMap { $0 }.min()
+        rateLimits?.nextWake.earliest(fleetRateLimits?.nextWake) ?? fleetRateLimits?.nextWake
     }
 
     /// Takes `job` through the gates from the first.

@@ -63,7 +63,7 @@ final class DependencyGate: AdmissionGate {
             return .reject(Self.cycleError("job \(job.descriptor.id) depends on itself"))
         }
         // Jobs learn of their dependencies' ends from the stream, also those that go round through the broker.
-        try reader.start()
+        try startReading()
         // A job that closes a cycle with jobs parked here is refused, whether or not there is room to park it.
         parked.park(job, waitingOn: Set(dependencies))
         if let cycle = parked.cycle(from: job.descriptor.id) {
@@ -178,7 +178,14 @@ final class DependencyGate: AdmissionGate {
     /// jobs are parked already).
     func connected() throws {
         reader.reset()
-        if !parked.isEmpty { try reader.start() }
+        if !parked.isEmpty { try startReading() }
+    }
+
+    /// Starts reading the results stream, unless it is read already.
+    private func startReading() throws {
+        guard !reader.isReading else { return }
+        try reader.start(
+            stored: { [unowned self] in try storedResult($0) }, fetched: { [unowned self] in try fetchedResult($0) })
     }
 
     /// The connection was lost.

@@ -16,12 +16,12 @@ final class FleetRateLimitGate: AdmissionGate, WakesTheLoop {
     private let logger: Logger
     /// The waiting jobs of each type, and their window.
     private var throttles: [String: FleetThrottle]
-    /// The jobs whose turn was asked for, by the number of the question on the rate channel.
-    private var turnsAsked: [UInt64: InFlightJob] = [:]
+    /// The rate channel: each question carries the job whose turn it asks for.
+    private var channel: ConfirmChannel<InFlightJob>
+    /// How many turns are asked for and not answered, by local queue.
+    private var askedFor: [String: Int] = [:]
     /// Jobs whose turn the broker returned (no window took it), until its confirm comes.
     private var returnedTurns: Set<String> = []
-    /// Questions asked on the rate channel since it opened.
-    private var questions: UInt64 = 0
     private var released: [(InFlightJob, AdmissionVerdict)] = []
 
     /// How often a window queue is declared again, so that it never expires while workers use it (publishing
@@ -37,6 +37,7 @@ final class FleetRateLimitGate: AdmissionGate, WakesTheLoop {
         self.jobs = jobs
         self.localQueues = localQueues
         self.logger = logger
+        channel = ConfirmChannel(BrokerLink.Channel.rate, on: link.connection)
     }
 
     func admit(_ job: InFlightJob) throws -> AdmissionVerdict {
@@ -56,17 +57,22 @@ final class FleetRateLimitGate: AdmissionGate, WakesTheLoop {
         throttles.values.compactMap(\.dueAt).min()
     }
 
-    /// Opens the rate channel on a new connection; the turns asked for on the one before went with it.
+    /// Opens the rate channel on a new connection, or again; the turns asked for before went with the old one, and
+    /// their jobs wait again, first.
     func connected() throws {
-        let lost = turnsAsked.sorted { $0.key < $1.key }.map(\.value)
-        turnsAsked = [:]
+        var awaiting = channel.awaiting
+        let lost = awaiting.removeAll().map(\.payload)
+        askedFor = [:]
         returnedTurns = []
-        questions = 0
         for type in throttles.keys {
             throttles[type]!.unanswered(lost.filter { $0.descriptor.type == type })
         }
-        try link.connection.openChannel(BrokerLink.Channel.rate)
-        try link.connection.enableConfirms(channel: BrokerLink.Channel.rate)
+        channel = ConfirmChannel(BrokerLink.Channel.rate, on: link.connection)
+        try channel.open()
+        let route = ChannelRoute()
+        route.onConfirm = { [unowned self] in answered(upTo: $0, multiple: $1, granted: $2) }
+        route.onReturn = { [unowned self] in returned(to: $0.routingKey, jobID: $0.messageID) }
+        link.pump.route(BrokerLink.Channel.rate, to: route)
     }
 
     /// Asks the broker for the turns that are due: one message per waiting job to its type's window queue, for as
@@ -75,7 +81,7 @@ final class FleetRateLimitGate: AdmissionGate, WakesTheLoop {
         let now = ContinuousClock.now
         for type in throttles.keys {
             guard let name = throttles[type]!.nextLocalQueue(), let local = localQueues[name] else { continue }
-            let room = local.width - local.operationCount - turnsAsked.values.count { $0.localQueue == name }
+            let room = local.width - local.operationCount - askedFor[name, default: 0]
             throttles[type]!.waitsForRoom = room <= 0
             guard room > 0, throttles[type]!.isDue(at: now) else { continue }
             do {
@@ -94,12 +100,11 @@ final class FleetRateLimitGate: AdmissionGate, WakesTheLoop {
             let queue = throttles[type]!.queue
             for job in throttles[type]!.jobsToAsk(at: now, room: room) {
                 // Persistent, so that a broker restart keeps the window's turns.
-                try link.connection.publish(
+                try channel.publish(
                     [], exchange: "", routingKey: queue,
                     properties: MessageProperties(persistent: true, messageID: job.descriptor.id, appID: "warren"),
-                    mandatory: true, channel: BrokerLink.Channel.rate)
-                questions += 1
-                turnsAsked[questions] = job
+                    mandatory: true, awaiting: job)
+                askedFor[job.localQueue, default: 0] += 1
             }
         }
     }
@@ -115,11 +120,12 @@ final class FleetRateLimitGate: AdmissionGate, WakesTheLoop {
     /// Takes in the broker's answer to the turns asked up to `tag` (`multiple`) or to `tag` alone: a granted turn
     /// lets its job go on, unless it ended meanwhile (cancelled); a refused one puts it back.
     func answered(upTo tag: UInt64, multiple: Bool, granted: Bool) {
-        let numbers = multiple ? turnsAsked.keys.filter { $0 <= tag }.sorted() : turnsAsked[tag] == nil ? [] : [tag]
+        var asked: [InFlightJob] = []
+        channel.answer(upTo: tag, multiple: multiple, ack: granted) { asked.append($0.payload) }
         let now = ContinuousClock.now
         // Refused ones go back to the head of their line last first, so that they keep their order.
-        for number in granted ? numbers : numbers.reversed() {
-            let job = turnsAsked.removeValue(forKey: number)!
+        for job in granted ? asked : asked.reversed() {
+            askedFor[job.localQueue, default: 1] -= 1
             // A returned turn is confirmed too, but no window took it.
             let taken = granted && returnedTurns.remove(job.descriptor.id) == nil
             throttles[job.descriptor.type]!.answered(job, granted: taken, at: now)

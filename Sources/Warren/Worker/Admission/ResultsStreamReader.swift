@@ -42,8 +42,9 @@ final class ResultsStreamReader {
         catchUp.reset()
     }
 
-    /// Starts reading the stream, from ``horizon`` ago, unless it is read already.
-    func start() throws {
+    /// Starts reading the stream, from ``horizon`` ago, unless it is read already. What it reads goes to `stored` and
+    /// `fetched` (``stored(_:)``, ``fetched(_:)``).
+    func start(stored: @escaping (Delivery) throws -> Void, fetched: @escaping (Delivery) throws -> Void) throws {
         guard !isReading else { return }
         let connection = link.connection
         try connection.openChannel(BrokerLink.Channel.fetch)
@@ -53,6 +54,8 @@ final class ResultsStreamReader {
         try connection.qos(prefetchCount: 1000, channel: BrokerLink.Channel.results)
         isReading = true
         catchUp.start()
+        link.route(BrokerLink.Channel.results, deliveries: stored)
+        link.route(BrokerLink.Channel.fetch, deliveries: fetched)
         let stored = try connection.declareQueue(
             Topology.resultsStream, passive: true, channel: BrokerLink.Channel.results)
         if stored.messageCount == 0 { try consume(from: .int(0)) }

@@ -45,8 +45,9 @@ final class ControlStream {
     }
 
     /// Consumes the stream from its start and reads it up to a marker this worker publishes, carrying out each
-    /// command with `carryOut`; gives up after 30 s, or when `stopIsPending` says a stop came.
-    func readToEnd(stopIsPending: () -> Bool, carryOut: (Command) throws -> Void) throws {
+    /// command with `carryOut`, then and for the rest of the connection; gives up waiting for the marker after 30 s,
+    /// or when `stopIsPending` says a stop came.
+    func readToEnd(stopIsPending: () -> Bool, carryOut: @escaping (Command) throws -> Void) throws {
         readsBacklog = true
         defer { readsBacklog = false }
         let connection = link.connection
@@ -59,26 +60,22 @@ final class ControlStream {
         _ = try link.publish(
             try ControlMessage.sync(token: token).encoded(), exchange: Topology.controlExchange, routingKey: "",
             properties: MessageProperties(contentType: WireCoding.contentType, persistent: true))
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline, !stopIsPending() {
-            while let event = try connection.nextEvent() {
-                switch event {
-                case .delivery(let delivery) where delivery.channel == BrokerLink.Channel.control:
-                    guard let command = try read(delivery) else { continue }
-                    if case .sync(let found) = command, found == token {
-                        if startOffset == nil { startOffset = delivery.streamOffset }
-                        return
-                    }
-                    try carryOut(command)
-                case .channelClosed(let error):
-                    throw error
-                default:
-                    break
-                }
+        var reachedMarker = false
+        // This route stays for the life of the connection: after the marker, each message is carried out as read.
+        link.route(BrokerLink.Channel.control) { [unowned self] delivery in
+            guard let command = try read(delivery) else { return }
+            if case .sync(let found) = command, found == token {
+                if startOffset == nil { startOffset = delivery.streamOffset }
+                reachedMarker = true
+                return
             }
-            connection.waitForActivity(wakeUp: nil, timeout: .milliseconds(100))
+            try carryOut(command)
         }
-        guard !stopIsPending() else { return }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline, !reachedMarker, !stopIsPending() {
+            try link.pump.dispatch(until: min(deadline, .now + .milliseconds(100))) { reachedMarker || stopIsPending() }
+        }
+        guard !reachedMarker, !stopIsPending() else { return }
         logger.warning("did not read the control stream to its end within 30 s; starting anyway")
     }
 

@@ -64,6 +64,9 @@ final class StatusReporter: WakesTheLoop {
     func connected() throws {
         channelOpen = false
         lastRequest = nil
+        let route = ChannelRoute()
+        route.onClose = { [unowned self] in try channelClosed($0) }
+        link.pump.route(BrokerLink.Channel.status, to: route)
         try openChannel()
     }
 

@@ -60,6 +60,12 @@ final class DeadLetterWatch {
                     metadata: ["queue": "\(Topology.deadWatchQueue)"])
             }
             try connection.qos(prefetchCount: Self.prefetch, channel: BrokerLink.Channel.deadWatch)
+            let route = ChannelRoute { [unowned self] in try handle($0) }
+            route.onConsumerCancel = { [unowned self] tag in
+                guard tag == consumer else { throw BrokerLink.consumerCancelled(tag) }
+                cancelled()
+            }
+            link.pump.route(BrokerLink.Channel.deadWatch, to: route)
             consumer = try connection.consume(Topology.deadWatchQueue, channel: BrokerLink.Channel.deadWatch)
         } catch let error as AMQPError where error.code == .channelClosed {
             // A refusal (no configure or read permission on the queue, say) closes only the channel it came on.
@@ -118,9 +124,9 @@ final class DeadLetterWatch {
             "the broker dead-lettered a job; publishing its failed result",
             metadata: ["job": "\(jobID)", "reason": "\(reason)", "queue": "\(queue ?? "-")"])
         try locks.release(HeldLock(salvaged))
-        let confirms = try settlements.publish(result, replyTo: delivery.replyQueue)
-        try settlements.settle(
-            delivery.deliveryTag, action: .ack, after: confirms, channel: BrokerLink.Channel.deadWatch)
+        let settlement = settlements.settlement(of: delivery.deliveryTag, channel: BrokerLink.Channel.deadWatch)
+        try settlements.publish(result, replyTo: delivery.replyQueue, settling: settlement)
+        try settlements.settle(settlement)
     }
 
     /// What RabbitMQ's dead-lettering `reason` means for a job.

@@ -51,10 +51,10 @@ final class DeadLettering {
     func deadLetterJob(_ delivery: Delivery, error: JobError, result: JobResult?, lock: HeldLock?) throws {
         try whenReachable(delivery) { [unowned self] in
             try locks.release(lock)
-            let dead = try deadLetter(delivery, error: error)
-            let confirms = try result.map { try settlements.publish($0, replyTo: delivery.replyQueue) } ?? []
-            try settlements.settle(
-                delivery.deliveryTag, action: .ack, after: [.publish(dead)] + confirms, deadLettered: (delivery, error))
+            let settlement = settlements.settlement(of: delivery.deliveryTag, deadLettered: (delivery, error))
+            try deadLetter(delivery, error: error, settling: settlement)
+            if let result { try settlements.publish(result, replyTo: delivery.replyQueue, settling: settlement) }
+            try settlements.settle(settlement)
         }
     }
 
@@ -86,12 +86,12 @@ final class DeadLettering {
     }
 
     /// Republishes the message, untouched, to the dead-letter exchange with the reason in its headers.
-    private func deadLetter(_ delivery: Delivery, error: JobError) throws -> UInt64 {
+    private func deadLetter(_ delivery: Delivery, error: JobError, settling settlement: Settlement) throws {
         let properties = Topology.deadLetterProperties(
             of: delivery.properties, reason: error.code, message: error.message, queue: consumers.queue(of: delivery))
-        let confirm = try link.publish(
-            delivery.body, exchange: Topology.deadExchange, routingKey: delivery.routingKey, properties: properties)
+        try link.publish(
+            delivery.body, exchange: Topology.deadExchange, routingKey: delivery.routingKey, properties: properties,
+            settling: settlement)
         metrics.deadLettered(reason: error.code)
-        return confirm
     }
 }

@@ -101,8 +101,9 @@ final class DelayQueues {
         properties.headers = headers
         properties.expiration = String(milliseconds)
         properties.persistent = true
-        let copy = try link.publish(delivery.body, exchange: "", routingKey: delayQueue, properties: properties)
-        try settlements.settle(delivery.deliveryTag, action: .ack, after: [.publish(copy)])
+        let settlement = settlements.settlement(of: delivery.deliveryTag)
+        try link.publish(delivery.body, exchange: "", routingKey: delayQueue, properties: properties, settling: settlement)
+        try settlements.settle(settlement)
     }
 
     /// Sends `delivery`, whose job `descriptor` may not start before `notBefore`, on its next hop.
@@ -121,15 +122,16 @@ final class DelayQueues {
         try delay(delivery, from: queue, milliseconds: hop, attempt: delivery.sentAttempt)
     }
 
-    /// Sends a failed job round for attempt `attempt + 1` after `wait`: hop after hop, its end in the message's
-    /// not-before header, since a copy that expired sooner than its delay queue's length could wait behind one that
-    /// expires later.
-    func retry(_ delivery: Delivery, from queue: String, attempt: Int, after wait: Duration) throws {
+    /// Sends `job`, which failed with `error`, round for its next attempt after `wait`: hop after hop, its end in the
+    /// message's not-before header, since a copy that expired sooner than its delay queue's length could wait behind
+    /// one that expires later.
+    func retry(_ job: InFlightJob, after error: JobError, waiting wait: Duration) throws {
         let milliseconds = Int(wait / .milliseconds(1))
+        let hop = Self.hop(milliseconds: milliseconds)
+        job.operation.job.logger.info(
+            "job failed; retrying", metadata: ["error": "\(error)", "delayMs": "\(milliseconds)", "hopMs": "\(hop)"])
         let notBefore = Int64((Date().timeIntervalSince1970 * 1000).rounded(.up)) + Int64(milliseconds)
-        try delay(
-            delivery, from: queue, milliseconds: Self.hop(milliseconds: milliseconds), attempt: attempt + 1,
-            notBefore: notBefore)
+        try delay(job.delivery, from: job.queue, milliseconds: hop, attempt: job.attempt + 1, notBefore: notBefore)
     }
 
     /// Parks a job through the broker: away for a delay queue's own length, so that it comes back as it expires.

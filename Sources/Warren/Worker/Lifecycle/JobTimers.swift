@@ -44,7 +44,7 @@ final class JobTimers: WakesTheLoop {
 
     /// When a deadline or a time limit may pass next.
     var nextWake: ContinuousClock.Instant? {
-        [timeLimitCheckAt, nextDeadline].compactMap { $0 }.min()
+        timeLimitCheckAt.earliest(nextDeadline)
     }
 
     private var nextDeadline: ContinuousClock.Instant? {

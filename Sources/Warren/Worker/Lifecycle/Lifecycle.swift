@@ -55,8 +55,10 @@ final class Lifecycle: WakesTheLoop {
 
     /// When a deadline of the stop or the wait for redeliveries comes next.
     var nextWake: ContinuousClock.Instant? {
+        guard stopDeadline != nil || redeliveriesAwaitedUntil != nil else { return nil }
         let now = ContinuousClock.now
-        return [stopDeadline, abandonDeadline, redeliveriesAwaitedUntil].compactMap { $0 }.filter { $0 > now }.min()
+        let future = { (instant: ContinuousClock.Instant?) in instant.flatMap { $0 > now ? $0 : nil } }
+        return future(stopDeadline).earliest(future(abandonDeadline)).earliest(future(redeliveriesAwaitedUntil))
     }
 
     /// Whether the grace period of a stop is over: executing jobs are to be cancelled.

@@ -48,15 +48,15 @@ final class JobEndings: SettlementsDelegate {
         guard body.count <= settlements.maxResultBytes else {
             return try endTooLarge(delivery, result, size: body.count, lock: lock)
         }
-        let confirms: [Settlement.Confirm]
+        let settlement = settlements.settlement(of: delivery.deliveryTag, result: result, delivery: delivery)
         do {
             try locks.release(lock)
-            confirms = try settlements.publish(result, body: body, replyTo: delivery.replyQueue)
+            try settlements.publish(result, body: body, replyTo: delivery.replyQueue, settling: settlement)
         } catch {
             settlements.keepForRedelivery(result)
             throw error
         }
-        try settlements.settle(delivery.deliveryTag, action: .ack, after: confirms, result: result, delivery: delivery)
+        try settlements.settle(settlement)
     }
 
     /// Ends the job of `delivery` `cancelled` before it ran.

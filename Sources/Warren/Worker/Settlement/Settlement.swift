@@ -2,27 +2,22 @@ import AMQP
 
 /// What to do with a delivery once the broker confirmed every message published on its behalf.
 ///
+/// A settlement is made before those publishes (``Settlements/settlement(of:action:channel:result:delivery:deadLettered:)``),
+/// travels with each as the payload its confirm answers, and is applied once the last is answered
+/// (``Settlements/settle(_:)``).
 /// Thread safety: confined to the worker's broker thread.
 final class Settlement {
     enum Action { case ack, requeue }
-
-    /// A confirm a settlement waits for.
-    enum Confirm {
-        /// The broker's confirm of the publish with this number on the confirm channel.
-        case publish(UInt64)
-        /// The same, for the publish of the job's result to its reply queue or the results exchange.
-        case reply(UInt64)
-        /// The stream message that will store the result (``StoredResults``): counted once it is published, or
-        /// once it is confirmed while many earlier ones wait for their confirms (``SentBatches``).
-        case storedResults
-    }
 
     let deliveryTag: UInt64
     /// The channel of the delivery: the jobs channel, or that of the broker's dead letters
     /// (``BrokerLink/Channel/deadWatch``).
     let channel: UInt16
     let action: Action
-    var unconfirmed: Int
+    /// The confirms it still waits for: of its publishes, and of the stream batch that stores its result.
+    var unconfirmed = 0
+    /// Whether all its publishes were made: until then, an answer that leaves nothing unconfirmed does not apply it.
+    var isComplete = false
     /// Whether the broker refused a publish other than the result's: the job is held (a refused dead letter) or
     /// requeued (a refused delayed copy).
     var refused = false
@@ -39,14 +34,13 @@ final class Settlement {
     let deadLettered: (delivery: Delivery, error: JobError)?
 
     init(
-        deliveryTag: UInt64, channel: UInt16 = BrokerLink.Channel.jobs, action: Action, unconfirmed: Int,
-        result: JobResult? = nil, delivery: Delivery? = nil, deadLettered: (delivery: Delivery, error: JobError)? = nil
+        deliveryTag: UInt64, channel: UInt16 = BrokerLink.Channel.jobs, action: Action, result: JobResult? = nil,
+        delivery: Delivery? = nil, deadLettered: (delivery: Delivery, error: JobError)? = nil
     ) {
         self.deliveryTag = deliveryTag
         self.channel = channel
         self.deadLettered = deadLettered
         self.action = action
-        self.unconfirmed = unconfirmed
         self.result = result
         self.delivery = delivery
     }

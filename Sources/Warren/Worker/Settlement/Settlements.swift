@@ -5,9 +5,10 @@ import Logging
 /// The end of a job's path: results published and stored, the broker's confirms counted, deliveries acknowledged.
 ///
 /// A job is acknowledged only once the broker confirmed every message published on its behalf (``Settlement``):
-/// its result, and the stream batch that stores it (``StoredResults``, ``SentBatches``), or its dead letter or
-/// delayed copy. Acks leave in batches (``AckBatch``). Results of jobs whose delivery died with a connection wait
-/// for the redelivery (``OrphanResults``).
+/// its result, and the stream batch that stores it (``StoredResults``), or its dead letter or delayed copy. The
+/// publish channel and the store channel are ``ConfirmChannel``s whose publishes carry what their confirms settle.
+/// Acks leave in batches (``AckBatch``). Results of jobs whose delivery died with a connection wait for the
+/// redelivery (``OrphanResults``).
 ///
 /// What the broker refuses goes to the ``delegate``: it concerns dead letters and delay queues, not settling.
 /// Thread safety: confined to the worker's broker thread.
@@ -22,6 +23,12 @@ final class Settlements: WakesTheLoop {
         case result(Settlement)
     }
 
+    /// A batch of results appended to the stream, and the settlements that wait for its confirm.
+    struct StoredBatch {
+        let results: [[UInt8]]
+        let settlements: [Settlement]
+    }
+
     /// The broker refused a publish; called while a confirm is counted.
     weak var delegate: (any SettlementsDelegate)?
     /// Told of each result published, once it went out (or failed to): the status counts, the jobs that wait for
@@ -31,12 +38,13 @@ final class Settlements: WakesTheLoop {
     private let link: BrokerLink
     private let logger: Logger
     private let metrics: WorkerMetrics
-    /// Settlements waiting for the broker to confirm a publish on the publish channel.
-    private var unconfirmed = PendingConfirms()
     /// Results published and not yet appended to the results stream, to append together when due.
     private var storedResults = StoredResults()
-    /// Result batches appended to the results stream and not yet confirmed.
-    private var sentBatches = SentBatches()
+    /// The confirm channel that appends result batches to the `warren.results` stream, in a channel process of the
+    /// broker other than the one routing results: the stream write does not hold up the results' confirms.
+    private var store: ConfirmChannel<StoredBatch>
+    /// Batches to append again.
+    private var resends = BatchResends()
     /// Job deliveries not settled yet, and acks not sent yet.
     private var acks = AckBatch()
     /// Results of jobs that finished after their delivery died with a connection, kept for the redelivery.
@@ -49,16 +57,18 @@ final class Settlements: WakesTheLoop {
         self.link = link
         self.logger = logger
         self.metrics = metrics
+        store = ConfirmChannel(BrokerLink.Channel.store, on: link.connection)
     }
 
     /// When held acks or results are due, or refused batches go again.
     var nextWake: ContinuousClock.Instant? {
-        [acks.dueAt, storedResults.dueAt, sentBatches.resendAt].compactMap { $0 }.min()
+        acks.dueAt.earliest(storedResults.dueAt).earliest(resends.resendAt)
     }
 
     /// Whether results, batches or acks wait to be sent or confirmed.
     var isAwaitingBroker: Bool {
-        !(unconfirmed.isEmpty && storedResults.isEmpty && acks.isEmpty && sentBatches.isEmpty)
+        !(link.publisher.awaiting.isEmpty && storedResults.isEmpty && acks.isEmpty && store.awaiting.isEmpty
+            && resends.isEmpty)
     }
 
     /// The prefetch window changed: acks are held until a quarter of it waits, results to store until all of it.
@@ -69,17 +79,28 @@ final class Settlements: WakesTheLoop {
 
     // MARK: - Connections
 
-    /// A new connection is set up: delivery tags start again, and the store channel opens.
+    /// A new connection is set up: delivery tags start again, and the store channel opens. Confirms are routed
+    /// here.
     func connected() throws {
         acks.reset()
-        try link.connection.openChannel(BrokerLink.Channel.store)
-        try link.connection.enableConfirms(channel: BrokerLink.Channel.store)
+        store = ConfirmChannel(BrokerLink.Channel.store, on: link.connection)
+        try store.open()
+        let route = ChannelRoute()
+        route.onConfirm = { [unowned self] in try stored(upTo: $0, multiple: $1, ack: $2) }
+        route.onClose = { [unowned self] in try storeChannelClosed($0) }
+        link.pump.route(BrokerLink.Channel.store, to: route)
+        let publishing = ChannelRoute()
+        publishing.onConfirm = { [unowned self] in try published(upTo: $0, multiple: $1, ack: $2) }
+        link.pump.route(BrokerLink.Channel.publish, to: publishing)
     }
 
     /// The connection was lost: whether the broker stored the results it did not confirm is unknown, so they are
-    /// kept for the redeliveries of their jobs.
+    /// kept for the redeliveries of their jobs; the batches it did not confirm go again on the next connection.
     func connectionLost() {
-        for settlement in unconfirmed.removeAll() + storedResults.clear() + sentBatches.channelLost() {
+        var awaiting = store.awaiting
+        let lost = awaiting.removeAll().map(\.payload)
+        resends.lost(lost.map(\.results))
+        for settlement in link.unansweredSettlements() + storedResults.clear() + lost.flatMap(\.settlements) {
             if let result = settlement.result { orphans.keep(result) }
         }
     }
@@ -139,38 +160,35 @@ final class Settlements: WakesTheLoop {
 
     // MARK: - Settling
 
-    /// Settles `deliveryTag` (ack or requeue) once every one of `confirms` has come.
+    /// A settlement of `deliveryTag` (ack or requeue), for the publishes made on its behalf: pass it to them, then
+    /// to ``settle(_:)``.
     /// - Parameters:
     ///   - result: The result those publishes carry, kept in case the connection dies before the confirm.
     ///   - delivery: The job's delivery, to dead-letter if the broker refuses its result; `nil` when these publishes
     ///     dead-letter it already.
     ///   - channel: The delivery's channel.
     ///   - deadLettered: The delivery and error, when these publishes dead-letter the job.
-    func settle(
-        _ deliveryTag: UInt64, action: Settlement.Action, after confirms: [Settlement.Confirm],
-        result: JobResult? = nil, delivery: Delivery? = nil, channel: UInt16 = BrokerLink.Channel.jobs,
-        deadLettered: (delivery: Delivery, error: JobError)? = nil
-    ) throws {
-        let settlement = Settlement(
-            deliveryTag: deliveryTag, channel: channel, action: action, unconfirmed: confirms.count, result: result,
-            delivery: delivery, deadLettered: deadLettered)
-        guard !confirms.isEmpty else { return try apply(settlement) }
-        for confirm in confirms {
-            switch confirm {
-            case .publish(let number): unconfirmed.append(settlement, awaiting: number)
-            case .reply(let number):
-                settlement.replyNumber = number
-                unconfirmed.append(settlement, awaiting: number)
-            case .storedResults: storedResults.waitFor(settlement)
-            }
-        }
+    func settlement(
+        of deliveryTag: UInt64, action: Settlement.Action = .ack, channel: UInt16 = BrokerLink.Channel.jobs,
+        result: JobResult? = nil, delivery: Delivery? = nil, deadLettered: (delivery: Delivery, error: JobError)? = nil
+    ) -> Settlement {
+        Settlement(
+            deliveryTag: deliveryTag, channel: channel, action: action, result: result, delivery: delivery,
+            deadLettered: deadLettered)
+    }
+
+    /// Every publish for `settlement` was made: it is applied once the broker confirmed them all, at once if none.
+    func settle(_ settlement: Settlement) throws {
+        settlement.isComplete = true
+        if settlement.unconfirmed == 0 { try apply(settlement) }
     }
 
     /// Takes in the broker's confirm (`ack`) or refusal of the publishes up to `tag` (`multiple`) or of `tag`
     /// alone, on the publish channel.
     func published(upTo tag: UInt64, multiple: Bool, ack: Bool) throws {
-        for (number, settlement) in unconfirmed.confirmed(upTo: tag, multiple: multiple) {
-            if !ack && number == settlement.replyNumber {
+        try link.publisher.answer(upTo: tag, multiple: multiple, ack: ack) { answer in
+            guard let settlement = answer.payload else { return }
+            if !ack && answer.number == settlement.replyNumber {
                 settlement.replyRefused = true
                 try countConfirm(of: settlement)
             } else {
@@ -179,13 +197,21 @@ final class Settlements: WakesTheLoop {
         }
     }
 
-    /// Takes in the broker's answer to result batches on the store channel (``SentBatches``).
+    /// Takes in the broker's answer to result batches on the store channel: a refused batch goes again a second
+    /// later; the settlements that waited for a batch count its answer.
     func stored(upTo tag: UInt64, multiple: Bool, ack: Bool) throws {
-        let (refused, settlements) = sentBatches.confirmed(upTo: tag, multiple: multiple, ack: ack)
+        var refused = 0
+        var settlements: [Settlement] = []
+        store.answer(upTo: tag, multiple: multiple, ack: ack) { answer in
+            settlements += answer.payload.settlements
+            guard !answer.isAck else { return }
+            resends.refused(answer.payload.results)
+            refused += 1
+        }
         if refused > 0 {
             logger.error(
                 "the broker refused result batches for the results stream; appending them again",
-                metadata: ["batches": "\(refused)", "in": "\(sentBatches.retryDelay)"])
+                metadata: ["batches": "\(refused)", "in": "\(resends.retryDelay)"])
         }
         for settlement in settlements { try countConfirm(of: settlement, refused: !ack) }
     }
@@ -195,7 +221,7 @@ final class Settlements: WakesTheLoop {
     private func countConfirm(of settlement: Settlement, refused: Bool = false) throws {
         settlement.unconfirmed -= 1
         if refused { settlement.refused = true }
-        if settlement.unconfirmed == 0 { try apply(settlement) }
+        if settlement.unconfirmed == 0, settlement.isComplete { try apply(settlement) }
     }
 
     private func apply(_ settlement: Settlement) throws {
@@ -236,11 +262,11 @@ final class Settlements: WakesTheLoop {
     /// when a batch of it would be larger).
     var maxResultBytes: Int { link.maxMessageBytes }
 
-    /// Publishes `result` for whoever waits for it: to the job's reply queue `replyTo` through the default
-    /// exchange if the job named one, otherwise to the results exchange. Adds it to the batch for the results
-    /// stream, and returns the confirms that settle it.
+    /// Publishes `result` for `settlement`, for whoever waits for it: to the job's reply queue `replyTo` through the
+    /// default exchange if the job named one, otherwise to the results exchange. Adds it to the batch for the
+    /// results stream, whose publication the settlement waits for too.
     /// - Parameter body: The result, encoded, if it is already.
-    func publish(_ result: JobResult, body: [UInt8]? = nil, replyTo: String?) throws -> [Settlement.Confirm] {
+    func publish(_ result: JobResult, body: [UInt8]? = nil, replyTo: String?, settling settlement: Settlement) throws {
         defer { resultPublished(result) }
         let properties = MessageProperties(
             contentType: WireCoding.contentType, persistent: true, correlationID: result.jobID,
@@ -249,12 +275,13 @@ final class Settlements: WakesTheLoop {
         let body = try body ?? result.encoded()
         keepBatchesUnderBrokerLimit()
         if !storedResults.hasRoom(for: body.count) { try storeResults(force: true) }
-        let confirm = try link.publish(
+        settlement.replyNumber = try link.publish(
             body, exchange: replyTo == nil ? Topology.resultsExchange : "", routingKey: replyTo ?? result.jobID,
-            properties: properties)
+            properties: properties, settling: settlement)
         storedResults.append(body)
+        storedResults.waitFor(settlement)
+        settlement.unconfirmed += 1
         metrics.jobFinished(result)
-        return [.reply(confirm), .storedResults]
     }
 
     /// Appends the results published since the last call to the `warren.results` stream, as one message, if they
@@ -262,11 +289,11 @@ final class Settlements: WakesTheLoop {
     /// result could join them. Batches the broker refused, or did not confirm before the connection died, go first.
     ///
     /// The jobs whose results the batch holds do not wait for its confirm, only for its publication: their acks
-    /// leave after it on this connection (``SentBatches``). While many batches wait for their confirms, new ones
-    /// hold their jobs' acks until they are confirmed, so that a broker slow to store slows the worker down.
+    /// leave after it on this connection. While many batches wait for their confirms, new ones hold their jobs'
+    /// acks until they are confirmed, so that a broker slow to store slows the worker down.
     func storeResults(force: Bool = false) throws {
         keepBatchesUnderBrokerLimit()
-        while var results = sentBatches.dueForResend() {
+        while var results = resends.dueForResend() {
             // In as many messages as the broker's largest message takes (it may have told its limit since), without
             // a result it refused alone: its job, not settled, runs again and fails (resultTooLarge).
             let count = results.count
@@ -276,19 +303,22 @@ final class Settlements: WakesTheLoop {
                     "not storing results larger than the broker takes; their jobs end failed (resultTooLarge)",
                     metadata: ["results": "\(count - results.count)"])
             }
-            let batches = ResultBatch.split(results, maxBytes: storedResults.maxBytes)
-            for batch in batches { try publishBatch(batch) }
-            sentBatches.resent(as: batches)
+            for batch in ResultBatch.split(results, maxBytes: storedResults.maxBytes) {
+                try publishBatch(StoredBatch(results: batch, settlements: []))
+            }
+            resends.resent()
         }
         guard force || storedResults.dueAt.map({ $0 <= .now }) == true, let batches = storedResults.batches else {
             return
         }
-        for batch in batches { try publishBatch(batch) }
-        let settlements = storedResults.clear()
-        let holdsSettlements = sentBatches.count >= Self.maxUnconfirmedBatches
-        for batch in batches.dropLast() { sentBatches.sent(batch) }
+        let waiting = storedResults.waiting
+        let holdsSettlements = store.awaiting.count + resends.count >= Self.maxUnconfirmedBatches
         // The broker confirms a channel's publishes in order: the last batch's confirm covers those before it.
-        sentBatches.sent(batches[batches.count - 1], holding: holdsSettlements ? settlements : [])
+        for (index, batch) in batches.enumerated() {
+            let holding = holdsSettlements && index == batches.count - 1 ? waiting : []
+            try publishBatch(StoredBatch(results: batch, settlements: holding))
+        }
+        let settlements = storedResults.clear()
         guard !holdsSettlements else { return }
         for settlement in settlements { try countConfirm(of: settlement) }
     }
@@ -298,17 +328,17 @@ final class Settlements: WakesTheLoop {
         if storedResults.maxBytes > link.maxMessageBytes { storedResults.maxBytes = link.maxMessageBytes }
     }
 
-    /// Publishes encoded `results` to the `warren.results` stream, on the store channel, as a batch; a single result
+    /// Publishes a batch of encoded results to the `warren.results` stream, on the store channel; a single result
     /// whose batch the broker would not take (26 bytes more) goes alone, a message readers take as one result.
-    private func publishBatch(_ results: [[UInt8]]) throws {
-        let batch = ResultBatch.body(of: results)
-        let alone = results.count == 1 && batch.count > link.maxMessageBytes
+    private func publishBatch(_ batch: StoredBatch) throws {
+        let body = ResultBatch.body(of: batch.results)
+        let alone = batch.results.count == 1 && body.count > link.maxMessageBytes
         let properties = MessageProperties(
             contentType: WireCoding.contentType, persistent: true, timestamp: UInt64(Date().timeIntervalSince1970),
             type: alone ? "warren.result" : ResultBatch.messageType, appID: "warren")
-        try link.connection.publish(
-            alone ? results[0] : batch, exchange: "", routingKey: Topology.resultsStream, properties: properties,
-            channel: BrokerLink.Channel.store)
+        try store.publish(
+            alone ? batch.results[0] : body, exchange: "", routingKey: Topology.resultsStream, properties: properties,
+            awaiting: batch)
     }
 
     /// The broker closed the store channel: for a batch larger than it takes (`max_message_size`, before the
@@ -316,10 +346,11 @@ final class Settlements: WakesTheLoop {
     /// confirmed again, split to fit: the jobs whose results they hold were acknowledged or will be, and run no
     /// more. Anything else ends the connection, as on any other channel.
     func storeChannelClosed(_ error: AMQPError) throws {
+        try? store.channelClosed(error)  // marks it closed
         guard link.learnMaxMessageSize(from: error) else { throw error }
-        try link.connection.openChannel(BrokerLink.Channel.store)
-        try link.connection.enableConfirms(channel: BrokerLink.Channel.store)
-        for settlement in sentBatches.channelLost() { try countConfirm(of: settlement) }
+        let lost = try store.open().map(\.payload)
+        resends.lost(lost.map(\.results))
+        for settlement in lost.flatMap(\.settlements) { try countConfirm(of: settlement) }
         try storeResults()
     }
 

@@ -4,7 +4,7 @@
 /// They are held until they are due by ``hold`` (the worker's whole prefetch window, or 2 ms), or until no job
 /// is left in flight whose result could join them. A stream message costs the broker several times what a queue
 /// route does, so a batch should hold as many results as come together; the jobs whose results they are are
-/// acknowledged once the stream message is published (``SentBatches``). The results themselves went out to their
+/// acknowledged once the stream message is published (``Settlements/storeResults(force:)``). The results themselves went out to their
 /// reply queue or the results exchange at once.
 ///
 /// Thread safety: confined to the worker's broker thread.
@@ -51,6 +51,9 @@ struct StoredResults {
     mutating func waitFor(_ settlement: Settlement) {
         settlements.append(settlement)
     }
+
+    /// The settlements that wait for the batch.
+    var waiting: [Settlement] { settlements }
 
     /// Empties the batch, once its message is published, and returns the settlements that wait for it.
     mutating func clear() -> [Settlement] {

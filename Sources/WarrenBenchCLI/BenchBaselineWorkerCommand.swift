@@ -1,5 +1,6 @@
 import ArgumentParser
 import WarrenBench
+import WarrenCLI
 
 /// `warren bench baseline-worker`: the benchmark's raw baseline worker, which `warren bench` starts as a process
 /// of its own so that it is measured exactly as a Warren worker is. Hidden from help.

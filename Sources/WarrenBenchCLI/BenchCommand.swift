@@ -1,10 +1,11 @@
 import ArgumentParser
 import Foundation
 import WarrenBench
+import WarrenCLI
 
 /// `warren bench`: Warren beside a raw librabbitmq baseline, against a broker of its own.
-struct BenchCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct BenchCommand: ParsableCommand {
+    package static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Measure Warren beside a raw librabbitmq baseline doing the same jobs; print a table.",
         // Without it, the hidden baseline worker would make the usage line end in <subcommand>.
@@ -76,7 +77,9 @@ struct BenchCommand: ParsableCommand {
         help: "The broker's process id (a wrapper's is fine): also report the broker's CPU per 1,000 jobs.")
     var brokerPID: Int32?
 
-    func validate() throws {
+    package init() {}
+
+    package func validate() throws {
         for (name, value) in [
             ("--repetitions", repetitions), ("--jobs", jobs), ("--jobs-at-prefetch-1", jobsAtPrefetchOne),
             ("--latency-samples", latencySamples), ("--cancellations", cancellations), ("--soak-jobs", soakJobs),
@@ -119,7 +122,7 @@ struct BenchCommand: ParsableCommand {
         return access(directory, W_OK) == 0 ? nil : "\(directory): \(String(cString: strerror(errno)))"
     }
 
-    func run() throws {
+    package func run() throws {
         DefaultSignals.restore()
         var options = quick ? Benchmark.Options.quick : Benchmark.Options.full
         if let repetitions { options.repetitions = repetitions }

@@ -1,8 +1,29 @@
 import AMQP
 import Foundation
 
-/// Unique jobs (``JobRequest/uniqueFor``): the locks a call takes before it publishes its jobs (``UniqueLock``).
-extension Producer {
+/// A producer's locks of unique jobs (``JobRequest/uniqueFor``): the locks an enqueue takes before it publishes
+/// its jobs, and gives back when they are not enqueued after all (``UniqueLock``).
+///
+/// A lock is a token in a queue of its own, which holds at most one. Tokens go out on the publish channel, with
+/// confirms; the lock queues are declared, and tokens taken back, on ``lockChannel``, which the broker closes when
+/// it refuses a declaration.
+///
+/// Thread safety: confined to the thread of its ``Producer``.
+final class UniqueLocks {
+    /// The channel for unique jobs' locks, which the broker closes when it refuses a declaration.
+    static let lockChannel: UInt16 = 3
+
+    private let link: ProducerConnection
+    private let interruption: Producer.Interruption
+    private var lockChannelOpen = false
+
+    init(link: ProducerConnection, interruption: Producer.Interruption) {
+        self.link = link
+        self.interruption = interruption
+    }
+
+    private var connection: AMQPConnection { link.connection }
+
     /// What is wrong with the unique jobs among `requests`, or `nil` when nothing is.
     static func problem(withUnique requests: [JobRequest]) -> String? {
         var keys: Set<String> = []
@@ -43,7 +64,7 @@ extension Producer {
     /// again.
     /// - Throws: ``WarrenError`` `duplicate` when another job holds a lock (the ones this call took are released
     ///   first); `broker` when the broker refuses otherwise or the connection fails.
-    func takeUniqueLocks(of requests: [JobRequest]) throws -> [JobRequest] {
+    func take(of requests: [JobRequest]) throws -> [JobRequest] {
         var pending = requests.filter { $0.uniqueFor != nil }
         guard !pending.isEmpty else { return [] }
         var held: [JobRequest] = []
@@ -54,29 +75,30 @@ extension Producer {
                 guard !interruption.isRequested else { break }
                 try declareLock(key: request.key!)
                 let token = UniqueLock.token(jobID: request.id, lifetime: Self.lockLifetime(of: request))
-                try publish(
+                let number = try link.publish(
                     token.body, exchange: "", routingKey: UniqueLock.queue(forKey: request.key!),
                     properties: token.properties, mandatory: true)
-                tokens.append((publishCount, request))
+                tokens.append((number, request))
             }
             let refusedNumbers: Set<UInt64>
             do {
-                refusedNumbers = try waitForAnswers()
+                refusedNumbers = try link.waitForAnswers()
             } catch let error as WarrenError where error.code == .timeout {
                 let keys = tokens.map { "'\($0.request.key!)'" }.joined(separator: ", ")
                 throw WarrenError(
                     .timeout,
                     "the broker did not confirm the unique lock of \(tokens.count == 1 ? "key" : "keys") \(keys) "
                         + "within 30 s (\(WarrenError.unconfirmedCauses)): no job was enqueued, "
-                        + "but the lock may be taken all the same, for a job that does not exist; warren unlock frees it")
+                        + "but the lock may be taken all the same, for a job that does not exist; warren unlock frees it"
+                )
             }
-            let returned = takeReturnedQueues { $0.hasPrefix(UniqueLock.prefix) }
+            let returned = link.takeReturnedQueues { $0.hasPrefix(UniqueLock.prefix) }
             if interruption.isRequested {
                 // No job of the call leaves: the locks taken for them are freed.
                 let taken = tokens.filter {
                     !refusedNumbers.contains($0.number) && !returned.contains(UniqueLock.queue(forKey: $0.request.key!))
                 }
-                try releaseUniqueLocks(of: held + taken.map(\.request))
+                try release(of: held + taken.map(\.request))
                 throw WarrenError(.interrupted, "interrupted: none of the \(requests.count) jobs was enqueued")
             }
             pending = []
@@ -90,7 +112,7 @@ extension Producer {
                 }
             }
         }
-        if !refused.isEmpty || !pending.isEmpty { try releaseUniqueLocks(of: held) }
+        if !refused.isEmpty || !pending.isEmpty { try release(of: held) }
         if let request = refused.first {
             throw WarrenError(
                 .duplicate,
@@ -106,7 +128,7 @@ extension Producer {
     }
 
     /// Releases the locks `requests` hold, as their jobs' worker would: for jobs that were not enqueued after all.
-    func releaseUniqueLocks(of requests: [JobRequest]) throws {
+    func release(of requests: [JobRequest]) throws {
         guard !requests.isEmpty else { return }
         try openLockChannel()
         do {
@@ -120,14 +142,9 @@ extension Producer {
         }
     }
 
-    /// Frees the unique lock of `key` by hand, whoever holds it: its token is taken out of the lock's queue, so the
-    /// next unique job of the key is enqueued at once. The holder, if it still waits or runs, is not cancelled; when
-    /// it ends it finds its token gone and releases nothing.
+    /// Frees the unique lock of `key` by hand, whoever holds it (``Producer/unlock(key:)``).
     /// - Returns: The id of the job that held the lock, or `nil` when the lock was free.
-    /// - Throws: ``WarrenError`` (`invalidConfiguration` for a key that cannot be a unique job's, `queueUnreachable`
-    ///   when the lock's queue is on a cluster node that is down, `broker` when the connection fails).
-    @discardableResult
-    public func unlock(key: String) throws -> String? {
+    func unlock(key: String) throws -> String? {
         if let problem = OperationDescriptor.problem(withUniqueKey: key) {
             throw WarrenError(.invalidConfiguration, problem)
         }
@@ -137,6 +154,8 @@ extension Producer {
             guard let token = try connection.get(name, channel: Self.lockChannel) else { return nil }
             try connection.ack(token.deliveryTag, channel: Self.lockChannel)
             return token.properties.messageID ?? String(decoding: token.body, as: UTF8.self)
+        } catch let error as AMQPError where error.code == .closed {
+            throw ProducerConnection.closedError
         } catch let error as AMQPError {
             if error.channel == Self.lockChannel { lockChannelOpen = false }
             if error.channel == Self.lockChannel && error.replyCode == 404 && !error.isQueueNodeDown { return nil }
