@@ -110,7 +110,11 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["Warren", "AMQP"],
+            dependencies: [
+                "Warren", "AMQP",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+            ],
             // Foreign clients the tests run as processes.
             exclude: ["Clients"]
         ),
