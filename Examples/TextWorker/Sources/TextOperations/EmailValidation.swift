@@ -24,6 +24,11 @@ public enum EmailValidation: OperationDefinition {
         public var local: String
         /// The part after the `@`.
         public var domain: String
+
+        public init(local: String, domain: String) {
+            self.local = local
+            self.domain = domain
+        }
     }
 
     /// Checks `input.email`: one `@`, with text before and after it.

@@ -24,6 +24,8 @@ public enum Shout: OperationDefinition {
     /// The job's output: `{"text": "..."}`, upper-cased.
     public struct Output: Codable, Sendable, Equatable {
         public var text: String
+
+        public init(text: String) { self.text = text }
     }
 
     /// Waits `input.delayMs`, then upper-cases `input.text`.

@@ -24,6 +24,12 @@ public enum WordCount: OperationDefinition {
         public var lines: Int
         /// Characters as a person counts them (grapheme clusters), line breaks included.
         public var characters: Int
+
+        public init(words: Int, lines: Int, characters: Int) {
+            self.words = words
+            self.lines = lines
+            self.characters = characters
+        }
     }
 
     /// Counts `input.text`.
