@@ -49,6 +49,7 @@ let package = Package(
             name: "WarrenCLI",
             dependencies: [
                 "Warren",
+                "AMQP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

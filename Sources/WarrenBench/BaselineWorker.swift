@@ -1,6 +1,10 @@
 import AMQP
 import Foundation
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Warren
 
 /// The baseline worker: a minimal raw client doing exactly what a job costs on the wire, as fast as the protocol

@@ -1,6 +1,10 @@
 import ArgumentParser
 import Dispatch
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Synchronization
 import Warren
 

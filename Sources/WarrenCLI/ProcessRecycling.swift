@@ -1,5 +1,9 @@
 import Foundation
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Warren
 
 /// How `warren worker` starts afresh when its worker stops to recycle (`--max-jobs`, `--max-memory`): the process
@@ -78,7 +82,13 @@ struct ProcessRecycling: Codable, Sendable, Equatable {
 
     /// The file descriptors open in this process.
     static func openDescriptors() -> Set<Int32> {
-        let listed = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        // macOS lists them in /dev/fd.
+        #if os(Linux)
+        let directory = "/proc/self/fd"
+        #else
+        let directory = "/dev/fd"
+        #endif
+        let listed = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         // The listing's own descriptor is closed by now.
         return Set(listed.compactMap(Int32.init).filter { fcntl($0, F_GETFD) != -1 })
     }
@@ -93,9 +103,15 @@ struct ProcessRecycling: Codable, Sendable, Equatable {
         var pending = sigset_t()
         sigpending(&pending)
         var came = false
-        var none = timespec()
         while Self.stopSignals.contains(where: { sigismember(&pending, $0) == 1 }) {
+            // A signal pending: the wait takes it at once. macOS has sigwait only.
+            #if os(Linux)
+            var none = timespec()
             guard sigtimedwait(&stopping, nil, &none) > 0 else { break }
+            #else
+            var number: Int32 = 0
+            guard sigwait(&stopping, &number) == 0 else { break }
+            #endif
             came = true
             sigpending(&pending)
         }
@@ -104,14 +120,20 @@ struct ProcessRecycling: Codable, Sendable, Equatable {
 
     /// Names the process after its command again (`ps`, `pgrep -x`), which an exec of `/proc/self/exe` names `exe`.
     private static func restoreProcessName() {
+        // Elsewhere than Linux, an exec keeps the name of the path it ran.
+        #if os(Linux)
         guard let command = CommandLine.arguments.first else { return }
         let name = URL(fileURLWithPath: command).lastPathComponent.prefix(15)
         try? Data(name.utf8).write(to: URL(fileURLWithPath: "/proc/self/comm"))
+        #endif
     }
 
     /// The file this process runs, by its path while that path still names it, so that the fresh copy keeps its name
     /// in `ps` and `pgrep`; `/proc/self/exe` once the file was deleted or replaced.
     private static var runningExecutable: String {
+        #if !os(Linux)
+        return Bundle.main.executablePath ?? CommandLine.arguments[0]
+        #else
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         guard count > 0 else { return "/proc/self/exe" }
@@ -122,5 +144,6 @@ struct ProcessRecycling: Codable, Sendable, Equatable {
             running.st_dev == named.st_dev
         else { return "/proc/self/exe" }
         return path
+        #endif
     }
 }

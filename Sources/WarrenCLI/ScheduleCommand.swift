@@ -1,7 +1,11 @@
 import ArgumentParser
 import Dispatch
 import Foundation
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Logging
 import Warren
 

@@ -1,4 +1,8 @@
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Logging
 
 /// Text log lines (`--log-format text`, ``TextLogHandler``): `TIMESTAMP LEVEL LABEL: KEY=VALUE… [SOURCE] MESSAGE`,

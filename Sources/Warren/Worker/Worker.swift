@@ -249,6 +249,10 @@ public final class Worker: Service, Sendable {
         if let maxJobs = configuration.maxJobs, maxJobs < 1 {
             throw WarrenError(.invalidConfiguration, "max jobs \(maxJobs) must be at least 1")
         }
+        if configuration.maxResidentMemory != nil, !ResidentMemory.isSupported {
+            throw WarrenError(
+                .invalidConfiguration, "max resident memory needs /proc/self/statm, which only Linux has")
+        }
         if let memory = configuration.maxResidentMemory, memory < 1 << 20 {
             throw WarrenError(.invalidConfiguration, "max resident memory \(memory) bytes must be at least 1 MiB")
         }
