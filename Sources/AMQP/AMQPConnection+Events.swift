@@ -1,8 +1,8 @@
 internal import CRabbitMQ
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Reading what the broker sends on its own: deliveries, confirms, returns, closes.

@@ -1,8 +1,8 @@
 internal import CRabbitMQ
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// One connection to a broker, wrapping a librabbitmq connection.

@@ -1,8 +1,8 @@
 internal import CRabbitMQ
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Owns the C memory that one librabbitmq call borrows (strings, tables, bodies), and frees it when released.

@@ -1,8 +1,8 @@
 internal import CRabbitMQ
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// AMQP frames written out in user space, to be sent to the socket with one system call.

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A file descriptor other threads write to wake a thread blocked in ``AMQPConnection/waitForActivity(wakeUp:timeout:)``.

@@ -1,10 +1,10 @@
 import AMQP
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Synchronization
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Writes lines to standard error (logs, and the command line's messages), whole: lines from different threads
 /// never interleave. A line that cannot be written (a full disk, a closed pipe) is dropped: unlike

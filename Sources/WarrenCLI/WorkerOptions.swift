@@ -1,14 +1,14 @@
 import ArgumentParser
 import Dispatch
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Logging
 import Metrics
 import Warren
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// The options of `warren worker`, for reuse by executables that register their own operation types:
 ///

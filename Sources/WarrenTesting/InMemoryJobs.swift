@@ -49,7 +49,9 @@ public final class InMemoryJobs: JobProducer, @unchecked Sendable {
     ///   operation type registered on a local queue that `localQueues` lacks.
     public init(
         registry: OperationRegistry,
-        localQueues: [String: Int] = [OperationRegistry.defaultLocalQueue: ProcessInfo.processInfo.activeProcessorCount],
+        localQueues: [String: Int] = [
+            OperationRegistry.defaultLocalQueue: ProcessInfo.processInfo.activeProcessorCount
+        ],
         workerID: String = "in-memory", logger: Logger = Logger(label: "warren.testing")
     ) throws {
         for (name, width) in localQueues.sorted(by: { $0.key < $1.key }) where !LocalQueue.widths.contains(width) {
@@ -186,7 +188,8 @@ public final class InMemoryJobs: JobProducer, @unchecked Sendable {
         if let problem = Topology.problem(withJobQueue: request.queue) { return problem }
         if request.replyTo != nil { return "in-memory jobs take no reply queue: their results stay here" }
         if let attempts = request.maxAttempts, attempts < 1 { return "maxAttempts \(attempts) must be at least 1" }
-        if let limit = request.timeLimit, let problem = OperationDescriptor.problem(withTimeLimit: limit / .seconds(1)) {
+        if let limit = request.timeLimit, let problem = OperationDescriptor.problem(withTimeLimit: limit / .seconds(1))
+        {
             return problem
         }
         if let deadline = request.deadline, let notBefore = request.notBefore, deadline <= notBefore {

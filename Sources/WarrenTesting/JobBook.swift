@@ -119,7 +119,8 @@ struct JobBook {
                 id: request.id, type: request.type, input: request.input, priority: request.priority,
                 sequence: nextSequence, key: request.key, deadline: request.deadline, notBefore: request.notBefore,
                 createdAt: now, maxAttempts: request.maxAttempts,
-                timeLimitSeconds: request.timeLimit.map { $0 / .seconds(1) }, unique: request.uniqueFor.map { _ in true },
+                timeLimitSeconds: request.timeLimit.map { $0 / .seconds(1) },
+                unique: request.uniqueFor.map { _ in true },
                 dependencies: request.dependencies.isEmpty ? nil : Self.uniqued(request.dependencies),
                 requireSuccess: request.requireSuccess ? true : nil)
             nextSequence += 1
@@ -161,7 +162,8 @@ struct JobBook {
             reason: "superseded", message: "jobs of key '\(key)' below sequence \(sequence) were cancelled")
         if sequence > supersededBelow[key]?.sequence ?? 0 { supersededBelow[key] = (sequence, cancellation) }
         let older = jobs.values.filter { $0.descriptor.key == key && $0.descriptor.sequence < sequence }
-        return cancel(older.sorted { $0.descriptor.sequence < $1.descriptor.sequence }.map(\.descriptor.id), cancellation)
+        return cancel(
+            older.sorted { $0.descriptor.sequence < $1.descriptor.sequence }.map(\.descriptor.id), cancellation)
     }
 
     /// The result of `jobID`, or a ticket to wait for it; `nil` for a job not enqueued here.
@@ -227,7 +229,8 @@ struct JobBook {
             let status = jobs[failed]?.result?.status
         {
             let cancellation = Cancellation(
-                reason: "dependency", message: "dependency \(failed) ended \(status.rawValue), and the job requires success")
+                reason: "dependency",
+                message: "dependency \(failed) ended \(status.rawValue), and the job requires success")
             return end(id, .cancelled(cancellation))
         }
         if let notBefore = descriptor.notBefore, notBefore > Date() {
@@ -280,7 +283,8 @@ struct JobBook {
         case (.start, .waiting) where job.unmet.isEmpty:
             return queue(id)
         case (.deadline, .waiting):
-            return end(id, .cancelled(Cancellation(reason: "deadline", message: "deadline passed before the job started")))
+            return end(
+                id, .cancelled(Cancellation(reason: "deadline", message: "deadline passed before the job started")))
         case (.deadline, .queued(let operation)):
             let message = operation.hasStarted ? "the job's deadline passed" : "deadline passed before the job started"
             return [.cancel(operation, Cancellation(reason: "deadline", message: message))]

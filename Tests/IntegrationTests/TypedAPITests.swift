@@ -52,7 +52,8 @@ extension Integration {
                 #expect(try await job.result(timeout: .seconds(60)) == .succeeded(Multiply.Output(product: 42)))
                 #expect(job.descriptor.key == "product")
 
-                let old = try await producer.enqueue(OldMultiply.self, .init(factors: [2]), options: JobOptions(queue: queue))
+                let old = try await producer.enqueue(
+                    OldMultiply.self, .init(factors: [2]), options: JobOptions(queue: queue))
                 let error = await #expect(throws: WarrenError.self) { try await old.result(timeout: .seconds(60)) }
                 #expect(error?.code == .invalidOutput)
                 #expect(error?.message.contains("operation type 'multiply': output.product: expected a string") == true)
@@ -75,7 +76,9 @@ extension Integration {
             var registry = OperationRegistry()
             registry.register(Gate.self) { _, job in
                 didStart.yield()
-                while !released.load(ordering: .relaxed), !job.isCancelled { try await Task.sleep(for: .milliseconds(5)) }
+                while !released.load(ordering: .relaxed), !job.isCancelled {
+                    try await Task.sleep(for: .milliseconds(5))
+                }
                 return Gate.Output(released: released.load(ordering: .relaxed))
             }
             var configuration = try Self.configuration(queue: queue)
@@ -84,7 +87,11 @@ extension Integration {
             let scheduler = try Scheduler(
                 configuration: .init(
                     url: try TestEnvironment.brokerURL,
-                    schedules: [Schedule(name: TestEnvironment.uniqueName("hourly"), recurrence: .every(.seconds(3600)), type: "gate", queue: queue)]))
+                    schedules: [
+                        Schedule(
+                            name: TestEnvironment.uniqueName("hourly"), recurrence: .every(.seconds(3600)),
+                            type: "gate", queue: queue)
+                    ]))
             // One producer is a service of the group; the other, outside it, waits for the job's result.
             let service = try SharedProducer(url: try TestEnvironment.brokerURL)
             let jobs = try SharedProducer(url: try TestEnvironment.brokerURL)

@@ -28,10 +28,12 @@ struct InMemoryJobsTests {
     @Test func supersedingCancelsTheOlderJobsOfTheKeyBeforeTheyStart() async throws {
         let ran = Mutex<[Int]>([])
         var registry = OperationRegistry()
-        registry.register(Add.self, blocking: { input, _ in
-            ran.withLock { $0.append(contentsOf: input.numbers) }
-            return Add.Output(sum: input.numbers.reduce(0, +))
-        })
+        registry.register(
+            Add.self,
+            blocking: { input, _ in
+                ran.withLock { $0.append(contentsOf: input.numbers) }
+                return Add.Output(sum: input.numbers.reduce(0, +))
+            })
         let jobs = try InMemoryJobs(registry: registry)
         jobs.suspend()
         let old = try await jobs.enqueue(Add.self, .init(numbers: [1]), options: JobOptions(key: "total"))
@@ -48,10 +50,12 @@ struct InMemoryJobsTests {
     @Test func aCancelledJobThatWaitedNeverRuns() async throws {
         let ran = Atomic(false)
         var registry = OperationRegistry()
-        registry.register(Add.self, blocking: { _, _ in
-            ran.store(true, ordering: .relaxed)
-            return Add.Output(sum: 0)
-        })
+        registry.register(
+            Add.self,
+            blocking: { _, _ in
+                ran.store(true, ordering: .relaxed)
+                return Add.Output(sum: 0)
+            })
         let jobs = try InMemoryJobs(registry: registry)
         jobs.suspend()
         let job = try await jobs.enqueue(Add.self, .init(numbers: [1]))

@@ -35,10 +35,12 @@ struct TestJobTests {
     @Test func aCancelBeforeItRunsMeansItsCodeNeverRuns() async throws {
         let ran = Atomic(false)
         var registry = OperationRegistry()
-        registry.register(Add.self, blocking: { input, _ in
-            ran.store(true, ordering: .relaxed)
-            return Add.Output(sum: 0)
-        })
+        registry.register(
+            Add.self,
+            blocking: { input, _ in
+                ran.store(true, ordering: .relaxed)
+                return Add.Output(sum: 0)
+            })
         let job = try TestJob(Add.self, .init(numbers: []))
         job.cancel(Cancellation(reason: "superseded", message: "a newer one came"))
         #expect(try await job.run(in: registry).cancellation?.reason == "superseded")
@@ -48,12 +50,14 @@ struct TestJobTests {
 
     @Test func everyProgressReportIsKeptInOrder() async throws {
         var registry = OperationRegistry()
-        registry.register(Add.self, blocking: { input, job in
-            for (index, _) in input.numbers.enumerated() {
-                job.reportProgress(Double(index + 1) / Double(input.numbers.count), message: "number \(index + 1)")
-            }
-            return Add.Output(sum: input.numbers.reduce(0, +))
-        })
+        registry.register(
+            Add.self,
+            blocking: { input, job in
+                for (index, _) in input.numbers.enumerated() {
+                    job.reportProgress(Double(index + 1) / Double(input.numbers.count), message: "number \(index + 1)")
+                }
+                return Add.Output(sum: input.numbers.reduce(0, +))
+            })
         let job = try TestJob(Add.self, .init(numbers: [1, 2, 3, 4]))
         _ = try await job.run(in: registry)
         #expect(job.progress.map(\.fraction) == [0.25, 0.5, 0.75, 1])

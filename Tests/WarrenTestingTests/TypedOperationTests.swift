@@ -51,7 +51,9 @@ struct TypedOperationTests {
         let job = try await jobs.enqueue(Ratio.self, .init(numerator: 0, denominator: 0))
         let outcome = try await job.result()
         #expect(outcome.error?.code == "invalidOutput")
-        #expect(outcome.error?.message == "output does not match operation type 'ratio': output.ratio: NaN is not a JSON number")
+        #expect(
+            outcome.error?.message
+                == "output does not match operation type 'ratio': output.ratio: NaN is not a JSON number")
     }
 
     @Test func inputJSONCannotHoldIsRefusedBeforeAnythingIsEnqueued() async throws {
@@ -76,6 +78,8 @@ struct TypedOperationTests {
     @Test func aResultReadFromAnywhereDecodesAsItsDefinition() throws {
         let result = try JobResult.succeeded(jobID: "a", type: "add", output: Add.Output(sum: 5))
         #expect(try result.outcome(as: Add.self) == .succeeded(Add.Output(sum: 5)))
-        #expect(try JobResult.failed(jobID: "b", error: JobError(code: "x", message: "y")).outcome(as: Add.self).error?.code == "x")
+        #expect(
+            try JobResult.failed(jobID: "b", error: JobError(code: "x", message: "y")).outcome(as: Add.self).error?.code
+                == "x")
     }
 }

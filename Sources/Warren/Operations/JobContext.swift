@@ -107,7 +107,9 @@ public final class JobContext: Sendable {
         let fraction = min(max(fraction, 0), 1)
         let now = ContinuousClock.now
         let sends = lastProgress.withLock { last -> Bool in
-            if throttlesProgress, let previous = last, now - previous.at < .milliseconds(100), fraction < 1 || previous.complete {
+            if throttlesProgress, let previous = last, now - previous.at < .milliseconds(100),
+                fraction < 1 || previous.complete
+            {
                 return false
             }
             last = (now, fraction == 1)

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Logging
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// The resident memory of this process, as the kernel counts it in `/proc/self/statm`: Linux only.
 ///
@@ -12,9 +13,9 @@ enum ResidentMemory {
     /// Whether this system has `/proc/self/statm`. Elsewhere a worker refuses ``Worker/Configuration/maxResidentMemory``.
     static var isSupported: Bool {
         #if os(Linux)
-        true
+            true
         #else
-        false
+            false
         #endif
     }
 

@@ -32,7 +32,10 @@ enum AddAsText: OperationDefinition {
 /// Returns a ratio that JSON cannot hold when asked to.
 enum Ratio: OperationDefinition {
     static let type = "ratio"
-    struct Input: Codable, Sendable { var numerator: Double; var denominator: Double }
+    struct Input: Codable, Sendable {
+        var numerator: Double
+        var denominator: Double
+    }
     struct Output: Codable, Sendable { var ratio: Double }
 }
 
@@ -55,15 +58,17 @@ extension OperationRegistry {
             let dependencySums = try job.dependencyResults.map { try $0.outcome(as: Add.self).get().sum }
             return Add.Output(sum: input.numbers.reduce(0, +) + dependencySums.reduce(0, +))
         }
-        registry.register(Spin.self, blocking: { _, job in
-            var turns = 0
-            while !job.isCancelled {
-                turns += 1
-                job.reportProgress(min(Double(turns) / 1000, 0.99), message: "turn \(turns)")
-                Thread.sleep(forTimeInterval: 0.001)
-            }
-            throw CancellationError()
-        })
+        registry.register(
+            Spin.self,
+            blocking: { _, job in
+                var turns = 0
+                while !job.isCancelled {
+                    turns += 1
+                    job.reportProgress(min(Double(turns) / 1000, 0.99), message: "turn \(turns)")
+                    Thread.sleep(forTimeInterval: 0.001)
+                }
+                throw CancellationError()
+            })
         registry.register(Ratio.self) { input, _ in Ratio.Output(ratio: input.numerator / input.denominator) }
         registry.register(Flaky.self) { input, job in
             guard job.attempt >= input.succeedFrom else {

@@ -1,11 +1,11 @@
 import AMQP
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Synchronization
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// The jobs a worker process is executing, kept in a file that outlives the process. When the process dies
 /// (killed, crashed, out of memory), a worker of the same broker with the same state directory finds the file no
