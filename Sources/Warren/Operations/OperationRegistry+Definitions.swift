@@ -7,7 +7,7 @@ extension OperationRegistry {
     /// }
     /// ```
     ///
-    /// A trailing closure that awaits registers asynchronous code instead (``register(_:on:asynchronous:)``).
+    /// A trailing closure that awaits registers asynchronous code instead (``register(_:on:asynchronous:)-(Definition.Type,_,_)``).
     /// Spell the label to choose the form.
     /// - Parameters:
     ///   - definition: The operation type: its name, input and output.

@@ -11,7 +11,9 @@
 /// process, for tests. Code written against this protocol takes either.
 public protocol JobProducer: Sendable {
     /// Enqueues jobs and returns their descriptors once they are enqueued, in the order of `requests`.
-    /// - Parameter watch: Send their results to this producer, for ``result(of:timeout:)``.
+    /// - Parameters:
+    ///   - requests: The jobs.
+    ///   - watch: Send their results to this producer, for ``result(of:timeout:)``.
     func enqueue(_ requests: [JobRequest], watch: Bool) async throws -> [OperationDescriptor]
 
     /// The result of a job this producer enqueued with `watch: true`, once it arrives.
@@ -43,7 +45,7 @@ extension JobProducer {
     ///   - options: How to schedule it. Default: at once, normal priority, on `warren.default`.
     ///   - watch: Send its result to this producer, for ``EnqueuedJob/result(timeout:)``. Default: `true`.
     /// - Throws: ``WarrenError``: `invalidInput` when `input` cannot be encoded as JSON, naming the field; what
-    ///   ``enqueue(_:watch:)`` throws.
+    ///   ``JobProducer/enqueue(_:watch:)`` throws.
     public func enqueue<Definition: OperationDefinition>(
         _ definition: Definition.Type, _ input: Definition.Input, options: JobOptions = JobOptions(),
         watch: Bool = true
