@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "Warren", targets: ["Warren"]),
         .library(name: "AMQP", targets: ["AMQP"]),
+        .library(name: "WarrenTesting", targets: ["WarrenTesting"]),
         .library(name: "WarrenCLI", targets: ["WarrenCLI"]),
         .library(name: "WarrenBench", targets: ["WarrenBench"]),
         .executable(name: "warren", targets: ["warren"]),
@@ -19,6 +20,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         // The dashboard's HTTP server. Its configuration-file support is left out: the dashboard takes options.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0", traits: ["FullFoundation"]),
         // `swift package generate-documentation --target Warren` builds the DocC catalogue.
@@ -28,7 +30,7 @@ let package = Package(
         .systemLibrary(
             name: "CRabbitMQ",
             pkgConfig: "librabbitmq",
-            providers: [.apt(["librabbitmq-dev"])]
+            providers: [.apt(["librabbitmq-dev"]), .brew(["rabbitmq-c"])]
         ),
         .target(name: "AMQP", dependencies: ["CRabbitMQ"]),
         .target(
@@ -37,13 +39,17 @@ let package = Package(
                 "AMQP",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // Runs operations and jobs in memory, for users' unit tests: no broker.
+        .target(name: "WarrenTesting", dependencies: ["Warren", .product(name: "Logging", package: "swift-log")]),
         .target(name: "WarrenBench", dependencies: ["Warren", "AMQP"]),
         .target(
             name: "WarrenCLI",
             dependencies: [
                 "Warren",
+                "AMQP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -88,6 +94,14 @@ let package = Package(
             dependencies: ["Warren", .product(name: "MetricsTestKit", package: "swift-metrics")]
         ),
         .testTarget(
+            name: "WarrenTestingTests",
+            dependencies: [
+                "WarrenTesting", "Warren",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .testTarget(
             name: "WarrenCLITests",
             dependencies: ["WarrenCLI", "AMQP", .product(name: "Logging", package: "swift-log")]
         ),
@@ -97,7 +111,11 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["Warren", "AMQP"],
+            dependencies: [
+                "Warren", "AMQP",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+            ],
             // Foreign clients the tests run as processes.
             exclude: ["Clients"]
         ),

@@ -1,5 +1,9 @@
 internal import CRabbitMQ
-import Glibc
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Reading what the broker sends on its own: deliveries, confirms, returns, closes.
 extension AMQPConnection {

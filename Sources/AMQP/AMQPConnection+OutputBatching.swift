@@ -1,4 +1,8 @@
-import Glibc
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Sending what a turn of a loop wrote in as few system calls and TCP segments as possible.
 ///

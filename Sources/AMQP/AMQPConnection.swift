@@ -1,5 +1,9 @@
 internal import CRabbitMQ
-import Glibc
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// One connection to a broker, wrapping a librabbitmq connection.
 ///

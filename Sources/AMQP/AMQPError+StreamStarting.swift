@@ -1,4 +1,8 @@
-import Glibc
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 extension AMQPError {
     /// Whether the broker refused a stream queue because the stream is still starting: just declared (by this

@@ -1,5 +1,9 @@
 internal import CRabbitMQ
-import Glibc
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Owns the C memory that one librabbitmq call borrows (strings, tables, bodies), and frees it when released.
 ///

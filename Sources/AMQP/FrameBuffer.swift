@@ -1,5 +1,9 @@
 internal import CRabbitMQ
-import Glibc
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// AMQP frames written out in user space, to be sent to the socket with one system call.
 ///

@@ -1,4 +1,8 @@
-import Glibc
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// A file descriptor other threads write to wake a thread blocked in ``AMQPConnection/waitForActivity(wakeUp:timeout:)``.
 ///
@@ -20,8 +24,8 @@ public final class WakeUpSignal: Sendable {
     }
 
     deinit {
-        Glibc.close(descriptor)
-        Glibc.close(writeDescriptor)
+        SystemCall.close(descriptor)
+        SystemCall.close(writeDescriptor)
     }
 
     /// Wakes the waiting thread (or makes its next wait return at once).

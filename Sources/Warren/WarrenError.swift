@@ -16,6 +16,11 @@ public struct WarrenError: Error, Sendable, CustomStringConvertible {
         public static let queueUnreachable = Code("queueUnreachable")
         /// A message could not be encoded or decoded.
         public static let wireFormat = Code("wireFormat")
+        /// A typed job's input could not be encoded as JSON: the message names the operation type and the field.
+        public static let invalidInput = Code("invalidInput")
+        /// A typed job's output does not decode as its definition's `Output`: the message names the operation type
+        /// and the field. The worker runs another version of the definition, or a producer not of ours wrote it.
+        public static let invalidOutput = Code("invalidOutput")
         /// A recurring job's schedule (its cron expression, interval or time zone) is not valid.
         public static let invalidSchedule = Code("invalidSchedule")
         /// Waiting for something (a result, a confirm) took longer than allowed.

@@ -1,7 +1,11 @@
 import AMQP
 import Foundation
-import Glibc
 import Warren
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// The baseline worker: a minimal raw client doing exactly what a job costs on the wire, as fast as the protocol
 /// allows, and nothing else.

@@ -1,5 +1,9 @@
 import Foundation
-import Glibc
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// A worker the benchmark runs as a process of its own, so that its CPU time and memory can be read from `/proc`.
 ///

@@ -1,4 +1,8 @@
-import Glibc
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Puts SIGINT and SIGTERM back to their default action, unblocked, on the calling thread.
 ///

@@ -1,7 +1,11 @@
-import Glibc
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// One `GET` of a health endpoint (`/livez`, `/readyz`) over plain HTTP/1.1, for `warren health`: the status and
 /// the body.

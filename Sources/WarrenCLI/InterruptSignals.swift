@@ -1,8 +1,12 @@
 import ArgumentParser
 import Dispatch
-import Glibc
 import Synchronization
 import Warren
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// SIGINT, SIGTERM and SIGHUP while `warren enqueue` publishes: the first tells the producer to publish no more
 /// jobs (``Producer/Interruption``), so that the command names the jobs enqueued before it ends; a second one ends

@@ -1,4 +1,3 @@
-import Glibc
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -6,6 +5,11 @@ import NIOPosix
 import Prometheus
 import Synchronization
 import Warren
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// The Prometheus and health endpoint of a worker or scheduler (`--metrics-port`): `GET /metrics` answers with the
 /// exposition text of the registry behind swift-metrics in this process, `GET /livez` and `GET /readyz` with the

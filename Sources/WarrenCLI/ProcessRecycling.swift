@@ -1,6 +1,11 @@
 import Foundation
-import Glibc
 import Warren
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// How `warren worker` starts afresh when its worker stops to recycle (`--max-jobs`, `--max-memory`): the process
 /// replaces itself with a fresh copy, same executable, arguments, environment and process id, so that a supervisor
@@ -78,7 +83,13 @@ struct ProcessRecycling: Codable, Sendable, Equatable {
 
     /// The file descriptors open in this process.
     static func openDescriptors() -> Set<Int32> {
-        let listed = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        // macOS lists them in /dev/fd.
+        #if os(Linux)
+            let directory = "/proc/self/fd"
+        #else
+            let directory = "/dev/fd"
+        #endif
+        let listed = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         // The listing's own descriptor is closed by now.
         return Set(listed.compactMap(Int32.init).filter { fcntl($0, F_GETFD) != -1 })
     }
@@ -93,9 +104,15 @@ struct ProcessRecycling: Codable, Sendable, Equatable {
         var pending = sigset_t()
         sigpending(&pending)
         var came = false
-        var none = timespec()
         while Self.stopSignals.contains(where: { sigismember(&pending, $0) == 1 }) {
-            guard sigtimedwait(&stopping, nil, &none) > 0 else { break }
+            // A signal pending: the wait takes it at once. macOS has sigwait only.
+            #if os(Linux)
+                var none = timespec()
+                guard sigtimedwait(&stopping, nil, &none) > 0 else { break }
+            #else
+                var number: Int32 = 0
+                guard sigwait(&stopping, &number) == 0 else { break }
+            #endif
             came = true
             sigpending(&pending)
         }
@@ -104,23 +121,30 @@ struct ProcessRecycling: Codable, Sendable, Equatable {
 
     /// Names the process after its command again (`ps`, `pgrep -x`), which an exec of `/proc/self/exe` names `exe`.
     private static func restoreProcessName() {
-        guard let command = CommandLine.arguments.first else { return }
-        let name = URL(fileURLWithPath: command).lastPathComponent.prefix(15)
-        try? Data(name.utf8).write(to: URL(fileURLWithPath: "/proc/self/comm"))
+        // Elsewhere than Linux, an exec keeps the name of the path it ran.
+        #if os(Linux)
+            guard let command = CommandLine.arguments.first else { return }
+            let name = URL(fileURLWithPath: command).lastPathComponent.prefix(15)
+            try? Data(name.utf8).write(to: URL(fileURLWithPath: "/proc/self/comm"))
+        #endif
     }
 
     /// The file this process runs, by its path while that path still names it, so that the fresh copy keeps its name
     /// in `ps` and `pgrep`; `/proc/self/exe` once the file was deleted or replaced.
     private static var runningExecutable: String {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        guard count > 0 else { return "/proc/self/exe" }
-        let path = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        var running = stat()
-        var named = stat()
-        guard stat("/proc/self/exe", &running) == 0, stat(path, &named) == 0, running.st_ino == named.st_ino,
-            running.st_dev == named.st_dev
-        else { return "/proc/self/exe" }
-        return path
+        #if !os(Linux)
+            return Bundle.main.executablePath ?? CommandLine.arguments[0]
+        #else
+            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+            guard count > 0 else { return "/proc/self/exe" }
+            let path = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            var running = stat()
+            var named = stat()
+            guard stat("/proc/self/exe", &running) == 0, stat(path, &named) == 0, running.st_ino == named.st_ino,
+                running.st_dev == named.st_dev
+            else { return "/proc/self/exe" }
+            return path
+        #endif
     }
 }

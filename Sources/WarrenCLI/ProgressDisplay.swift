@@ -1,6 +1,10 @@
 import Foundation
-import Glibc
 import Warren
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Shows a job's progress on standard error: a bar redrawn in place on a terminal, plain lines otherwise.
 ///

@@ -1,9 +1,13 @@
 import ArgumentParser
 import Dispatch
 import Foundation
-import Glibc
 import Logging
 import Warren
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// `warren schedule FILE`: enqueues recurring jobs until SIGTERM, SIGINT or SIGHUP; `--check` prints their next ticks.
 struct ScheduleCommand: ParsableCommand {

@@ -1,5 +1,10 @@
-import Glibc
+import AMQP
 import Synchronization
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Writes lines to standard error (logs, and the command line's messages), whole: lines from different threads
 /// never interleave. A line that cannot be written (a full disk, a closed pipe) is dropped: unlike
@@ -16,7 +21,7 @@ package enum StandardErrorLines {
             bytes.withUnsafeBytes { buffer in
                 var offset = 0
                 while offset < buffer.count {
-                    let written = Glibc.write(STDERR_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
+                    let written = SystemCall.write(STDERR_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
                     if written < 0 && errno == EINTR { continue }
                     guard written > 0 else { return }
                     offset += written

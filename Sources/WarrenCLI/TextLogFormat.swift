@@ -1,5 +1,9 @@
-import Glibc
 import Logging
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Text log lines (`--log-format text`, ``TextLogHandler``): `TIMESTAMP LEVEL LABEL: KEY=VALUE… [SOURCE] MESSAGE`,
 /// as swift-log's `StreamLogHandler` writes them, but with

@@ -1,3 +1,4 @@
+import AMQP
 import ArgumentParser
 import Foundation
 import Warren
@@ -64,7 +65,7 @@ public struct WarrenCommand: ParsableCommand {
             // Help and the version: printed here, so that help that cannot be written is no success either.
             let message = Root.fullMessage(for: error)
             if !message.isEmpty { print(message) }
-            Glibc.exit((try? StandardStreams.checkOutput(lost: "the help")) == nil ? ExitCode.failure.rawValue : 0)
+            SystemCall.exit((try? StandardStreams.checkOutput(lost: "the help")) == nil ? ExitCode.failure.rawValue : 0)
         } catch {
             Root.exit(withError: error)
         }

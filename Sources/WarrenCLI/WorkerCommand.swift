@@ -17,6 +17,6 @@ struct WorkerCommand: ParsableCommand {
     @OptionGroup var options: WorkerOptions
 
     func run() throws {
-        try options.run(registry: .builtIn)
+        try options.run(registry: .demo)
     }
 }

@@ -1,10 +1,14 @@
 import ArgumentParser
 import Dispatch
 import Foundation
-import Glibc
 import Logging
 import Metrics
 import Warren
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// The options of `warren worker`, for reuse by executables that register their own operation types:
 ///
@@ -12,8 +16,8 @@ import Warren
 /// @main struct MyWorker: ParsableCommand {
 ///     @OptionGroup var options: WorkerOptions
 ///     func run() throws {
-///         var registry = OperationRegistry.builtIn
-///         registry.register("thumbnail", on: "cpu", blocking: makeThumbnail)
+///         var registry = OperationRegistry()
+///         registry.register(Thumbnail.self, on: "cpu", blocking: makeThumbnail)
 ///         try options.run(registry: registry)
 ///     }
 /// }

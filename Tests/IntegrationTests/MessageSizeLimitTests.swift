@@ -22,7 +22,7 @@ extension Integration {
             defer { try? Self.setBrokerMaxMessageSize(Self.defaultMaxMessageSize) }
             let queue = TestEnvironment.uniqueName("max-size")
             defer { BrokerProbe.delete(queue) }
-            var registry = OperationRegistry.builtIn
+            var registry = OperationRegistry.demo
             registry.register("bytes", blocking: { (count: Int, _: JobContext) -> String in
                 String(repeating: "x", count: count)
             })

@@ -60,7 +60,7 @@ extension Integration.Progress {
     func progressThatIsNotANumber() throws {
         let queue = TestEnvironment.uniqueName("progress-nan")
         defer { BrokerProbe.delete(queue) }
-        var registry = OperationRegistry.builtIn
+        var registry = OperationRegistry.demo
         registry.register("divide", blocking: { (total: Double, job: JobContext) -> Double in
             job.reportProgress(0 / total)
             Thread.sleep(forTimeInterval: 0.15)

@@ -180,7 +180,7 @@ extension Integration {
             var configuration = Worker.Configuration(url: url)
             configuration.priorityQueues = true
             configuration.quorumQueues = true
-            #expect(throws: WarrenError.self) { try Worker(configuration: configuration, registry: .builtIn) }
+            #expect(throws: WarrenError.self) { try Worker(configuration: configuration, registry: .demo) }
         }
     }
 }

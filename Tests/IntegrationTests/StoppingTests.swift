@@ -80,7 +80,7 @@ extension Integration {
         func taskCancellation() async throws {
             let queue = TestEnvironment.uniqueName("task-cancel")
             defer { BrokerProbe.delete(queue) }
-            let worker = try Worker(configuration: Self.configuration(queue: queue), registry: .builtIn)
+            let worker = try Worker(configuration: Self.configuration(queue: queue), registry: .demo)
             let schedule = Schedule(
                 name: TestEnvironment.uniqueName("task-cancel"), recurrence: .every(.seconds(3600)), type: "echo",
                 queue: queue)
@@ -109,7 +109,7 @@ extension Integration {
         func oneRunAtATime() async throws {
             let queue = TestEnvironment.uniqueName("run-twice")
             defer { BrokerProbe.delete(queue) }
-            let worker = try Worker(configuration: Self.configuration(queue: queue), registry: .builtIn)
+            let worker = try Worker(configuration: Self.configuration(queue: queue), registry: .demo)
             let producer = try Producer.forTests()
             func expectJobRuns() throws {
                 let job = try producer.enqueue(JobRequest(type: "echo", input: 1, queue: queue), watch: true)
@@ -133,7 +133,7 @@ extension Integration {
         func stopBeforeRun() async throws {
             let queue = TestEnvironment.uniqueName("stop-before-run")
             defer { BrokerProbe.delete(queue) }
-            let worker = try Worker(configuration: Self.configuration(queue: queue), registry: .builtIn)
+            let worker = try Worker(configuration: Self.configuration(queue: queue), registry: .demo)
             worker.stop()
             let ended = DispatchSemaphore(value: 0)
             let stopped = Task {
@@ -156,7 +156,7 @@ extension Integration {
             defer { BrokerProbe.delete(queue) }
             var configuration = try Self.configuration(queue: queue)
             configuration.workerID = TestEnvironment.uniqueName("graceful")
-            let worker = try Worker(configuration: configuration, registry: .builtIn)
+            let worker = try Worker(configuration: configuration, registry: .demo)
             let running = Task { try await worker.run() }
             let producer = try Producer.forTests()
             let job = try producer.enqueue(JobRequest(type: "sleep", input: ["seconds": 1.5], queue: queue), watch: true)

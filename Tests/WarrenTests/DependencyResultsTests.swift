@@ -19,7 +19,7 @@ struct DependencyResultsTests {
             type: "sum", input: try .parse(input), sequence: 1, dependencies: dependencies)
         let job = JobContext(descriptor: descriptor, attempt: 1, logger: TestJobs.logger)
         job.receiveDependencyResults(Dictionary(uniqueKeysWithValues: results.map { ($0.jobID, $0) }))
-        guard case .blocking(let code) = try #require(OperationRegistry.builtIn["sum"]).body else {
+        guard case .blocking(let code) = try #require(OperationRegistry.demo["sum"]).body else {
             throw JobError(code: "test", message: "sum is blocking")
         }
         return try code(descriptor.input, job)

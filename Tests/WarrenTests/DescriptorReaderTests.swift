@@ -187,7 +187,7 @@ struct DescriptorReaderTests {
         Array(#"{"version":1,"id":"a","type":""#.utf8) + [0xC0, 0xAF] + Array(#""}"#.utf8),  // overlong "/"
         Array(#"{"version":1,"id":"a","type":""#.utf8) + [0xED, 0xA0, 0x80] + Array(#""}"#.utf8),  // a surrogate
         Array(#"{"version":1,"id":"a","type":"e","x":""#.utf8) + [0xC3] + Array(#""}"#.utf8),  // cut short
-    ])
+    ] as [[UInt8]])
     func leavesInvalidUTF8ToJSONDecoder(_ bytes: [UInt8]) {
         #expect(DescriptorReader.descriptor(from: bytes, maxDepth: 64) == nil)
     }

@@ -73,9 +73,9 @@ struct JobOperationTests {
         let collector = ReportCollector()
         let queue = LocalQueue(name: "test", width: 2)
         let sum = try TestJobs.registered(
-            "sum", in: .builtIn, input: .parse(#"{"numbers": [1, 2, 3]}"#), collector: collector)
+            "sum", in: .demo, input: .parse(#"{"numbers": [1, 2, 3]}"#), collector: collector)
         let bad = try TestJobs.registered(
-            "sum", in: .builtIn, input: .parse(#"{"numbers": "1,2,3"}"#), collector: collector)
+            "sum", in: .demo, input: .parse(#"{"numbers": "1,2,3"}"#), collector: collector)
         queue.add(sum)
         queue.add(bad)
         #expect(try await collector.waitForReport(of: sum.job.jobID).outcome.output?["sum"] == .number(6))
@@ -378,7 +378,7 @@ struct JobOperationTests {
         let collector = ReportCollector()
         let queue = LocalQueue(name: "test", width: 1)
         let operation = try TestJobs.registered(
-            "sleep", in: .builtIn, input: .parse(#"{"seconds": 3600}"#), collector: collector)
+            "sleep", in: .demo, input: .parse(#"{"seconds": 3600}"#), collector: collector)
         queue.add(operation)
         try await waitUntil("the operation to execute") { operation.isExecuting || operation.isFinished }
         operation.cancel()

@@ -70,7 +70,7 @@ struct OperationRegistryTests {
 
     @Test func aMismatchedInputIsInvalidInputNamingThePath() async throws {
         let error = await #expect(throws: JobError.self) {
-            try await run("sum", in: .builtIn, input: .parse(#"{"numbers": [1, "two", 3]}"#))
+            try await run("sum", in: .demo, input: .parse(#"{"numbers": [1, "two", 3]}"#))
         }
         #expect(error?.code == "invalidInput")
         #expect(error?.retryable == false)
@@ -80,7 +80,7 @@ struct OperationRegistryTests {
 
     @Test func aFractionalNumberForAnIntegerNamesThePath() async throws {
         let error = await #expect(throws: JobError.self) {
-            try await run("sum", in: .builtIn, input: .parse(#"{"numbers": [1, 2.5]}"#))
+            try await run("sum", in: .demo, input: .parse(#"{"numbers": [1, 2.5]}"#))
         }
         #expect(error?.code == "invalidInput")
         // Foundation on Linux reports this as "not valid JSON" with no coding path; NumberMisfit finds the number.
@@ -105,7 +105,7 @@ struct OperationRegistryTests {
 
     @Test func anIntegerBeyondInt64NamesThePath() async throws {
         let error = await #expect(throws: JobError.self) {
-            try await run("sum", in: .builtIn, input: .parse(#"{"numbers": [18446744073709551615]}"#))
+            try await run("sum", in: .demo, input: .parse(#"{"numbers": [18446744073709551615]}"#))
         }
         #expect(
             error?.message.hasSuffix(
@@ -116,7 +116,7 @@ struct OperationRegistryTests {
     @Test func aMisfitAmongTooManyNumbersIsNamedWithoutAPath() async throws {
         let numbers = (0...NumberMisfit.maxProbes).map { JSONValue.number(Double($0) + 0.5) }
         let error = await #expect(throws: JobError.self) {
-            try await run("sum", in: .builtIn, input: .object(["numbers": .array(numbers)]))
+            try await run("sum", in: .demo, input: .object(["numbers": .array(numbers)]))
         }
         #expect(
             error?.message.hasSuffix(
@@ -133,7 +133,7 @@ struct OperationRegistryTests {
 
     @Test(arguments: [-5, 3_600_001]) func aSumDelayOutsideAnHourIsInvalidInput(_ delay: Int) async throws {
         let error = await #expect(throws: JobError.self) {
-            try await run("sum", in: .builtIn, input: ["numbers": [1], "delayMs": .integer(Int64(delay))])
+            try await run("sum", in: .demo, input: ["numbers": [1], "delayMs": .integer(Int64(delay))])
         }
         #expect(error?.code == "invalidInput")
         #expect(error?.message == "input does not match operation type 'sum': input.delayMs: \(delay) is outside 0...3600000")
@@ -147,14 +147,14 @@ struct OperationRegistryTests {
     func aBuiltInsRangeErrorNamesItsOperationTypeAndTheNumberAsJSONWritesIt(
         type: String, input: String, detail: String
     ) async throws {
-        let error = await #expect(throws: JobError.self) { try await run(type, in: .builtIn, input: .parse(input)) }
+        let error = await #expect(throws: JobError.self) { try await run(type, in: .demo, input: .parse(input)) }
         #expect(error?.code == "invalidInput")
         #expect(error?.message == "input does not match operation type '\(type)': \(detail)")
     }
 
     @Test func anEmptyErrorCodeIsAHandlerError() async throws {
         let error = await #expect(throws: JobError.self) {
-            try await run("fail", in: .builtIn, input: .parse(#"{"code": ""}"#))
+            try await run("fail", in: .demo, input: .parse(#"{"code": ""}"#))
         }
         #expect(error?.code == "handlerError" && error?.message == "failed on request")
     }
@@ -172,7 +172,7 @@ struct OperationRegistryTests {
 
     @Test func aMissingKeyIsInvalidInputNamingTheKey() async throws {
         let error = await #expect(throws: JobError.self) {
-            try await run("sum", in: .builtIn, input: .parse(#"{"values": [1]}"#))
+            try await run("sum", in: .demo, input: .parse(#"{"values": [1]}"#))
         }
         #expect(error?.code == "invalidInput")
         #expect(error?.message.hasPrefix("input does not match ") == true)
@@ -181,14 +181,14 @@ struct OperationRegistryTests {
 
     @Test func aNullFieldIsInvalidInputSayingSo() async throws {
         let error = await #expect(throws: JobError.self) {
-            try await run("sum", in: .builtIn, input: .parse(#"{"numbers": null}"#))
+            try await run("sum", in: .demo, input: .parse(#"{"numbers": null}"#))
         }
         #expect(error?.message.hasSuffix("input.numbers: expected an array, found null") == true, "\(String(describing: error))")
     }
 
     @Test func aWrongTopLevelTypeIsInvalidInput() async throws {
         let error = await #expect(throws: JobError.self) {
-            try await run("sum", in: .builtIn, input: .string("1,2,3"))
+            try await run("sum", in: .demo, input: .string("1,2,3"))
         }
         #expect(error?.code == "invalidInput")
         #expect(error?.message.hasSuffix("operation type 'sum': input: expected an object") == true, "\(String(describing: error))")
@@ -203,18 +203,18 @@ struct OperationRegistryTests {
 
     @Test func nullInputIsStillInvalidForRequiredFields() async throws {
         let error = await #expect(throws: JobError.self) {
-            try await run("sum", in: .builtIn, input: .null)
+            try await run("sum", in: .demo, input: .null)
         }
         #expect(error?.code == "invalidInput")
     }
 
-    @Test func builtInTypesAreListedSorted() {
-        #expect(OperationRegistry.builtIn.types == ["echo", "fail", "sleep", "sum"])
+    @Test func demoTypesAreListedSorted() {
+        #expect(OperationRegistry.demo.types == ["echo", "fail", "sleep", "sum"])
         #expect(OperationRegistry().types.isEmpty)
     }
 
-    @Test func builtInKindsAndQueues() throws {
-        let registry = OperationRegistry.builtIn
+    @Test func demoKindsAndQueues() throws {
+        let registry = OperationRegistry.demo
         for type in registry.types {
             #expect(registry[type]?.localQueue == OperationRegistry.defaultLocalQueue)
         }
@@ -228,25 +228,25 @@ struct OperationRegistryTests {
         }
     }
 
-    @Test func builtInSumAddsAndFormats() async throws {
-        let output = try await run("sum", in: .builtIn, input: .parse(#"{"numbers": [1000, 2000, 500]}"#))
+    @Test func demoSumAddsAndFormats() async throws {
+        let output = try await run("sum", in: .demo, input: .parse(#"{"numbers": [1000, 2000, 500]}"#))
         #expect(output["sum"] == .number(3500))
         #expect(output["formattedSum"] == .string(3500.formatted()))
     }
 
-    @Test func builtInFailThrowsTheRequestedError() async throws {
+    @Test func demoFailThrowsTheRequestedError() async throws {
         let error = await #expect(throws: JobError.self) {
             try await run(
-                "fail", in: .builtIn, input: .parse(#"{"code": "boom", "message": "as asked", "retryable": true}"#))
+                "fail", in: .demo, input: .parse(#"{"code": "boom", "message": "as asked", "retryable": true}"#))
         }
         #expect(error == JobError(code: "boom", message: "as asked", retryable: true))
 
-        let defaults = await #expect(throws: JobError.self) { try await run("fail", in: .builtIn, input: .null) }
+        let defaults = await #expect(throws: JobError.self) { try await run("fail", in: .demo, input: .null) }
         #expect(defaults == JobError(code: "requestedFailure", message: "failed on request", retryable: false))
     }
 
-    @Test func builtInSleepReturnsTheSeconds() async throws {
-        #expect(try await run("sleep", in: .builtIn, input: .parse(#"{"seconds": 0}"#)) == .parse(#"{"slept": 0}"#))
+    @Test func demoSleepReturnsTheSeconds() async throws {
+        #expect(try await run("sleep", in: .demo, input: .parse(#"{"seconds": 0}"#)) == .parse(#"{"slept": 0}"#))
     }
 
     @Test func registeringAgainReplaces() async throws {
@@ -259,7 +259,7 @@ struct OperationRegistryTests {
     }
 
     @Test func assignMovesATypeToAnotherLocalQueue() async throws {
-        var registry = OperationRegistry.builtIn
+        var registry = OperationRegistry.demo
         registry.assign("sum", to: "cpu")
         #expect(registry["sum"]?.localQueue == "cpu")
         #expect(registry["echo"]?.localQueue == "default")
@@ -268,13 +268,13 @@ struct OperationRegistryTests {
     }
 
     @Test func assigningAnUnknownTypeDoesNothing() {
-        var registry = OperationRegistry.builtIn
+        var registry = OperationRegistry.demo
         registry.assign("nope", to: "cpu")
-        #expect(registry.types == OperationRegistry.builtIn.types)
+        #expect(registry.types == OperationRegistry.demo.types)
         #expect(registry["nope"] == nil)
     }
 
     @Test func unknownTypesAreAbsent() {
-        #expect(OperationRegistry.builtIn["resize"] == nil)
+        #expect(OperationRegistry.demo["resize"] == nil)
     }
 }

@@ -46,13 +46,13 @@ struct WorkerConfigurationTests {
         var configuration = Worker.Configuration(url: "amqp://u:secret@broker:5673/jobs")
         configuration.workerID = "w1"
         configuration.localQueues = ["default": 2, "cpu": 1]
-        var registry = OperationRegistry.builtIn
+        var registry = OperationRegistry.demo
         registry.assign("sum", to: "cpu")
         let worker = try Worker(configuration: configuration, registry: registry)
         #expect(worker.configuration.workerID == "w1")
     }
 
-    private func rejection(_ configuration: Worker.Configuration, registry: OperationRegistry = .builtIn)
+    private func rejection(_ configuration: Worker.Configuration, registry: OperationRegistry = .demo)
         -> WarrenError?
     {
         let error = #expect(throws: WarrenError.self) { try Worker(configuration: configuration, registry: registry) }
@@ -69,7 +69,7 @@ struct WorkerConfigurationTests {
         configuration.timeLimits = ["sum": .seconds(31_536_001)]
         #expect(rejection(configuration) != nil)
         configuration.timeLimits = ["sum": .milliseconds(1), "sleep": .seconds(31_536_000)]
-        #expect(try Worker(configuration: configuration, registry: .builtIn).configuration.timeLimits.count == 2)
+        #expect(try Worker(configuration: configuration, registry: .demo).configuration.timeLimits.count == 2)
     }
 
     @Test(arguments: [1, 501]) func aNestingDepthOutsideTwoToFiveHundredIsRejected(_ depth: Int) {
@@ -101,7 +101,7 @@ struct WorkerConfigurationTests {
         configuration.maxResidentMemory = (1 << 20) - 1
         #expect(rejection(configuration)?.message == "max resident memory 1048575 bytes must be at least 1 MiB")
         configuration.maxResidentMemory = 1 << 20
-        let worker = try Worker(configuration: configuration, registry: .builtIn)
+        let worker = try Worker(configuration: configuration, registry: .demo)
         #expect(!worker.stoppedToRecycle)
         worker.stop()
         #expect(!worker.stoppedToRecycle)
@@ -170,7 +170,7 @@ struct WorkerConfigurationTests {
     }
 
     @Test func aTypeOnAMissingLocalQueueIsRejected() {
-        var registry = OperationRegistry.builtIn
+        var registry = OperationRegistry.demo
         registry.assign("sum", to: "cpu")
         var configuration = Worker.Configuration(url: url)
         configuration.localQueues = ["default": 2, "io": 4]

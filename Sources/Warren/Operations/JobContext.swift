@@ -11,11 +11,15 @@ public final class JobContext: Sendable {
     public let jobID: String
     /// The operation type name.
     public let type: String
+    /// The job's key: jobs of one key compute the same thing, and the newest sequence wins.
     public let key: String?
+    /// The job's sequence number, from its producer: higher for a newer job of the same key.
     public let sequence: UInt64
+    /// The job's priority.
     public let priority: JobPriority
     /// 1 for the first delivery of this job.
     public let attempt: Int
+    /// Past this instant the job is cancelled, if it runs still. `nil`: no deadline.
     public let deadline: Date?
     /// The ids of the jobs this one waited for (the descriptor's `dependencies`), in the order it lists them.
     public let dependencies: [String]
@@ -25,16 +29,20 @@ public final class JobContext: Sendable {
     private let jobLogger = Mutex<Logger?>(nil)
     private let cancellationState = Mutex<Cancellation?>(nil)
     private let progressSink: @Sendable (Double, String?) -> Void
+    /// Whether reports closer than 100 ms apart are dropped: a worker's are, a test's are not.
+    private let throttlesProgress: Bool
     /// When the last progress report went out, to send at most ten a second, and whether one at 1 went out.
     private let lastProgress = Mutex<(at: ContinuousClock.Instant, complete: Bool)?>(nil)
     /// The results of ``dependencies``, by job id, as the worker gathered them before it queued the job.
     private let gatheredResults = Mutex<[String: JobResult]>([:])
 
-    init(
-        descriptor: OperationDescriptor, attempt: Int, logger: Logger,
+    /// - Parameter throttlesProgress: Whether progress reports closer than 100 ms apart are dropped.
+    package init(
+        descriptor: OperationDescriptor, attempt: Int, logger: Logger, throttlesProgress: Bool = true,
         progress: @escaping @Sendable (Double, String?) -> Void = { _, _ in }
     ) {
         progressSink = progress
+        self.throttlesProgress = throttlesProgress
         jobID = descriptor.id
         type = descriptor.type
         key = descriptor.key
@@ -85,7 +93,7 @@ public final class JobContext: Sendable {
     }
 
     /// Hands the job its dependencies' results, before it is queued.
-    func receiveDependencyResults(_ results: [String: JobResult]) {
+    package func receiveDependencyResults(_ results: [String: JobResult]) {
         gatheredResults.withLock { $0 = results }
     }
 
@@ -99,7 +107,9 @@ public final class JobContext: Sendable {
         let fraction = min(max(fraction, 0), 1)
         let now = ContinuousClock.now
         let sends = lastProgress.withLock { last -> Bool in
-            if let previous = last, now - previous.at < .milliseconds(100), fraction < 1 || previous.complete {
+            if throttlesProgress, let previous = last, now - previous.at < .milliseconds(100),
+                fraction < 1 || previous.complete
+            {
                 return false
             }
             last = (now, fraction == 1)
@@ -133,7 +143,7 @@ public final class JobContext: Sendable {
     }
 
     /// Records the first cancellation; returns `false` when the job was already cancelled.
-    func markCancelled(_ cancellation: Cancellation) -> Bool {
+    package func markCancelled(_ cancellation: Cancellation) -> Bool {
         cancellationState.withLock { state in
             guard state == nil else { return false }
             state = cancellation

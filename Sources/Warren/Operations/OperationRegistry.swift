@@ -2,15 +2,17 @@ import Foundation
 
 /// Maps operation type names to the code that runs them, like `NSInvocationOperation`'s selector chosen at run time.
 ///
-/// Register blocking code (it runs on a thread of its local queue, for CPU work and synchronous I/O) or
-/// asynchronous code (it holds no thread while it awaits). Input and output are `Codable`.
-///
 /// ```swift
-/// var registry = OperationRegistry.builtIn
-/// registry.register("resize", on: "cpu", blocking: { (input: ResizeInput, job) in
+/// var registry = OperationRegistry()
+/// registry.register(Resize.self, on: "cpu") { input, job in
 ///     try resize(input, checkingCancellation: job)
-/// })
+/// }
 /// ```
+///
+/// Register blocking code (it runs on a thread of its local queue, for CPU work and synchronous I/O) or
+/// asynchronous code (it holds no thread while it awaits). Input and output are `Codable`. An
+/// ``OperationDefinition`` names the type and both; the string forms serve foreign and dynamic types. An empty
+/// registry runs nothing: ``registerDemoOperations()`` adds the types `warren worker` runs.
 public struct OperationRegistry: Sendable {
     /// The local queue operations run on when registered without one.
     public static let defaultLocalQueue = "default"
@@ -37,7 +39,7 @@ public struct OperationRegistry: Sendable {
         operations[type] = RegisteredOperation(
             localQueue: localQueue,
             body: .blocking { input, job in
-                try Self.encode(body(try Self.decode(Input.self, from: input, for: type), job))
+                try Self.encode(body(try Self.decode(Input.self, from: input, for: type), job), for: type)
             })
     }
 
@@ -53,7 +55,7 @@ public struct OperationRegistry: Sendable {
         operations[type] = RegisteredOperation(
             localQueue: localQueue,
             body: .asynchronous { input, job in
-                try Self.encode(await body(try Self.decode(Input.self, from: input, for: type), job))
+                try Self.encode(await body(try Self.decode(Input.self, from: input, for: type), job), for: type)
             })
     }
 
@@ -64,7 +66,8 @@ public struct OperationRegistry: Sendable {
         operations[type] = RegisteredOperation(localQueue: localQueue, body: registered.body)
     }
 
-    subscript(type: String) -> RegisteredOperation? {
+    /// The code registered for `type`.
+    package subscript(type: String) -> RegisteredOperation? {
         operations[type]
     }
 
@@ -90,21 +93,45 @@ public struct OperationRegistry: Sendable {
         }
     }
 
-    private static func encode(_ output: some Encodable) throws -> JSONValue {
+    /// `output` as JSON.
+    /// - Throws: ``JobError`` (`invalidOutput`) naming the operation type and the field JSON cannot hold.
+    private static func encode(_ output: some Encodable, for operationType: String) throws -> JSONValue {
         if let output = output as? JSONValue { return output }
-        return try JSONValue(encoding: output)
+        do {
+            return try JSONValue(encoding: output)
+        } catch let error as EncodingError {
+            throw JobError.invalidOutput(error.summary(root: "output"), operationType: operationType)
+        }
     }
 }
 
 /// An operation type's code, type-erased to JSON in and out.
-struct RegisteredOperation: Sendable {
-    enum Body: Sendable {
+package struct RegisteredOperation: Sendable {
+    package enum Body: Sendable {
         case blocking(@Sendable (JSONValue, JobContext) throws -> JSONValue)
         case asynchronous(@Sendable (JSONValue, JobContext) async throws -> JSONValue)
     }
 
-    let localQueue: String
-    let body: Body
+    package let localQueue: String
+    package let body: Body
+}
+
+extension EncodingError {
+    /// One line that says which field JSON cannot hold, the value being called `root`:
+    /// `output.ratio: NaN is not a JSON number`.
+    func summary(root: String) -> String {
+        switch self {
+        case .invalidValue(let value, let context):
+            let path = DecodingError.inputPath(context.codingPath, root: root)
+            if let number = (value as? Double) ?? (value as? Float).map(Double.init), !number.isFinite {
+                let name = number.isNaN ? "NaN" : number < 0 ? "-infinity" : "infinity"
+                return "\(path): \(name) is not a JSON number"
+            }
+            return "\(path): \(context.debugDescription)"
+        @unknown default:
+            return "\(self)"
+        }
+    }
 }
 
 extension DecodingError {

@@ -1,13 +1,13 @@
 /// Checks the dependencies of jobs about to be enqueued together, before anything is published.
 ///
 /// Thread safety: a value type, used on one thread.
-enum DependencyGraph {
+package enum DependencyGraph {
     /// The requests in an order where every job comes after the jobs of the same submission it depends on.
     /// - Parameter known: The dependency ids, outside the submission, that name jobs enqueued earlier; a request
     ///   that does not check its dependencies (``JobRequest/checksDependencies``) may name others.
     /// - Throws: ``WarrenError`` (`invalidConfiguration`) for a duplicate id, a job that depends on itself, an
     ///   unknown id or a cycle, naming the jobs involved.
-    static func ordered(_ requests: [JobRequest], known: Set<String>) throws -> [JobRequest] {
+    package static func ordered(_ requests: [JobRequest], known: Set<String>) throws -> [JobRequest] {
         if requests.allSatisfy({ $0.dependencies.isEmpty }) {
             // No edges: the submission's own order will do, once its ids are unique.
             if requests.count > 1 {

@@ -1,5 +1,9 @@
 import Foundation
-import Glibc
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// The ids of the jobs this host's producers enqueued (recorded as they are handed to the broker), so that a new job
 /// may depend on them and an unknown id is caught before anything is published. Kept next to the sequence file:

@@ -1,4 +1,8 @@
-import Glibc
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// A ``SequenceStore``'s file kept open between reservations, for a producer that reserves numbers for every
 /// `enqueue`: each reservation then costs the lock, a read and a write, not also an open and a close.

@@ -11,7 +11,7 @@ import Synchronization
 ///
 /// Thread safety: locked. The lifecycle and the task live behind a `Mutex`; Foundation calls `start()` once on a
 /// queue thread, `cancel` comes from the broker thread.
-final class JobOperation: Foundation.Operation, @unchecked Sendable {
+package final class JobOperation: Foundation.Operation, @unchecked Sendable {
     private enum Lifecycle { case pending, executing, finished }
 
     private struct State {
@@ -28,7 +28,7 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
         var finishHeld = false
     }
 
-    let job: JobContext
+    package let job: JobContext
     private let input: JSONValue
     private let body: RegisteredOperation.Body
     private let report: @Sendable (FinishedJob) -> Void
@@ -58,18 +58,26 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
         name = job.jobID
     }
 
-    override var isAsynchronous: Bool { true }
-    override var isExecuting: Bool { state.withLock { $0.lifecycle == .executing } }
+    /// An operation without a crash journal or a start gate, as `WarrenTesting` runs jobs.
+    package static func standalone(
+        job: JobContext, input: JSONValue, body: RegisteredOperation.Body, started: (@Sendable () -> Void)? = nil,
+        report: @escaping @Sendable (FinishedJob) -> Void
+    ) -> JobOperation {
+        JobOperation(job: job, input: input, body: body, started: started, report: report)
+    }
+
+    override package var isAsynchronous: Bool { true }
+    override package var isExecuting: Bool { state.withLock { $0.lifecycle == .executing } }
     /// Whether the job's code has started. Until then the job has not started for the worker, and is sent back to
     /// the broker when the worker stops or pauses, even while the operation executes: it may be waiting on its
     /// thread for its turn under a rate limit (``StartGate``).
-    var hasStarted: Bool { state.withLock { $0.startedAt != nil } }
+    package var hasStarted: Bool { state.withLock { $0.startedAt != nil } }
     /// When the job's code started, for its time limit and `warren status --jobs`; `nil` until it has.
     var startedAt: ContinuousClock.Instant? { state.withLock { $0.startedAt } }
-    override var isFinished: Bool { state.withLock { $0.lifecycle == .finished } }
+    override package var isFinished: Bool { state.withLock { $0.lifecycle == .finished } }
 
     /// Cancels the job: it never starts if it has not, and its code sees `isCancelled` if it has.
-    func cancel(_ cancellation: Cancellation) {
+    package func cancel(_ cancellation: Cancellation) {
         guard job.markCancelled(cancellation) else { return }
         let reportNow = state.withLock { state -> Bool in
             state.task?.cancel()
@@ -83,11 +91,11 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
         }
     }
 
-    override func cancel() {
+    override package func cancel() {
         cancel(.requested)
     }
 
-    override func start() {
+    override package func start() {
         let runs = state.withLock { state -> Bool in
             state.lifecycle = .executing
             return !state.reported
@@ -95,6 +103,8 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
         willChangeValue(forKey: "isExecuting")
         didChangeValue(forKey: "isExecuting")
         guard runs else { return finish() }
+        // A context cancelled before its operation existed (a test's) never runs either.
+        if let cancellation = job.cancellation { return complete(startedAt: nil, outcome: .cancelled(cancellation)) }
         // Before the job counts as started: the broker thread, which cancels jobs whose deadline passes, names a
         // started one differently.
         if let deadline = job.deadline, deadline <= Date(),
@@ -174,7 +184,7 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
     /// Maps what the code did to an outcome. A job cancelled while it ran ends `cancelled` however it returned:
     /// its result is no longer wanted (ListAdder's "is this still the operation I want?"). One cancelled because it
     /// ran past its time limit ends `failed` (`timeLimit`) however it returned: it did not do its work in time.
-    private func outcome(_ run: () throws -> JSONValue) -> JobOutcome {
+    private func outcome(_ run: () throws -> JSONValue) -> JobOutcome<JSONValue> {
         let result = Result { try run() }
         if let cancellation = job.cancellation {
             guard cancellation.reason == Cancellation.timeLimitReason else { return .cancelled(cancellation) }
@@ -194,7 +204,7 @@ final class JobOperation: Foundation.Operation, @unchecked Sendable {
         }
     }
 
-    private func complete(startedAt: Date?, outcome: JobOutcome) {
+    private func complete(startedAt: Date?, outcome: JobOutcome<JSONValue>) {
         // The finish is held (or not) before the report: the broker thread releases it only after the report.
         let (reports, journalSlot, holds) = state.withLock { state -> (Bool, Int?, Bool) in
             defer {

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ServiceLifecycle
 
 /// Enqueues the jobs of ``Schedule``s at their ticks: Celery beat, or Sidekiq's periodic jobs, over RabbitMQ.
 ///
@@ -17,12 +18,14 @@ import Logging
 /// ```swift
 /// let every5 = Schedule(name: "cleanup", recurrence: .cron(try CronExpression("*/5 * * * *"), .gmt), type: "cleanup")
 /// let scheduler = try Scheduler(configuration: .init(url: "amqp://guest:guest@localhost/%2F", schedules: [every5]))
-/// try await scheduler.run()   // until scheduler.stop()
+/// try await scheduler.run()   // until scheduler.stop(), or the service group's graceful shutdown
 /// ```
+///
+/// A scheduler is a `Service`: run it in a `ServiceGroup`, whose graceful shutdown stops it as ``stop()`` does.
 ///
 /// Thread safety: immutable, but for the mailbox and the health, which are locked. Its broker connections live on the
 /// thread that runs it and nowhere else.
-public final class Scheduler: Sendable {
+public final class Scheduler: Service, Sendable {
     /// How a scheduler connects and what it enqueues.
     public struct Configuration: Sendable {
         /// Broker URL, `amqp://user:password@host:port/vhost`; several, separated by commas, are tried in turn.
@@ -106,12 +109,16 @@ public final class Scheduler: Sendable {
         session.run()
     }
 
-    /// Connects and schedules until ``stop()``, on a thread of its own. Cancelling the task that awaits it stops the
-    /// scheduler as ``stop()`` does; it returns once the scheduler stopped.
+    /// Connects and schedules until ``stop()``, on a thread of its own. A service group's graceful shutdown, or
+    /// cancelling the task that awaits it, stops the scheduler as ``stop()`` does; it returns once it stopped.
     /// - Throws: ``WarrenError`` (`broker`) when no broker address accepts the first connection (see
     ///   ``runOnCurrentThread()``).
     public func run() async throws {
-        try await BrokerThread.run(named: "warren.scheduler", { [self] in try runOnCurrentThread() }, onCancel: stop)
+        try await withGracefulShutdownHandler {
+            try await BrokerThread.run(named: "warren.scheduler", { [self] in try runOnCurrentThread() }, onCancel: stop)
+        } onGracefulShutdown: { [self] in
+            stop()
+        }
     }
 
     /// Stops: closes the connections, so that another scheduler leads. Safe from any thread.

@@ -64,10 +64,16 @@ public struct JobError: Sendable, Hashable, Codable, Error, CustomStringConverti
     static func invalidInput(_ detail: String, operationType: String) -> JobError {
         JobError(code: "invalidInput", message: "input does not match operation type '\(operationType)': \(detail)")
     }
+
+    /// An `invalidOutput` error for output of `operationType` that JSON cannot hold, or that a producer cannot
+    /// decode, `detail` saying where and why.
+    static func invalidOutput(_ detail: String, operationType: String) -> JobError {
+        JobError(code: "invalidOutput", message: "output does not match operation type '\(operationType)': \(detail)")
+    }
 }
 
 /// Why a job was cancelled.
-public struct Cancellation: Sendable, Hashable, Codable {
+public struct Cancellation: Sendable, Hashable, Codable, Error, CustomStringConvertible {
     /// `requested` (warren cancel), `superseded` (a newer job of the same key) or `deadline`; as a job's code sees
     /// it, also `timeLimit` (it ran past its type's time limit) and the reasons that send it back to the broker.
     public var reason: String
@@ -80,9 +86,12 @@ public struct Cancellation: Sendable, Hashable, Codable {
 
     public static let requested = Cancellation(reason: "requested", message: "cancelled by request")
 
+    /// `reason: message`, as `warren results` prints it.
+    public var description: String { "\(reason): \(message)" }
+
     /// The reason of a job cancelled because it ran past its time limit; it ends `failed` (`timeLimit`), not
     /// `cancelled`.
-    static let timeLimitReason = "timeLimit"
+    package static let timeLimitReason = "timeLimit"
 
     /// Reasons a worker stops a job without ending it: its delivery goes back to the broker, and no result is
     /// published (the worker is stopping, paused on the job's queue, lost the connection the job came on, or learnt

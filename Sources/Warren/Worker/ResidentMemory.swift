@@ -1,10 +1,24 @@
-import Glibc
 import Logging
 
-/// The resident memory of this process, as the kernel counts it in `/proc/self/statm`.
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The resident memory of this process, as the kernel counts it in `/proc/self/statm`: Linux only.
 ///
 /// Thread safety: stateless.
 enum ResidentMemory {
+    /// Whether this system has `/proc/self/statm`. Elsewhere a worker refuses ``Worker/Configuration/maxResidentMemory``.
+    static var isSupported: Bool {
+        #if os(Linux)
+            true
+        #else
+            false
+        #endif
+    }
+
     /// The resident set size in bytes; `nil` where `/proc` cannot be read.
     static func bytes() -> Int? {
         let descriptor = open("/proc/self/statm", O_RDONLY | O_CLOEXEC)

@@ -1,21 +1,24 @@
 import AMQP
 import Foundation
 import Logging
+import ServiceLifecycle
 import Synchronization
 
 /// A long-running process's worker: consumes operation descriptors from broker queues into local operation queues,
 /// runs them, publishes each result and acknowledges the job only once the broker confirmed the result.
 ///
 /// ```swift
-/// var registry = OperationRegistry.builtIn
-/// registry.register("resize", blocking: { (input: ResizeInput, job) in try resize(input, job) })
+/// var registry = OperationRegistry()
+/// registry.register(Resize.self) { input, job in try resize(input, job) }
 /// let worker = try Worker(configuration: .init(url: "amqp://guest:guest@localhost/%2F"), registry: registry)
-/// try await worker.run()   // until worker.stop()
+/// try await worker.run()   // until worker.stop(), or the service group's graceful shutdown
 /// ```
+///
+/// A worker is a `Service`: run it in a `ServiceGroup`, whose graceful shutdown stops it as ``stop()`` does.
 ///
 /// Thread safety: immutable, but for the mailbox, the health and the recycling handover, which are locked, and
 /// ``stoppedToRecycle`` and whether a stop was asked for, atomic. The broker connection lives on the thread that runs the worker and nowhere else.
-public final class Worker: Sendable {
+public final class Worker: Service, Sendable {
     /// How a worker connects and behaves.
     public struct Configuration: Sendable {
         /// Broker URL, `amqp://user:password@host:port/vhost`; several, separated by commas, are tried in turn
@@ -246,6 +249,10 @@ public final class Worker: Sendable {
         if let maxJobs = configuration.maxJobs, maxJobs < 1 {
             throw WarrenError(.invalidConfiguration, "max jobs \(maxJobs) must be at least 1")
         }
+        if configuration.maxResidentMemory != nil, !ResidentMemory.isSupported {
+            throw WarrenError(
+                .invalidConfiguration, "max resident memory needs /proc/self/statm, which only Linux has")
+        }
         if let memory = configuration.maxResidentMemory, memory < 1 << 20 {
             throw WarrenError(.invalidConfiguration, "max resident memory \(memory) bytes must be at least 1 MiB")
         }
@@ -298,17 +305,28 @@ public final class Worker: Sendable {
         try session.run()
     }
 
-    /// Connects and works until ``stop()``, on a broker thread of its own. Cancelling the task that awaits it stops
-    /// the worker as ``stop()`` does, gracefully (a task group or a service lifecycle ending), unless ``stop()`` was
-    /// called already: the cancellation then does not count as a second call; it returns once the worker stopped.
+    /// Connects and works until ``stop()``, on a broker thread of its own.
+    ///
+    /// In a `ServiceGroup`, the group's graceful shutdown stops the worker as ``stop()`` does, and `run()` returns
+    /// once its jobs drained. Cancelling the task that awaits it stops it gracefully too, unless a stop came already:
+    /// the cancellation then does not count as a second ``stop()``.
     /// - Throws: ``WarrenError`` when no broker address accepts the first connection, or when the worker runs
     ///   already (see ``runOnCurrentThread()``).
     public func run() async throws {
-        try await BrokerThread.run(named: "warren.broker", { [self] in try runOnCurrentThread() }) { [self] in
-            if stopAsked.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged {
-                stoppedToRecycle = false
-                mailbox.post(.stop)
+        try await withGracefulShutdownHandler {
+            try await BrokerThread.run(named: "warren.broker", { [self] in try runOnCurrentThread() }) { [self] in
+                stopOnce()
             }
+        } onGracefulShutdown: { [self] in
+            stopOnce()
+        }
+    }
+
+    /// Stops as ``stop()`` does, unless a stop was asked for already.
+    private func stopOnce() {
+        if stopAsked.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged {
+            stoppedToRecycle = false
+            mailbox.post(.stop)
         }
     }
 

@@ -80,21 +80,6 @@ extension JobOutcome {
         if case .succeeded = self { return true }
         return false
     }
-
-    var output: JSONValue? {
-        if case .succeeded(let output) = self { return output }
-        return nil
-    }
-
-    var error: JobError? {
-        if case .failed(let error) = self { return error }
-        return nil
-    }
-
-    var cancellation: Cancellation? {
-        if case .cancelled(let cancellation) = self { return cancellation }
-        return nil
-    }
 }
 
 extension JSONValue {

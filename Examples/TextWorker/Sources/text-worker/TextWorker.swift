@@ -1,28 +1,48 @@
 import ArgumentParser
+import Foundation
+import Logging
+import ServiceLifecycle
+import TextOperations
 import Warren
-import WarrenCLI
 
-/// `text-worker`: a Warren worker that runs the built-in operation types and this package's text operations.
+/// `text-worker`: a Warren worker for this package's text operations, hosted by a `ServiceGroup`.
 ///
-/// All of `warren worker`'s options come from ``WarrenCLI/WorkerOptions``; this command only adds operation types.
-/// `wordcount` runs on the local queue `cpu`, so start the worker with `--local-queue cpu=N` (or move it elsewhere
-/// with `--assign wordcount=default`).
+/// The group stops the worker gracefully on SIGTERM or SIGINT: it takes no new jobs, lets running ones finish,
+/// and exits 0. The demo types of `warren worker` (`sum`, `sleep`, `echo`, `fail`) are not registered: a worker
+/// of your own runs only what it registers.
 @main
-struct TextWorker: ParsableCommand {
+struct TextWorker: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "text-worker",
-        abstract: "A Warren worker with its own text operations; runs until SIGTERM or SIGINT.",
-        discussion: """
-            Operation types: wordcount (on local queue cpu), shout, validate-email, and the built-in sum, sleep, \
-            echo, fail. Give the cpu local queue a width:
-              text-worker --url amqp://guest:guest@localhost:5672/%2F --local-queue cpu=2
-            """)
+        abstract: "A Warren worker with its own text operations; runs until SIGTERM or SIGINT.")
 
-    @OptionGroup var options: WorkerOptions
+    @Option(help: "Broker URL (default: $WARREN_URL, else amqp://guest:guest@localhost:5672/%2F).")
+    var url: String?
 
-    func run() throws {
-        var registry = OperationRegistry.builtIn
+    @Option(help: "Broker queue to consume; repeat for several (default: warren.default).")
+    var queue: [String] = []
+
+    @Option(help: "Width of the local queue cpu, where wordcount runs (default: 2).")
+    var cpuWidth = 2
+
+    @Option(help: "Name in results and logs (default: host-pid).")
+    var workerID: String?
+
+    func run() async throws {
+        var registry = OperationRegistry()
         registry.registerTextOperations()
-        try options.run(registry: registry)
+        let logger = Logger(label: "text-worker")
+        var configuration = Worker.Configuration(url: url ?? Self.defaultURL)
+        if !queue.isEmpty { configuration.queues = queue }
+        configuration.localQueues[OperationRegistry.cpuLocalQueue] = cpuWidth
+        if let workerID { configuration.workerID = workerID }
+        configuration.logger = logger
+        let worker = try Worker(configuration: configuration, registry: registry)
+        let group = ServiceGroup(services: [worker], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        try await group.run()
+    }
+
+    static var defaultURL: String {
+        ProcessInfo.processInfo.environment["WARREN_URL"] ?? "amqp://guest:guest@localhost:5672/%2F"
     }
 }

@@ -1,6 +1,11 @@
+import AMQP
 import Foundation
-import Glibc
 import Synchronization
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// The jobs a worker process is executing, kept in a file that outlives the process. When the process dies
 /// (killed, crashed, out of memory), a worker of the same broker with the same state directory finds the file no
@@ -61,7 +66,7 @@ final class CrashJournal: @unchecked Sendable {
         guard flock(descriptor, LOCK_EX) == 0, let base = Self.map(descriptor, slots: slots) else {
             let error = Self.failure("set up", temporary)
             unlink(temporary)
-            Glibc.close(descriptor)
+            SystemCall.close(descriptor)
             throw error
         }
         let prefix = Self.headerPrefix(broker: broker)
@@ -71,7 +76,7 @@ final class CrashJournal: @unchecked Sendable {
             let error = Self.failure("name", path)
             munmap(base, (slots + 1) * Self.recordSize)
             unlink(temporary)
-            Glibc.close(descriptor)
+            SystemCall.close(descriptor)
             throw error
         }
         mapping = Mapping(descriptor: descriptor, base: base, slots: slots, free: Array((0..<slots).reversed()))
@@ -133,7 +138,7 @@ final class CrashJournal: @unchecked Sendable {
             ftruncate(mapping.descriptor, 0)
             unlink(path)
             munmap(base, (mapping.slots + 1) * Self.recordSize)
-            Glibc.close(mapping.descriptor)
+            SystemCall.close(mapping.descriptor)
             mapping.base = nil
         }
     }
@@ -201,13 +206,13 @@ extension CrashJournal {
         func discard() -> Bool {
             guard descriptor >= 0 else { return true }
             let removed = unlink(path) == 0
-            Glibc.close(descriptor)
+            SystemCall.close(descriptor)
             descriptor = -1
             return removed
         }
 
         deinit {
-            if descriptor >= 0 { Glibc.close(descriptor) }
+            if descriptor >= 0 { SystemCall.close(descriptor) }
         }
     }
 
@@ -240,7 +245,7 @@ extension CrashJournal {
             var descriptor = open(path, O_RDWR | O_CLOEXEC)
             if descriptor < 0, errno == EROFS || errno == EACCES { descriptor = open(path, O_RDONLY | O_CLOEXEC) }
             guard descriptor >= 0 else { continue }
-            defer { if descriptor >= 0 { Glibc.close(descriptor) } }
+            defer { if descriptor >= 0 { SystemCall.close(descriptor) } }
             var status = stat()
             let free = flock(descriptor, LOCK_EX | LOCK_NB) == 0
             // Unlinked meanwhile: its worker closed it, or its reporter is done.
@@ -302,6 +307,6 @@ extension CrashJournal {
         let descriptor = open(path, O_RDWR | O_CLOEXEC)
         guard descriptor >= 0 else { return }
         if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { unlink(path) }
-        Glibc.close(descriptor)
+        SystemCall.close(descriptor)
     }
 }

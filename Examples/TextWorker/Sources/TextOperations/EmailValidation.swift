@@ -4,29 +4,36 @@ import Warren
 ///
 /// It shows a user-defined failure: an input that is not an address ends the job `failed` with the error code
 /// `invalidEmail`, which producers can tell apart from Warren's own codes (`invalidInput`, `handlerError`, ...).
-enum EmailValidation {
+public enum EmailValidation: OperationDefinition {
     /// The operation type name producers use.
-    static let type = "validate-email"
+    public static let type = "validate-email"
 
     /// The error code of a job whose input is not an email address.
-    static let invalidEmail = "invalidEmail"
+    public static let invalidEmail = "invalidEmail"
 
     /// The job's input: `{"email": "..."}`.
-    struct Input: Codable, Sendable {
-        var email: String
+    public struct Input: Codable, Sendable {
+        public var email: String
+
+        public init(email: String) { self.email = email }
     }
 
     /// The job's output: `{"local": "someone", "domain": "example.com"}`.
-    struct Output: Codable, Sendable {
+    public struct Output: Codable, Sendable, Equatable {
         /// The part before the `@`.
-        var local: String
+        public var local: String
         /// The part after the `@`.
-        var domain: String
+        public var domain: String
+
+        public init(local: String, domain: String) {
+            self.local = local
+            self.domain = domain
+        }
     }
 
     /// Checks `input.email`: one `@`, with text before and after it.
     /// - Throws: `JobError` with code `invalidEmail` when it is not an address.
-    static func run(_ input: Input, job: JobContext) throws -> Output {
+    @Sendable public static func run(_ input: Input, job: JobContext) throws -> Output {
         let parts = input.email.split(separator: "@", omittingEmptySubsequences: false)
         guard parts.count == 2 else {
             let problem = parts.count < 2 ? "it has no '@'" : "it has more than one '@'"

@@ -70,17 +70,18 @@ public struct FailInput: Codable, Sendable {
 }
 
 extension OperationRegistry {
-    /// A registry holding the built-in operation types, for demos and tests:
+    /// Registers the demo operation types, which `warren worker` runs, for demos and tests:
     /// - `sum` (blocking): adds `numbers` (with `addDependencySums`, also its dependencies' sums), sleeping `delayMs`
     ///   before each, checking for cancellation between them and reporting progress.
     /// - `sleep` (asynchronous): waits `seconds` without holding a thread; cancellable.
     /// - `echo` (blocking): returns its input.
     /// - `fail` (blocking): fails with `code` (default `requestedFailure`), `message`, `retryable` and
     ///   `retryAfter` (seconds); with `succeedFromAttempt`, succeeds from that attempt on.
-    public static var builtIn: OperationRegistry {
-        var registry = OperationRegistry()
-        registry.register("sum", blocking: sum)
-        registry.register("sleep", asynchronous: { (input: SleepInput, job: JobContext) in
+    ///
+    /// A worker of your own runs them only when asked: `OperationRegistry()` holds none.
+    public mutating func registerDemoOperations() {
+        register("sum", blocking: Self.sum)
+        register("sleep", asynchronous: { (input: SleepInput, job: JobContext) in
             guard (0...SleepInput.maxSeconds).contains(input.seconds) else {
                 throw job.invalidInput(
                     "input.seconds: \(JSONWriter.text(of: input.seconds)) is outside 0...\(Int(SleepInput.maxSeconds))")
@@ -88,8 +89,8 @@ extension OperationRegistry {
             try await Task.sleep(for: .seconds(input.seconds))
             return ["slept": input.seconds]
         })
-        registry.register("echo", blocking: { (input: JSONValue, _: JobContext) in input })
-        registry.register("fail", blocking: { (input: FailInput, job: JobContext) -> JSONValue in
+        register("echo", blocking: { (input: JSONValue, _: JobContext) in input })
+        register("fail", blocking: { (input: FailInput, job: JobContext) -> JSONValue in
             if let from = input.succeedFromAttempt, job.attempt >= from { return ["attempt": .number(Double(job.attempt))] }
             if let after = input.retryAfter, !(0...JobError.maxRetryAfter.seconds).contains(after) {
                 throw job.invalidInput(
@@ -99,8 +100,18 @@ extension OperationRegistry {
                 code: input.code ?? "requestedFailure", message: input.message ?? "failed on request",
                 retryable: input.retryable ?? false, retryAfter: input.retryAfter.map { .milliseconds($0 * 1000) })
         })
+    }
+
+    /// A registry holding only the demo operation types (``registerDemoOperations()``).
+    public static var demo: OperationRegistry {
+        var registry = OperationRegistry()
+        registry.registerDemoOperations()
         return registry
     }
+
+    /// A registry holding only the demo operation types.
+    @available(*, deprecated, renamed: "demo", message: "start from OperationRegistry() and registerDemoOperations()")
+    public static var builtIn: OperationRegistry { demo }
 
     @Sendable private static func sum(_ input: SumInput, job: JobContext) throws -> SumOutput {
         if let delay = input.delayMs, !SumInput.delays.contains(delay) {
