@@ -29,7 +29,7 @@ public struct WarrenError: Error, Sendable, CustomStringConvertible {
         public static let duplicate = Code("duplicate")
         /// The operating system refused what was asked of it (running a worker's executable again).
         public static let system = Code("system")
-        /// An `enqueue` stopped publishing when told to (``Producer/interruption``): the jobs in `enqueuedJobIDs`
+        /// An `enqueue` stopped publishing when told to (`warren enqueue` interrupted by a signal): the jobs in `enqueuedJobIDs`
         /// are enqueued, the others of the call are not.
         public static let interrupted = Code("interrupted")
     }

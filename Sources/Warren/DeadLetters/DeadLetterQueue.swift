@@ -7,7 +7,7 @@ import Foundation
 /// Requeueing republishes the original message to its job queue with a fresh attempt count, waits for the
 /// broker's confirm, and only then removes it from the dead-letter queue: nothing is lost on the way.
 ///
-/// Thread safety: confined, like ``Producer``: use it from the thread that created it.
+/// Thread safety: confined: use it from the thread that created it.
 public final class DeadLetterQueue {
     static let channel: UInt16 = 1
     let connection: AMQPConnection

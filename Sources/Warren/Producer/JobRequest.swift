@@ -18,7 +18,7 @@ public struct JobRequest: Sendable {
     /// (at once).
     public var notBefore: Date?
     /// Jobs (by id) that must end before this one starts: jobs enqueued earlier with this state directory (its job
-    /// journal, next to the sequence file), or jobs of the same ``Producer/enqueue(_:watch:)-([JobRequest],_)``
+    /// journal, next to the sequence file), or jobs of the same ``SharedProducer/enqueue(_:watch:)-([JobRequest],_)``
     /// call. Default: none.
     public var dependencies: [String]
     /// With ``dependencies``: end `cancelled` instead of running when one of them did not succeed. Default: `false`.
@@ -38,14 +38,14 @@ public struct JobRequest: Sendable {
     /// Makes the job unique for its ``key`` (Sidekiq's unique jobs): it is enqueued only if no other job of that key
     /// holds the key's lock, and then holds it until it ends for good (succeeded, failed, cancelled or
     /// dead-lettered; not between retries), or for at most this long (1 second to 7 days), whichever comes first.
-    /// When the lock is held, ``Producer/enqueue(_:watch:)-(JobRequest,_)`` throws ``WarrenError/Code/duplicate``
+    /// When the lock is held, ``SharedProducer/enqueue(_:watch:)-(JobRequest,_)`` throws ``WarrenError/Code/duplicate``
     /// and enqueues nothing. Needs a ``key`` of 1 to ``OperationDescriptor/maxUniqueKeyLength`` bytes; not with
     /// ``supersede``.
     /// Default: none.
     public var uniqueFor: Duration?
     /// A queue that receives the job's result and progress reports, through the default exchange, instead of
     /// the `warren.results` exchange (its `reply_to` property). It must exist when the job is enqueued (else
-    /// ``Producer/enqueue(_:watch:)-(JobRequest,_)`` throws `invalidConfiguration`) and when it ends, or the result
+    /// ``SharedProducer/enqueue(_:watch:)-(JobRequest,_)`` throws `invalidConfiguration`) and when it ends, or the result
     /// is only in the results stream. Default: none. A job enqueued with `watch: true` uses the producer's own.
     public var replyTo: String?
     /// The job id. Default: a new UUID.

@@ -20,7 +20,7 @@ import Synchronization
 ///
 /// Thread safety: confined, as TN2109 confines a libxml2 parser: not `Sendable`; use it from the thread that
 /// created it. Create one producer per thread that publishes, or share one ``SharedProducer`` among tasks.
-public final class Producer {
+package final class Producer {
     private let link: ProducerConnection
     private let enqueuer: JobEnqueuer
     private let control: ControlClient

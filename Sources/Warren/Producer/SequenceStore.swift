@@ -10,7 +10,7 @@ import Foundation
 /// A reservation of `count` numbers takes `first = max(last + 1, microseconds since 1970)` and the numbers
 /// `first ... first + count - 1`, where `last` is kept in a file under an exclusive `flock`: numbers never repeat
 /// or go backwards on one host, even across restarts, and numbers from hosts with synchronised clocks interleave in
-/// time order. ``Producer`` reserves the numbers of one `enqueue` call at once: one lock, one read and one write
+/// time order. A producer reserves the numbers of one `enqueue` call at once: one lock, one read and one write
 /// per call, not per job, through the file it keeps open.
 ///
 /// The file holds the last number handed out as decimal text, right-aligned in a fixed-width record

@@ -2,10 +2,10 @@ import AMQP
 import Foundation
 import Synchronization
 
-/// A producer for any thread or task: it keeps one ``Producer`` on a thread of its own and runs each call there, in
+/// A producer for any thread or task: it keeps one connection on a thread of its own and runs each call there, in
 /// the order the calls arrive, handing each outcome back to its caller, as TN2109 confines a library that is not
 /// thread safe to one thread and passes work to it. Use one per process (an app server's request handlers, say)
-/// instead of one ``Producer`` per thread; no cooperative thread waits for the broker.
+/// instead of one connection per thread; no cooperative thread waits for the broker.
 ///
 /// ```swift
 /// let jobs = try SharedProducer(url: "amqp://guest:guest@localhost/%2F")
@@ -19,7 +19,7 @@ import Synchronization
 /// The next call connects anew.
 ///
 /// Thread safety: locked hand-off. Calls queue in a `Mailbox` whose wake-up signal the thread this object starts
-/// watches beside the broker's socket; the ``Producer`` is confined to that thread, which ends once ``close()`` was
+/// watches beside the broker's socket; the connection is confined to that thread, which ends once ``close()`` was
 /// called (or the object is released) and the calls queued before it ran.
 public final class SharedProducer: Sendable {
     private let line: CallLine
@@ -52,7 +52,7 @@ public final class SharedProducer: Sendable {
     }
 
     /// Publishes a job and returns its descriptor once the broker confirmed it
-    /// (``Producer/enqueue(_:watch:)-(JobRequest,_)``).
+    /// (``enqueue(_:watch:)-([JobRequest],_)`` for one).
     /// - Parameters:
     ///   - request: The job.
     ///   - watch: Send its result to this producer, for ``result(of:timeout:)``.
@@ -61,7 +61,7 @@ public final class SharedProducer: Sendable {
     }
 
     /// Publishes jobs and returns their descriptors once the broker confirmed all of them
-    /// (``Producer/enqueue(_:watch:)-([JobRequest],_)``).
+    /// (all of them, or none when the call fails).
     /// - Parameters:
     ///   - requests: The jobs.
     ///   - watch: Send their results to this producer, for ``result(of:timeout:)``.
@@ -89,12 +89,12 @@ public final class SharedProducer: Sendable {
         }
     }
 
-    /// Cancels jobs wherever they are (``Producer/cancel(jobIDs:)``).
+    /// Cancels jobs wherever they are: executing, waiting in a worker, or still in the broker.
     public func cancel(jobIDs: [String]) async throws {
         try await withProducer { try $0.cancel(jobIDs: jobIDs) }
     }
 
-    /// Cancels every job of `key` whose sequence is below `sequence` (``Producer/supersede(key:before:)``).
+    /// Cancels every job of `key` whose sequence is below `sequence`.
     public func supersede(key: String, before sequence: UInt64) async throws {
         try await withProducer { try $0.supersede(key: key, before: sequence) }
     }
@@ -106,7 +106,7 @@ public final class SharedProducer: Sendable {
     /// - Throws: What `body` throws; ``WarrenError`` (`broker`) when the producer cannot connect,
     ///   (`invalidConfiguration`) once ``close()`` was called; `CancellationError` when the task was cancelled
     ///   before its turn.
-    public func withProducer<T: Sendable>(_ body: @escaping @Sendable (Producer) throws -> T) async throws -> T {
+    package func withProducer<T: Sendable>(_ body: @escaping @Sendable (Producer) throws -> T) async throws -> T {
         let ticket = CancellationTicket()
         return try await withTaskCancellationHandler {
             try await call(body, ticket: ticket)

@@ -10,7 +10,7 @@ import Foundation
 /// while case .result(let result, _)? = try reader.next(waitingUpTo: .seconds(1)) { print(result) }
 /// ```
 ///
-/// Thread safety: confined, like ``Producer``: use it from the thread that created it.
+/// Thread safety: confined: use it from the thread that created it.
 public final class ResultReader {
     /// Where in the stream reading starts.
     public enum Start: Sendable, Equatable {
