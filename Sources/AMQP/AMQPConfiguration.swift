@@ -64,7 +64,8 @@ public struct AMQPConfiguration: Sendable, Hashable {
             throw AMQPError(
                 .invalidURL,
                 "invalid broker URL '\(Self.redactInvalid(url).prefix(200))': expected "
-                    + "amqp://user:password@host:port/vhost (percent-encode '/', '@', ':', '?' and ',' in a user name or password: %2F, %40, %3A, %3F, %2C)")
+                    + "amqp://user:password@host:port/vhost (percent-encode '/', '@', ':', '?' and ',' in a user name or password: %2F, %40, %3A, %3F, %2C)"
+            )
         }
         host = String(cString: info.host)
         port = Int(info.port)
@@ -133,9 +134,12 @@ public struct AMQPConfiguration: Sendable, Hashable {
         let refuse = { (problem: String) in AMQPError(.invalidURL, "invalid broker URL '\(shown)': \(problem)") }
         // A hostile or mangled URL may carry a password into its query: only a plain name or number is echoed.
         let plain = { (text: String) in
-            let isPlain = text.count <= 40 && text.unicodeScalars.allSatisfy { scalar in
-                scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || "_.-".unicodeScalars.contains(scalar))
-            }
+            let isPlain =
+                text.count <= 40
+                && text.unicodeScalars.allSatisfy { scalar in
+                    scalar.isASCII
+                        && (CharacterSet.alphanumerics.contains(scalar) || "_.-".unicodeScalars.contains(scalar))
+                }
             return isPlain ? text : "…"
         }
         for (item, value) in query.sorted(by: { $0.key < $1.key }) where !item.isEmpty {
@@ -145,7 +149,8 @@ public struct AMQPConfiguration: Sendable, Hashable {
                 if item == "cacertfile" {
                     caCertificatePath = value
                 } else if value != "verify_peer" {
-                    throw refuse("verify=\(plain(value)): Warren always verifies the broker's certificate (verify_peer)")
+                    throw refuse(
+                        "verify=\(plain(value)): Warren always verifies the broker's certificate (verify_peer)")
                 }
             case "heartbeat":
                 guard let seconds = Int(value), (0...65_535).contains(seconds) else {

@@ -1,4 +1,5 @@
 internal import CRabbitMQ
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -54,7 +55,7 @@ public final class AMQPConnection {
     }
 
     private func open() throws {
-        let where_ = "\(configuration.host):\(configuration.port)"
+        let address = "\(configuration.host):\(configuration.port)"
         let socket: OpaquePointer?
         if configuration.usesTLS {
             socket = amqp_ssl_socket_new(state)
@@ -93,9 +94,9 @@ public final class AMQPConnection {
                 AMQP_STATUS_SSL_CONNECTION_FAILED, AMQP_STATUS_SSL_ERROR,
             ]
             if tlsFailures.contains(where: { $0.rawValue == status }) {
-                throw AMQPError(.tlsFailed, "cannot connect to \(where_): \(reason)")
+                throw AMQPError(.tlsFailed, "cannot connect to \(address): \(reason)")
             }
-            throw AMQPError(.connectionFailed, "cannot connect to \(where_): \(reason); is a broker listening there?")
+            throw AMQPError(.connectionFailed, "cannot connect to \(address): \(reason); is a broker listening there?")
         }
         let arena = CArena()
         let capabilities: AMQPTable = [
@@ -119,7 +120,7 @@ public final class AMQPConnection {
                 // The user's or the virtual host's connection limit: trying again may do, once another closes.
                 throw AMQPError(
                     .connectionFailed,
-                    "cannot connect to \(where_) as user '\(configuration.user)': a connection limit is reached",
+                    "cannot connect to \(address) as user '\(configuration.user)': a connection limit is reached",
                     replyCode: close.reply_code, replyText: text)
             }
             let problem =
@@ -129,7 +130,7 @@ public final class AMQPConnection {
             // The broker's words after NOT_ALLOWED name the virtual host and why; after ACCESS_REFUSED they only
             // point to its log.
             throw AMQPError(
-                .authenticationFailed, "broker at \(where_) refused user '\(configuration.user)': \(problem)",
+                .authenticationFailed, "broker at \(address) refused user '\(configuration.user)': \(problem)",
                 replyCode: close.reply_code, replyText: close.reply_code == 530 ? text : Self.shortReplyText(text))
         }
         // RabbitMQ refuses credentials with a connection.close (403), since this client asks for it
@@ -141,11 +142,11 @@ public final class AMQPConnection {
         {
             throw AMQPError(
                 .connectionFailed,
-                "cannot connect to \(where_): the connection closed before the broker let this client log in "
+                "cannot connect to \(address): the connection closed before the broker let this client log in "
                     + "(is a broker starting there, or behind a proxy?"
                     + (configuration.usesTLS ? ")" : " Or is it a TLS port, for amqps://?)"))
         }
-        try check(reply, "log in to \(where_)")
+        try check(reply, "log in to \(address)")
         let limit = configuration.rpcTimeout.components
         var rpcLimit = timeval(tv_sec: Int(limit.seconds), tv_usec: Int(limit.attoseconds / 1_000_000_000_000))
         _ = amqp_set_rpc_timeout(state, &rpcLimit)
@@ -242,8 +243,10 @@ public final class AMQPConnection {
                         + "nodes, which streams and quorum queues need?)"
                     : "cannot \(action): no answer from the broker in time (is it an AMQP broker, and does it run?)")
         }
-        let lost = [AMQP_STATUS_CONNECTION_CLOSED, AMQP_STATUS_SOCKET_ERROR, AMQP_STATUS_SOCKET_CLOSED,
-                    AMQP_STATUS_HEARTBEAT_TIMEOUT, AMQP_STATUS_SSL_ERROR, AMQP_STATUS_TCP_ERROR]
+        let lost = [
+            AMQP_STATUS_CONNECTION_CLOSED, AMQP_STATUS_SOCKET_ERROR, AMQP_STATUS_SOCKET_CLOSED,
+            AMQP_STATUS_HEARTBEAT_TIMEOUT, AMQP_STATUS_SSL_ERROR, AMQP_STATUS_TCP_ERROR,
+        ]
         let code: AMQPError.Code = lost.contains(where: { $0.rawValue == status }) ? .connectionLost : .library
         return AMQPError(code, "cannot \(action): \(Self.statusText(status))")
     }

@@ -1,4 +1,5 @@
 internal import CRabbitMQ
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)

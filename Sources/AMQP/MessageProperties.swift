@@ -65,22 +65,58 @@ extension MessageProperties {
     func encoded(in arena: CArena) -> amqp_basic_properties_t {
         var c = amqp_basic_properties_t()
         var flags: Int32 = 0
-        if let contentType { c.content_type = arena.bytes(contentType); flags |= AMQP_BASIC_CONTENT_TYPE_FLAG }
+        if let contentType {
+            c.content_type = arena.bytes(contentType)
+            flags |= AMQP_BASIC_CONTENT_TYPE_FLAG
+        }
         if let contentEncoding {
             c.content_encoding = arena.bytes(contentEncoding)
             flags |= AMQP_BASIC_CONTENT_ENCODING_FLAG
         }
-        if let headers { c.headers = arena.table(headers); flags |= AMQP_BASIC_HEADERS_FLAG }
-        if let persistent { c.delivery_mode = persistent ? 2 : 1; flags |= AMQP_BASIC_DELIVERY_MODE_FLAG }
-        if let priority { c.priority = priority; flags |= AMQP_BASIC_PRIORITY_FLAG }
-        if let correlationID { c.correlation_id = arena.bytes(correlationID); flags |= AMQP_BASIC_CORRELATION_ID_FLAG }
-        if let replyTo { c.reply_to = arena.bytes(replyTo); flags |= AMQP_BASIC_REPLY_TO_FLAG }
-        if let expiration { c.expiration = arena.bytes(expiration); flags |= AMQP_BASIC_EXPIRATION_FLAG }
-        if let messageID { c.message_id = arena.bytes(messageID); flags |= AMQP_BASIC_MESSAGE_ID_FLAG }
-        if let timestamp { c.timestamp = timestamp; flags |= AMQP_BASIC_TIMESTAMP_FLAG }
-        if let type { c.type = arena.bytes(type); flags |= AMQP_BASIC_TYPE_FLAG }
-        if let userID { c.user_id = arena.bytes(userID); flags |= AMQP_BASIC_USER_ID_FLAG }
-        if let appID { c.app_id = arena.bytes(appID); flags |= AMQP_BASIC_APP_ID_FLAG }
+        if let headers {
+            c.headers = arena.table(headers)
+            flags |= AMQP_BASIC_HEADERS_FLAG
+        }
+        if let persistent {
+            c.delivery_mode = persistent ? 2 : 1
+            flags |= AMQP_BASIC_DELIVERY_MODE_FLAG
+        }
+        if let priority {
+            c.priority = priority
+            flags |= AMQP_BASIC_PRIORITY_FLAG
+        }
+        if let correlationID {
+            c.correlation_id = arena.bytes(correlationID)
+            flags |= AMQP_BASIC_CORRELATION_ID_FLAG
+        }
+        if let replyTo {
+            c.reply_to = arena.bytes(replyTo)
+            flags |= AMQP_BASIC_REPLY_TO_FLAG
+        }
+        if let expiration {
+            c.expiration = arena.bytes(expiration)
+            flags |= AMQP_BASIC_EXPIRATION_FLAG
+        }
+        if let messageID {
+            c.message_id = arena.bytes(messageID)
+            flags |= AMQP_BASIC_MESSAGE_ID_FLAG
+        }
+        if let timestamp {
+            c.timestamp = timestamp
+            flags |= AMQP_BASIC_TIMESTAMP_FLAG
+        }
+        if let type {
+            c.type = arena.bytes(type)
+            flags |= AMQP_BASIC_TYPE_FLAG
+        }
+        if let userID {
+            c.user_id = arena.bytes(userID)
+            flags |= AMQP_BASIC_USER_ID_FLAG
+        }
+        if let appID {
+            c.app_id = arena.bytes(appID)
+            flags |= AMQP_BASIC_APP_ID_FLAG
+        }
         c._flags = amqp_flags_t(flags)
         return c
     }

@@ -1,6 +1,7 @@
 import AMQP
 import Foundation
 import Warren
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)

@@ -105,7 +105,8 @@ struct CancelCommand: ParsableCommand {
             throw ValidationError("--ids-from \(path): cannot read it")
         }
         var ids: [String] = []
-        let lines = String(decoding: data, as: UTF8.self).split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
+        let lines = String(decoding: data, as: UTF8.self).split(
+            omittingEmptySubsequences: false, whereSeparator: \.isNewline)
         for (number, line) in zip(1..., lines) {
             let id = line.prefix { $0 != "#" }.trimmingCharacters(in: .whitespaces)
             guard !id.isEmpty else { continue }

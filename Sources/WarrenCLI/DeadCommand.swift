@@ -107,7 +107,8 @@ struct DeadCommand: ParsableCommand {
             }
             for letter in report.duplicates {
                 StandardErrorLines.write(
-                    "warren: a later letter of job \(letter.jobID ?? "-") stays dead: requeueing it too would run the job twice\n")
+                    "warren: a later letter of job \(letter.jobID ?? "-") stays dead: requeueing it too would run the job twice\n"
+                )
             }
             if let why = report.copiesLeft {
                 StandardErrorLines.write(

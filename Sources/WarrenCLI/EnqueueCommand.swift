@@ -36,10 +36,13 @@ struct EnqueueCommand: ParsableCommand {
 
     @Flag(
         name: .customLong("unchecked-dependencies"),
-        help: "With --depends-on or --graph: accept ids of jobs this producer did not enqueue (another host or client).")
+        help: "With --depends-on or --graph: accept ids of jobs this producer did not enqueue (another host or client)."
+    )
     var uncheckedDependencies = false
 
-    @Option(name: .long, help: ArgumentHelp("The input: JSON text, or @FILE to read it from a file.", valueName: "json|@file"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("The input: JSON text, or @FILE to read it from a file.", valueName: "json|@file"))
     var input: String?
 
     @Option(name: .long, help: "veryLow, low, normal, high or veryHigh (default normal).")
@@ -83,7 +86,9 @@ struct EnqueueCommand: ParsableCommand {
             "Start the job no sooner than this instant (ISO 8601: 2026-11-24T09:00:00Z).", valueName: "date"))
     var at: Instant?
 
-    @Option(name: .customLong("max-attempts"), parsing: .unconditional, help: "Runs at most this often when it fails with a retryable error (default 3).")
+    @Option(
+        name: .customLong("max-attempts"), parsing: .unconditional,
+        help: "Runs at most this often when it fails with a retryable error (default 3).")
     var maxAttempts: Int?
 
     @Option(
@@ -121,7 +126,9 @@ struct EnqueueCommand: ParsableCommand {
     var json = false
 
     func validate() throws {
-        if (type == nil) == (graph == nil) { throw ValidationError("name an operation type, or --graph FILE (not both)") }
+        if (type == nil) == (graph == nil) {
+            throw ValidationError("name an operation type, or --graph FILE (not both)")
+        }
         if let type, let problem = OperationDescriptor.problem(withType: type) { throw ValidationError(problem) }
         let setsJob =
             !dependsOn.isEmpty || supersede || key != nil || deadline != nil || delay != nil || at != nil
@@ -226,7 +233,7 @@ struct EnqueueCommand: ParsableCommand {
         }
         do {
             try StandardStreams.checkOutput(lost: "the ids of the \(descriptors.count) enqueued job(s)", lines: lines)
-        } catch where signals.received != nil {
+        } catch  where signals.received != nil {
             throw signals.exitCode
         }
         warnOfPrioritiesOnPlainQueues(requests, producer)
@@ -425,7 +432,9 @@ final class StoredResults {
                 reader?.close()
                 reader = nil
                 // A permission missing (read on warren.results) stays missing until the deadline.
-                if error.isAccessRefused { throw WarrenError(.broker, "cannot read the results stream: \(error.message)") }
+                if error.isAccessRefused {
+                    throw WarrenError(.broker, "cannot read the results stream: \(error.message)")
+                }
                 unreachable = error
                 Thread.sleep(forTimeInterval: min(delay, max(deadline - ContinuousClock.now, .zero)) / .seconds(1))
                 delay = min(delay * 2, .seconds(5))

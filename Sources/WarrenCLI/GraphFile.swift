@@ -48,7 +48,8 @@ struct GraphFile: Decodable {
                 value = span.seconds
             } else {
                 throw DecodingError.dataCorruptedError(
-                    in: container, debugDescription: "expected seconds: a number, or a string such as \"30s\" or \"10m\"")
+                    in: container,
+                    debugDescription: "expected seconds: a number, or a string such as \"30s\" or \"10m\"")
             }
         }
     }
@@ -72,7 +73,8 @@ struct GraphFile: Decodable {
         }
         let shape = "{\"jobs\": [{\"name\", \"type\", …}]}"
         if let offset = JSONText.trailingCommaOffset(in: Array(data)) {
-            throw GraphFileError("the graph file '\(path)' is not JSON: a comma before a closing bracket at byte \(offset)")
+            throw GraphFileError(
+                "the graph file '\(path)' is not JSON: a comma before a closing bracket at byte \(offset)")
         }
         if let problem = InputNesting.problem(in: Array(data), levelsAbove: 3) {
             throw GraphFileError("the graph file '\(path)': a job's input \(problem)")
@@ -97,8 +99,9 @@ struct GraphFile: Decodable {
         for job in graph.jobs {
             if job.name.isEmpty { throw GraphFileError("a job's name is empty") }
             // `NAME ID` lines must read back unambiguously.
-            if job.name.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F })
-            {
+            if job.name.unicodeScalars.contains(where: {
+                $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F
+            }) {
                 throw GraphFileError(
                     "job '\(ResultPrinter.printable(job.name))': a name has no spaces or control characters")
             }
@@ -109,7 +112,8 @@ struct GraphFile: Decodable {
                 throw GraphFileError("job '\(job.name)': requireSuccess needs dependsOn")
             }
             if let deadline = job.deadline?.value, !(deadline > 0 && deadline.isFinite) {
-                throw GraphFileError("job '\(job.name)': deadline must be a number of seconds above 0 (got \(deadline))")
+                throw GraphFileError(
+                    "job '\(job.name)': deadline must be a number of seconds above 0 (got \(deadline))")
             }
             if let attempts = job.maxAttempts, attempts < 1 {
                 throw GraphFileError("job '\(job.name)': maxAttempts must be at least 1 (got \(attempts))")
@@ -117,7 +121,8 @@ struct GraphFile: Decodable {
             if let delay = job.delay?.value, !(delay >= 0 && delay.isFinite) {
                 throw GraphFileError("job '\(job.name)': delay must be a number of seconds, 0 or more (got \(delay))")
             }
-            if let timeLimit = job.timeLimit?.value, let problem = OperationDescriptor.problem(withTimeLimit: timeLimit) {
+            if let timeLimit = job.timeLimit?.value, let problem = OperationDescriptor.problem(withTimeLimit: timeLimit)
+            {
                 throw GraphFileError("job '\(job.name)': timeLimit: \(problem)")
             }
             if let uniqueFor = job.uniqueFor?.value,
@@ -144,7 +149,8 @@ struct GraphFile: Decodable {
             guard case .object(let members) = job else { continue }
             if let unknown = members.keys.sorted().first(where: { !jobMembers.contains($0) }) {
                 throw GraphFileError(
-                    "jobs[\(index)]: unknown member '\(unknown)' (a job has \(jobMembers.sorted().joined(separator: ", ")))")
+                    "jobs[\(index)]: unknown member '\(unknown)' (a job has \(jobMembers.sorted().joined(separator: ", ")))"
+                )
             }
         }
     }
@@ -157,7 +163,8 @@ struct GraphFile: Decodable {
                 type: job.type, input: job.input ?? .null, priority: job.priority ?? .normal, key: job.key,
                 queue: job.queue ?? defaultQueue, deadline: job.deadline.map { Date(timeIntervalSinceNow: $0.value) },
                 notBefore: job.delay.map { Date(timeIntervalSinceNow: $0.value) }, maxAttempts: job.maxAttempts,
-                timeLimit: job.timeLimit.map { .seconds($0.value) }, uniqueFor: job.uniqueFor.map { .seconds($0.value) },
+                timeLimit: job.timeLimit.map { .seconds($0.value) },
+                uniqueFor: job.uniqueFor.map { .seconds($0.value) },
                 dependencies: (job.dependsOn ?? []).map { ids[$0] ?? $0 }, requireSuccess: job.requireSuccess ?? false,
                 id: ids[job.name]!)
         }

@@ -51,7 +51,8 @@ struct HealthCommand: ParsableCommand {
         }
         if json, let body {
             // Written anew: one line of valid JSON, whatever line breaks the endpoint's text held.
-            let line = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes])
+            let line = try JSONSerialization.data(
+                withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes])
             print(String(decoding: line, as: UTF8.self))
         } else {
             for (name, component) in components.sorted(by: { $0.key < $1.key }) {

@@ -1,6 +1,7 @@
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)

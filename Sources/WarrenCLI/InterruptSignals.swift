@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Synchronization
 import Warren
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)

@@ -5,6 +5,7 @@ import NIOPosix
 import Prometheus
 import Synchronization
 import Warren
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -63,7 +64,9 @@ final class MetricsServer: Sendable {
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { [connections = ConnectionCount()] channel in
-                guard connections.admit() else { return channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel) }
+                guard connections.admit() else {
+                    return channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel)
+                }
                 channel.closeFuture.whenComplete { _ in connections.release() }
                 return channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations

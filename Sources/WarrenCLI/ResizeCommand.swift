@@ -30,7 +30,9 @@ struct ResizeCommand: ParsableCommand {
 
     func validate() throws {
         _ = try widths()
-        if !(0...3600).contains(timeout) { throw ValidationError("--timeout \(timeout): expected seconds from 0 to 3600") }
+        if !(0...3600).contains(timeout) {
+            throw ValidationError("--timeout \(timeout): expected seconds from 0 to 3600")
+        }
     }
 
     /// The local queues and widths asked for, in order.
@@ -40,7 +42,8 @@ struct ResizeCommand: ParsableCommand {
             let (name, value) = try WorkerOptions.split(entry, option: "resize", form: "name=width")
             guard let width = Int(value), LocalQueue.widths.contains(width) else {
                 throw ValidationError(
-                    "resize \(entry): expected a width from \(LocalQueue.widths.lowerBound) to \(LocalQueue.widths.upperBound)")
+                    "resize \(entry): expected a width from \(LocalQueue.widths.lowerBound) to \(LocalQueue.widths.upperBound)"
+                )
             }
             guard seen.insert(name).inserted else { throw ValidationError("resize: \(name) is given twice") }
             return (name, width)
@@ -61,7 +64,9 @@ struct ResizeCommand: ParsableCommand {
             }
             for (workerID, width) in holders {
                 print("\(ResultPrinter.printable(workerID)) local \(name) width=\(width)")
-                if width != asked { problems.append("worker \(workerID) reports width \(width) for \(name), not \(asked)") }
+                if width != asked {
+                    problems.append("worker \(workerID) reports width \(width) for \(name), not \(asked)")
+                }
             }
             if holders.isEmpty { problems.append(absence(of: name, among: statuses)) }
         }

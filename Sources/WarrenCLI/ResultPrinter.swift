@@ -7,7 +7,9 @@ enum ResultPrinter {
         var fields = [result.status.rawValue, printable(result.jobID)]
         switch verdict {
         case .current: break
-        case .stale(let newer): fields[0] = "stale"; fields.append("(newer seq=\(newer) already seen; was \(result.status.rawValue))")
+        case .stale(let newer):
+            fields[0] = "stale"
+            fields.append("(newer seq=\(newer) already seen; was \(result.status.rawValue))")
         case .duplicate: fields[0] = "duplicate"
         }
         if let type = result.type { fields.append("type=\(printable(type))") }
@@ -16,7 +18,9 @@ enum ResultPrinter {
         fields.append("worker=\(printable(result.workerID))")
         fields.append("attempt=\(result.attempt)")
         if let requeuedAt = result.requeuedAt { fields.append("requeued=\(WireCoding.text(of: requeuedAt))") }
-        if let output = result.output, let text = try? String(decoding: JSONEncoder.sorted.encode(output), as: UTF8.self) {
+        if let output = result.output,
+            let text = try? String(decoding: JSONEncoder.sorted.encode(output), as: UTF8.self)
+        {
             fields.append("output=\(jsonEscapingControls(text))")
         }
         if let error = result.error { fields.append("error=\(printable(error.code)): \(printable(error.message))") }

@@ -6,7 +6,8 @@ import Warren
 struct ResultsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "results",
-        abstract: "Print stored results, or follow them as they arrive; for keyed jobs, report older arrivals as stale.",
+        abstract:
+            "Print stored results, or follow them as they arrive; for keyed jobs, report older arrivals as stale.",
         discussion: """
             Reads the warren.results stream, which keeps every result for 7 days; reading removes nothing. \
             Without --follow, prints the results stored when it starts (all of them, or those since --since) and \

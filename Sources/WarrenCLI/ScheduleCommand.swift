@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Logging
 import Warren
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)

@@ -15,7 +15,9 @@ struct ScopeOptions: ParsableArguments {
 
     func validate() throws {
         try QueueArgument.validate(queue.map { [$0] } ?? [])
-        if !(0...3600).contains(timeout) { throw ValidationError("--timeout \(timeout): expected seconds from 0 to 3600") }
+        if !(0...3600).contains(timeout) {
+            throw ValidationError("--timeout \(timeout): expected seconds from 0 to 3600")
+        }
     }
 
     var description: String {
@@ -54,7 +56,8 @@ struct ScopeOptions: ParsableArguments {
                 """
         } else {
             let others =
-                live.isEmpty ? "none did" : "live: \(live.sorted().map(ResultPrinter.printable).joined(separator: ", "))"
+                live.isEmpty
+                ? "none did" : "live: \(live.sorted().map(ResultPrinter.printable).joined(separator: ", "))"
             problem = """
                 no live worker reported as \(ResultPrinter.printable(worker)) within \(timeout) s (\(others)); \
                 the \(what) holds for a day for a worker of that id started meanwhile

@@ -1,5 +1,6 @@
 import AMQP
 import Synchronization
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)

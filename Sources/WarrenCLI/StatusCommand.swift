@@ -30,14 +30,17 @@ struct StatusCommand: ParsableCommand {
         help: "Also list the jobs each worker holds: executing ones (longest running first), then waiting ones.")
     var jobs = false
 
-    @Option(name: .customLong("jobs-limit"), help: "List at most this many jobs per worker (implies --jobs; default: 100).")
+    @Option(
+        name: .customLong("jobs-limit"), help: "List at most this many jobs per worker (implies --jobs; default: 100).")
     var jobsLimit: Int?
 
     @Flag(name: .long, help: "Print one JSON object per line: each worker, each queue, then the dead letters.")
     var json = false
 
     func validate() throws {
-        if !(0...3600).contains(timeout) { throw ValidationError("--timeout \(timeout): expected seconds from 0 to 3600") }
+        if !(0...3600).contains(timeout) {
+            throw ValidationError("--timeout \(timeout): expected seconds from 0 to 3600")
+        }
         if let jobsLimit, !(1...100_000).contains(jobsLimit) {
             throw ValidationError("--jobs-limit \(jobsLimit): expected 1 to 100000")
         }
@@ -108,9 +111,11 @@ struct StatusCommand: ParsableCommand {
             switch status {
             case .success(let status?):
                 print(
-                    "queue \(ResultPrinter.printable(name)) waiting=\(status.waiting) delayed=\(status.delayed) consumers=\(status.consumers)")
+                    "queue \(ResultPrinter.printable(name)) waiting=\(status.waiting) delayed=\(status.delayed) consumers=\(status.consumers)"
+                )
             case .success(nil): print("queue \(ResultPrinter.printable(name)): no such queue")
-            case .failure(let error): print("queue \(ResultPrinter.printable(name)): unreachable: \(ResultPrinter.printable(error.message))")
+            case .failure(let error):
+                print("queue \(ResultPrinter.printable(name)): unreachable: \(ResultPrinter.printable(error.message))")
             }
         }
         switch deadLetters {
@@ -207,7 +212,9 @@ struct StatusCommand: ParsableCommand {
         if milliseconds < 1000 { return "\(milliseconds)ms" }
         guard milliseconds % 1000 == 0 else { return "\(Double(milliseconds) / 1000)s" }
         let whole = milliseconds / 1000
-        for (unit, size) in [("d", 86_400), ("h", 3600), ("m", 60)] where whole % size == 0 { return "\(whole / size)\(unit)" }
+        for (unit, size) in [("d", 86_400), ("h", 3600), ("m", 60)] where whole % size == 0 {
+            return "\(whole / size)\(unit)"
+        }
         return "\(whole)s"
     }
 

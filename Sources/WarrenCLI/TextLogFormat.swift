@@ -1,4 +1,5 @@
 import Logging
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)

@@ -5,7 +5,8 @@ import Warren
 struct UnlockCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "unlock",
-        abstract: "Free the unique lock of each key, whoever holds it, so that the next unique job of the key is enqueued.",
+        abstract:
+            "Free the unique lock of each key, whoever holds it, so that the next unique job of the key is enqueued.",
         discussion: """
             A lock frees itself when its job ends or its --unique-for passes; this is for a lock you know is stale. \
             The job that held it is not cancelled (use warren cancel). Prints, per key, the job that held the lock \

@@ -61,7 +61,7 @@ public struct WarrenCommand: ParsableCommand {
                 fail(error, usageOf: commandType, root: Root.self)
             }
             try StandardStreams.checkOutput()
-        } catch where Root.exitCode(for: error) == .success {
+        } catch  where Root.exitCode(for: error) == .success {
             // Help and the version: printed here, so that help that cannot be written is no success either.
             let message = Root.fullMessage(for: error)
             if !message.isEmpty { print(message) }

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import Metrics
 import Warren
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -211,7 +212,9 @@ public struct WorkerOptions: ParsableArguments {
         }
         for entry in rateLimits {
             let (type, value) = try Self.split(entry, option: "--rate-limit", form: "type=N/unit")
-            guard configuration.rateLimits[type] == nil else { throw ValidationError("--rate-limit \(type) is given twice") }
+            guard configuration.rateLimits[type] == nil else {
+                throw ValidationError("--rate-limit \(type) is given twice")
+            }
             do {
                 configuration.rateLimits[type] = try RateLimit(parsing: value)
             } catch let error as WarrenError {
@@ -231,9 +234,12 @@ public struct WorkerOptions: ParsableArguments {
         }
         for entry in timeLimits {
             let (type, value) = try Self.split(entry, option: "--time-limit", form: "type=duration")
-            guard configuration.timeLimits[type] == nil else { throw ValidationError("--time-limit \(type) is given twice") }
+            guard configuration.timeLimits[type] == nil else {
+                throw ValidationError("--time-limit \(type) is given twice")
+            }
             guard let span = TimeSpan(argument: value) else {
-                throw ValidationError("--time-limit \(entry): '\(value)' is no duration (seconds, or 250ms, 30s, 10m, 2h, 1d)")
+                throw ValidationError(
+                    "--time-limit \(entry): '\(value)' is no duration (seconds, or 250ms, 30s, 10m, 2h, 1d)")
             }
             let limit = span.duration
             guard span.seconds <= 31_536_000, limit >= .milliseconds(1) else {

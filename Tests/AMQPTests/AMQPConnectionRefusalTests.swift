@@ -7,7 +7,8 @@ import Testing
 @Suite struct AMQPConnectionRefusalTests {
     /// A listener on a free port of 127.0.0.1 that accepts each connection and closes it at once, as a proxy in front
     /// of a broker that is not up yet does.
-    final class ClosingListener: @unchecked Sendable {  // Thread safety: immutable once made; the thread owns the socket.
+    // Thread safety: immutable once made; the thread owns the socket.
+    final class ClosingListener: @unchecked Sendable {
         let port: UInt16
         private let socket: Int32
 
@@ -36,7 +37,10 @@ import Testing
             }
         }
 
-        deinit { shutdown(socket, Int32(SHUT_RDWR)); close(socket) }
+        deinit {
+            shutdown(socket, Int32(SHUT_RDWR))
+            close(socket)
+        }
     }
 
     @Test func aConnectionClosedBeforeLoginIsAFailureToConnectNotARefusedPassword() throws {

@@ -12,7 +12,8 @@ extension Integration {
             let tap = try MessageTap.results()
             let first = try CLI.startWorker(queue: queue, id: "doomed", arguments: ["--width", "1"])
             defer { first.terminate() }
-            let job = try producer.enqueue(JobRequest(type: "sum", input: .numbers(Array(1...20), delayMs: 100), queue: queue))
+            let job = try producer.enqueue(
+                JobRequest(type: "sum", input: .numbers(Array(1...20), delayMs: 100), queue: queue))
             try first.waitForStart(of: job.id)
             first.signal(SIGKILL)
             first.waitForExit()
@@ -42,7 +43,8 @@ extension Integration {
             let tap = try MessageTap.results()
             let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "1", "--prefetch", "3"])
             defer { worker.terminate() }
-            let running = try producer.enqueue(JobRequest(type: "sum", input: .numbers(Array(1...10), delayMs: 100), queue: queue))
+            let running = try producer.enqueue(
+                JobRequest(type: "sum", input: .numbers(Array(1...10), delayMs: 100), queue: queue))
             let waiting = try producer.enqueue(JobRequest(type: "echo", input: "later", queue: queue))
             try worker.waitForStart(of: running.id)
             worker.signal(signal)

@@ -19,18 +19,41 @@ extension Integration {
         }
 
         static let cases: [Case] = [
-            Case(name: "malformed JSON", body: Array("{\"version\":1,\"id\":".utf8), code: "malformedMessage", detail: "not valid JSON"),
-            Case(name: "JSON that is not an object", body: Array("[1,2,3]".utf8), code: "invalidDescriptor", detail: "not an object"),
-            Case(name: "missing type", body: descriptor("\"input\":null"), code: "invalidDescriptor", detail: "missing key 'type'"),
-            Case(name: "unknown type", body: descriptor("\"type\":\"frobnicate\""), code: "unknownType", detail: "unknown operation type 'frobnicate'"),
-            Case(name: "input that does not decode", body: descriptor("\"type\":\"sum\",\"input\":{\"numbers\":[1,\"two\"]}"), code: "invalidInput", detail: "numbers[1]"),
-            Case(name: "unsupported version", body: Array("{\"version\":2,\"id\":\"ID\",\"type\":\"echo\"}".utf8), code: "unsupportedVersion", detail: "version 2"),
-            Case(name: "wrong content type", body: descriptor("\"type\":\"echo\""), contentType: "text/plain", code: "unsupportedContentType", detail: "text/plain"),
-            Case(name: "a job id that cannot be a routing key", body: Array("{\"version\":1,\"id\":\"\(String(repeating: "x", count: 300))\",\"type\":\"echo\"}".utf8), code: "invalidDescriptor", detail: "job id must be"),
-            Case(name: "oversized message", body: descriptor("\"type\":\"echo\",\"input\":\"\(String(repeating: "x", count: 5000))\""), code: "oversized", detail: "exceeds the limit of 4096 bytes"),
+            Case(
+                name: "malformed JSON", body: Array("{\"version\":1,\"id\":".utf8), code: "malformedMessage",
+                detail: "not valid JSON"),
+            Case(
+                name: "JSON that is not an object", body: Array("[1,2,3]".utf8), code: "invalidDescriptor",
+                detail: "not an object"),
+            Case(
+                name: "missing type", body: descriptor("\"input\":null"), code: "invalidDescriptor",
+                detail: "missing key 'type'"),
+            Case(
+                name: "unknown type", body: descriptor("\"type\":\"frobnicate\""), code: "unknownType",
+                detail: "unknown operation type 'frobnicate'"),
+            Case(
+                name: "input that does not decode",
+                body: descriptor("\"type\":\"sum\",\"input\":{\"numbers\":[1,\"two\"]}"), code: "invalidInput",
+                detail: "numbers[1]"),
+            Case(
+                name: "unsupported version", body: Array("{\"version\":2,\"id\":\"ID\",\"type\":\"echo\"}".utf8),
+                code: "unsupportedVersion", detail: "version 2"),
+            Case(
+                name: "wrong content type", body: descriptor("\"type\":\"echo\""), contentType: "text/plain",
+                code: "unsupportedContentType", detail: "text/plain"),
+            Case(
+                name: "a job id that cannot be a routing key",
+                body: Array("{\"version\":1,\"id\":\"\(String(repeating: "x", count: 300))\",\"type\":\"echo\"}".utf8),
+                code: "invalidDescriptor", detail: "job id must be"),
+            Case(
+                name: "oversized message",
+                body: descriptor("\"type\":\"echo\",\"input\":\"\(String(repeating: "x", count: 5000))\""),
+                code: "oversized", detail: "exceeds the limit of 4096 bytes"),
         ]
 
-        @Test("bad input ends failed with a precise reason, is dead-lettered with the reason, and the worker keeps running", arguments: cases)
+        @Test(
+            "bad input ends failed with a precise reason, is dead-lettered with the reason, and the worker keeps running",
+            arguments: cases)
         func badInput(_ badCase: Case) throws {
             let queue = TestEnvironment.uniqueName("bad")
             defer { BrokerProbe.delete(queue) }
@@ -39,13 +62,16 @@ extension Integration {
             let worker = try CLI.startWorker(queue: queue, arguments: ["--max-message-bytes", "4096"])
             defer { worker.terminate() }
             let id = UUID().uuidString.lowercased()
-            let body = Array(String(decoding: badCase.body, as: UTF8.self).replacingOccurrences(of: "\"ID\"", with: "\"\(id)\"").utf8)
+            let body = Array(
+                String(decoding: badCase.body, as: UTF8.self).replacingOccurrences(of: "\"ID\"", with: "\"\(id)\"").utf8
+            )
             let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
             defer { connection.close() }
             try connection.openChannel(1)
             // The producer's own headers, of every AMQP type, pass through to the dead letter unchanged.
             let headers: AMQPTable = [
-                "x-trace": "t-1", "x-count": .int(-7), "x-ratio": .double(0.25), "x-price": .decimal(decimals: 2, value: 1999),
+                "x-trace": "t-1", "x-count": .int(-7), "x-ratio": .double(0.25),
+                "x-price": .decimal(decimals: 2, value: 1999),
                 "x-at": .timestamp(1_700_000_000), "x-flag": .bool(true), "x-raw": .bytes([0, 255]),
                 "x-nested": .table(["deeper": .array([.int(1), .decimal(decimals: 1, value: 5)])]),
             ]
@@ -66,7 +92,8 @@ extension Integration {
             #expect(letter.properties.headers?[Topology.deadReasonHeader]?.stringValue == badCase.code)
             #expect(letter.properties.headers?[Topology.deadQueueHeader]?.stringValue == queue)
             #expect(letter.body == body, "the dead letter keeps the original body")
-            #expect(letter.properties.expiration == nil, "the job's time-to-live would drop its letter from warren.dead")
+            #expect(
+                letter.properties.expiration == nil, "the job's time-to-live would drop its letter from warren.dead")
             for (name, value) in headers {
                 #expect(letter.properties.headers?[name] == value, "\(name)")
             }
@@ -76,12 +103,16 @@ extension Integration {
             #expect(try BrokerProbe.depth(of: queue) == 0)
         }
 
-        @Test("a stream given as a job queue is not consumed, with an error; a job that only says it came from one runs")
+        @Test(
+            "a stream given as a job queue is not consumed, with an error; a job that only says it came from one runs")
         func streamAsJobQueue() throws {
             let url = try TestEnvironment.brokerURL
             let stream = TestEnvironment.uniqueName("stream-jobs")
             let classic = TestEnvironment.uniqueName("forged-offset")
-            defer { BrokerProbe.delete(stream); BrokerProbe.delete(classic) }
+            defer {
+                BrokerProbe.delete(stream)
+                BrokerProbe.delete(classic)
+            }
             let connection = try AMQPConnection(configuration: AMQPConfiguration(url: url))
             defer { connection.close() }
             try connection.openChannel(1)
@@ -113,7 +144,8 @@ extension Integration {
             #expect(enqueue.stderr.contains("queue '\(stream)' is a stream"), "\(enqueue.stderr)")
         }
 
-        @Test("dead letters of unreadable descriptors go by the id of their failed result; what they name prints escaped")
+        @Test(
+            "dead letters of unreadable descriptors go by the id of their failed result; what they name prints escaped")
         func unreadableDeadLetters() throws {
             let url = try TestEnvironment.brokerURL
             let queue = TestEnvironment.uniqueName("unreadable")
@@ -148,7 +180,8 @@ extension Integration {
             // An oversized body is never read: its id is its message_id, its type the AMQP type. Another body's type
             // is the body's, as in its failed result.
             let (oversized, versionless) = ("\(tag)-big", "\(tag)-versionless")
-            let big = #"{"version":1,"id":"\#(tag)-inside","type":"echo","input":"\#(String(repeating: "x", count: 5000))"}"#
+            let big =
+                #"{"version":1,"id":"\#(tag)-inside","type":"echo","input":"\#(String(repeating: "x", count: 5000))"}"#
             for (body, messageID) in [(big, oversized), (#"{"id":"\#(versionless)","type":"echo"}"#, nil)] {
                 try connection.publish(
                     Array(body.utf8), exchange: "", routingKey: queue,
@@ -197,7 +230,10 @@ extension Integration {
             let input = try TestEnvironment.temporaryDirectory().appendingPathComponent("big.json")
             try Data("\"\(String(repeating: "x", count: 1 << 20))\"".utf8).write(to: input)
             let output = try CLI.run(
-                ["enqueue", "echo", "--input", "@" + input.path, "--queue", queue, "--url", try TestEnvironment.brokerURL])
+                [
+                    "enqueue", "echo", "--input", "@" + input.path, "--queue", queue, "--url",
+                    try TestEnvironment.brokerURL,
+                ])
             #expect(output.status == 0, "\(output.stderr)")
             let id = output.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
             #expect(output.stderr.contains("warning: job \(id) is "), "\(output.stderr)")
@@ -242,12 +278,15 @@ extension Integration {
             #expect(output.stderr.split(separator: "\n").count == 1, "\(output.stderr)")
         }
 
-        @Test("a worker or scheduler logging JSON that cannot connect says so in JSON, every line of it, retries included")
+        @Test(
+            "a worker or scheduler logging JSON that cannot connect says so in JSON, every line of it, retries included"
+        )
         func brokerDownInJSON() throws {
             for arguments in try Self.workerAndScheduler() {
                 let output = try CLI.run(
                     arguments + [
-                        "--url", "amqp://guest:guest@127.0.0.1:1/%2F", "--log-format", "json", "--wait-for-broker", "1s",
+                        "--url", "amqp://guest:guest@127.0.0.1:1/%2F", "--log-format", "json", "--wait-for-broker",
+                        "1s",
                     ])
                 #expect(output.status == 1, "\(arguments)")
                 let lines = output.stderr.split(separator: "\n")

@@ -52,8 +52,11 @@ extension Integration {
             let url = try TestEnvironment.brokerURL
             let directory = try TestEnvironment.temporaryDirectory()
             for (arguments, message) in [
-                (["--json", "/nonexistent-warren/bench.json"], "--json /nonexistent-warren/bench.json: "
-                    + "/nonexistent-warren: No such file or directory"),
+                (
+                    ["--json", "/nonexistent-warren/bench.json"],
+                    "--json /nonexistent-warren/bench.json: "
+                        + "/nonexistent-warren: No such file or directory"
+                ),
                 (["--json", directory.path], "--json \(directory.path): is a directory"),
                 (["--broker-pid", "0"], "--broker-pid 0: no such process"),
                 (["--broker-pid", "2147483647"], "--broker-pid 2147483647: no such process"),

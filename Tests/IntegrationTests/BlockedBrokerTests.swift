@@ -43,8 +43,10 @@ extension Integration {
             let queue = TestEnvironment.uniqueName("blocked-enqueue")
             defer { BrokerProbe.delete(queue) }
             let graph = try TestEnvironment.temporaryDirectory().appendingPathComponent("graph.json")
-            try Data(#"{"jobs":[{"name":"first","type":"echo"},{"name":"then","type":"echo","dependsOn":["first"]}]}"#.utf8)
-                .write(to: graph)
+            try Data(
+                #"{"jobs":[{"name":"first","type":"echo"},{"name":"then","type":"echo","dependsOn":["first"]}]}"#.utf8
+            )
+            .write(to: graph)
             let output = try Self.withMemoryAlarm {
                 let enqueue = try ChildProcess(
                     TestEnvironment.warrenBinary,
@@ -54,7 +56,8 @@ extension Integration {
                 // Its publishes wait for confirms the blocked broker does not send; then the connection goes.
                 Thread.sleep(forTimeInterval: 2)
                 try Chaos.closeConnections(
-                    named: "warren producer \(enqueue.process.processIdentifier)", reason: "test: lost while enqueueing")
+                    named: "warren producer \(enqueue.process.processIdentifier)", reason: "test: lost while enqueueing"
+                )
                 return (enqueue.waitForExit(timeout: .seconds(40)), enqueue.stdout, enqueue.stderr)
             }
             #expect(output.0 == 1, "\(output.2)")
@@ -75,7 +78,9 @@ extension Integration {
             #expect(output.status == 1, "\(output.stderr)")
             #expect(output.stdout.contains("queue \(queue) waiting=1"), "\(output.stdout)")
             #expect(output.stdout.contains("dead letters="), "\(output.stdout)")
-            #expect(output.stderr.contains("workers unknown: the broker did not take the status request"), "\(output.stderr)")
+            #expect(
+                output.stderr.contains("workers unknown: the broker did not take the status request"),
+                "\(output.stderr)")
         }
 
         @Test("a worker that starts while the broker blocks publishers stops on SIGTERM, not after its setup's waits")
@@ -104,7 +109,8 @@ extension Integration {
             let file = directory.appendingPathComponent("schedule.json")
             let queue = TestEnvironment.uniqueName("blocked-schedule")
             defer { BrokerProbe.delete(queue) }
-            let schedule = #"{"schedules": [{"name": "\#(queue)", "every": "5s", "type": "echo", "queue": "\#(queue)"}]}"#
+            let schedule =
+                #"{"schedules": [{"name": "\#(queue)", "every": "5s", "type": "echo", "queue": "\#(queue)"}]}"#
             try Data(schedule.utf8).write(to: file)
             try Self.withMemoryAlarm {
                 let scheduler = try ChildProcess(

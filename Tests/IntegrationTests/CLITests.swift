@@ -53,7 +53,9 @@ extension Integration {
             #expect(slow.stderr.contains("no result for job"))
         }
 
-        @Test("enqueue --graph --wait prints results as they arrive; at the timeout it names the late jobs and exits 3 if one failed")
+        @Test(
+            "enqueue --graph --wait prints results as they arrive; at the timeout it names the late jobs and exits 3 if one failed"
+        )
         func graphWait() throws {
             let url = try TestEnvironment.brokerURL
             let queue = TestEnvironment.uniqueName("graph-wait")
@@ -65,7 +67,9 @@ extension Integration {
                 #"{"jobs":[{"name":"slow","type":"sleep","input":{"seconds":30}},{"name":"bad","type":"fail"},{"name":"quick","type":"echo","input":1}]}"#
                     .utf8
             ).write(to: graph)
-            let output = try CLI.run(["enqueue", "--graph", graph.path, "--wait", "--timeout", "3", "--queue", queue, "--url", url])
+            let output = try CLI.run([
+                "enqueue", "--graph", graph.path, "--wait", "--timeout", "3", "--queue", queue, "--url", url,
+            ])
             #expect(output.status == 3, "\(output.stdout)\(output.stderr)")
             #expect(output.stdout.contains("bad failed"), "\(output.stdout)")
             #expect(output.stdout.contains("quick succeeded"), "\(output.stdout)")
@@ -137,7 +141,10 @@ extension Integration {
                 ["results", "--job", "bad id!"],
                 ["dead", "list", "--limit=-1"],
                 ["cancel", "--key", "k", "--before", "99999999999999999"],
-                ["enqueue", "echo", "--input", String(repeating: "[", count: 500) + String(repeating: "]", count: 500)],
+                [
+                    "enqueue", "echo", "--input",
+                    String(repeating: "[", count: 500) + String(repeating: "]", count: 500),
+                ],
                 ["worker", "--max-nesting-depth", "501"],
                 ["purge", "warren.dead", "--yes"],
                 ["dead", "delete", "some-id", "--all", "--yes"],
@@ -173,7 +180,9 @@ extension Integration {
                 let known = try CLI.run([command, "--worker", "pause-known", "--queue", queue, "--url", url])
                 #expect(known.status == 0, "\(known.stderr)")
                 // A queue the worker does not consume, or that the broker does not have, is not obeyed either.
-                let elsewhere = try CLI.run([command, "--worker", "pause-known", "--queue", "warren.default", "--url", url])
+                let elsewhere = try CLI.run([
+                    command, "--worker", "pause-known", "--queue", "warren.default", "--url", url,
+                ])
                 #expect(elsewhere.status == 1, "\(elsewhere.stderr)")
                 #expect(
                     elsewhere.stderr.contains(
@@ -207,7 +216,8 @@ extension Integration {
                 sequences.append(try #require((object?["sequence"] as? NSNumber)?.uint64Value))
             }
             #expect(Set(sequences).count == 4, "no two processes got the same number")
-            let later = try CLI.run(["enqueue", "echo", "--json", "--url", url, "--queue", queue], environment: ["WARREN_STATE_DIR": state])
+            let later = try CLI.run(
+                ["enqueue", "echo", "--json", "--url", url, "--queue", queue], environment: ["WARREN_STATE_DIR": state])
             let object = try JSONSerialization.jsonObject(with: Data(later.stdout.utf8)) as? [String: Any]
             #expect(try #require((object?["sequence"] as? NSNumber)?.uint64Value) > sequences.max()!)
 
@@ -274,7 +284,9 @@ extension Integration {
                 queue, arguments: ["x-max-length": .int(1), "x-overflow": "reject-publish"], channel: 1)
             try connection.publish(Array("filler".utf8), exchange: "", routingKey: queue, channel: 1)
             let filled = ContinuousClock.now + .seconds(30)
-            while try connection.declareQueue(queue, passive: true, channel: 1).messageCount == 0, ContinuousClock.now < filled {
+            while try connection.declareQueue(queue, passive: true, channel: 1).messageCount == 0,
+                ContinuousClock.now < filled
+            {
                 Thread.sleep(forTimeInterval: 0.02)
             }
             let taker = Thread {
@@ -290,7 +302,9 @@ extension Integration {
             #expect(left.properties.messageID == job.id, "the filler was taken, and the job is in the queue")
         }
 
-        @Test("a job a full classic queue refuses is sent once: with reject-publish-dlx, one copy is dead-lettered, not one per send")
+        @Test(
+            "a job a full classic queue refuses is sent once: with reject-publish-dlx, one copy is dead-lettered, not one per send"
+        )
         func refusedByAFullClassicQueue() throws {
             let queue = TestEnvironment.uniqueName("refused-full")
             let policy = TestEnvironment.uniqueName("full-policy")
@@ -309,7 +323,9 @@ extension Integration {
             let dead = try MessageTap.deadLetters()
             let refused = JobRequest(type: "echo", queue: queue)
             let error = #expect(throws: WarrenError.self) { try producer.enqueue(refused) }
-            #expect(error?.message.contains("(basic.nack, sent once: the queue is at its length limit") == true, "\(String(describing: error))")
+            #expect(
+                error?.message.contains("(basic.nack, sent once: the queue is at its length limit") == true,
+                "\(String(describing: error))")
             try dead.settle(for: .seconds(2))
             #expect(dead.messages.filter { $0.properties.messageID == refused.id }.count == 1)
         }
@@ -324,7 +340,9 @@ extension Integration {
             return ctl.stdout
         }
 
-        @Test("the enqueued dependents of a job the broker refuses are cancelled, and supersede nothing: they could never start")
+        @Test(
+            "the enqueued dependents of a job the broker refuses are cancelled, and supersede nothing: they could never start"
+        )
         func strandedDependents() throws {
             let full = TestEnvironment.uniqueName("stranded-full")
             let queue = TestEnvironment.uniqueName("stranded")
@@ -365,7 +383,9 @@ extension Integration {
                 try producer.enqueue([JobRequest(type: "echo", queue: queue), JobRequest(type: "echo", queue: queue)])
             }
             #expect(error?.code == .queueUnreachable)
-            #expect(error?.message.contains("took 2 jobs for queue '\(queue)' nowhere") == true, "\(String(describing: error))")
+            #expect(
+                error?.message.contains("took 2 jobs for queue '\(queue)' nowhere") == true,
+                "\(String(describing: error))")
             try producer.enqueue(JobRequest(type: "echo", queue: queue))
             #expect(try BrokerProbe.depth(of: queue) == 1, "declared again, and the job is in it")
         }

@@ -13,7 +13,8 @@ extension Integration {
             let tap = try MessageTap.results()
             let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "1"])
             defer { worker.terminate() }
-            let job = try producer.enqueue(JobRequest(type: "sum", input: .numbers(Array(1...300), delayMs: 100), queue: queue))
+            let job = try producer.enqueue(
+                JobRequest(type: "sum", input: .numbers(Array(1...300), delayMs: 100), queue: queue))
             try worker.waitForStart(of: job.id)
             try producer.cancel(jobIDs: [job.id])
             let result = try tap.waitForResult(job.id)
@@ -55,7 +56,8 @@ extension Integration {
             let tap = try MessageTap.results()
             let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "1", "--prefetch", "1"])
             defer { worker.terminate() }
-            let blocker = try producer.enqueue(JobRequest(type: "sum", input: .numbers(Array(1...10), delayMs: 200), queue: queue))
+            let blocker = try producer.enqueue(
+                JobRequest(type: "sum", input: .numbers(Array(1...10), delayMs: 200), queue: queue))
             try worker.waitForStart(of: blocker.id)
             let queued = try producer.enqueue(JobRequest(type: "echo", input: "never", queue: queue))
             try producer.cancel(jobIDs: [queued.id])
@@ -92,9 +94,11 @@ extension Integration {
             let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "2"])
             defer { worker.terminate() }
             let key = TestEnvironment.uniqueName("list")
-            let old = try producer.enqueue(JobRequest(type: "sum", input: .numbers(Array(1...300), delayMs: 100), key: key, queue: queue))
+            let old = try producer.enqueue(
+                JobRequest(type: "sum", input: .numbers(Array(1...300), delayMs: 100), key: key, queue: queue))
             try worker.waitForStart(of: old.id)
-            let new = try producer.enqueue(JobRequest(type: "sum", input: .numbers([1, 2, 3]), key: key, supersede: true, queue: queue))
+            let new = try producer.enqueue(
+                JobRequest(type: "sum", input: .numbers([1, 2, 3]), key: key, supersede: true, queue: queue))
             let results = try tap.waitForResults([old.id, new.id])
             #expect(results[0].status == .cancelled)
             #expect(results[0].cancellation?.reason == "superseded")

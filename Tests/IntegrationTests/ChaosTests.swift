@@ -46,14 +46,15 @@ extension Integration {
                     do {
                         try bind()
                         return
-                    } catch where ContinuousClock.now < deadline {
+                    } catch  where ContinuousClock.now < deadline {
                         Thread.sleep(forTimeInterval: 0.2)
                     }
                 }
             }
 
             private func bind() throws {
-                let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
+                let connection = try AMQPConnection(
+                    configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
                 defer { connection.close() }
                 try connection.openChannel(1)
                 try Topology.declareResults(on: connection, channel: 1)
@@ -80,7 +81,9 @@ extension Integration {
             deinit { BrokerProbe.delete(queue) }
         }
 
-        @Test("thousands of jobs survive kill -9 of a worker, a broker restart and cancellations: one terminal result each")
+        @Test(
+            "thousands of jobs survive kill -9 of a worker, a broker restart and cancellations: one terminal result each"
+        )
         func chaos() throws {
             let startedAt = Date()
             let jobCount = 3000
@@ -131,7 +134,10 @@ extension Integration {
             waitFor(jobCount)
             collect()
             let missing = jobs.filter { seen[$0.id] == nil }
-            #expect(missing.count == 0, "jobs without a result:\n\(Self.whereabouts(of: missing.prefix(3).map(\.id), queue: queue, workers: workers))")
+            #expect(
+                missing.count == 0,
+                "jobs without a result:\n\(Self.whereabouts(of: missing.prefix(3).map(\.id), queue: queue, workers: workers))"
+            )
             for (n, job) in jobs.enumerated() {
                 guard let outcomes = seen[job.id] else { continue }
                 if cancelled.contains(job.id) {
@@ -243,7 +249,8 @@ extension Integration.Chaos {
         for time in 1...2 {
             try Self.closeConnections(named: "warren worker \(id)", reason: "test: closed \(time)")
             let deadline = ContinuousClock.now + .seconds(30)
-            while worker.stderr.components(separatedBy: "] reconnected").count <= time && ContinuousClock.now < deadline {
+            while worker.stderr.components(separatedBy: "] reconnected").count <= time && ContinuousClock.now < deadline
+            {
                 Thread.sleep(forTimeInterval: 0.02)
             }
         }
@@ -347,7 +354,8 @@ extension Integration.Chaos {
         #expect(worker.process.isRunning && scheduler.process.isRunning)
     }
 
-    @Test("a stopping worker that loses its connection takes back its job's redelivery: the job ends once, not run again")
+    @Test(
+        "a stopping worker that loses its connection takes back its job's redelivery: the job ends once, not run again")
     func stopThroughAReconnect() throws {
         let queue = TestEnvironment.uniqueName("stop-reconnect")
         defer { BrokerProbe.delete(queue) }
@@ -364,7 +372,8 @@ extension Integration.Chaos {
         #expect(try tap.waitForResult(job.id).status == .succeeded)
         try tap.settle()
         #expect(tap.results(for: job.id).count == 1)
-        #expect(try BrokerProbe.depth(of: queue) == 0, "the job went back to the broker to run again:\n\(worker.stderr)")
+        #expect(
+            try BrokerProbe.depth(of: queue) == 0, "the job went back to the broker to run again:\n\(worker.stderr)")
         #expect(worker.stderr.contains("reconnected") && !worker.stderr.contains("dropping the results"))
     }
 

@@ -35,7 +35,9 @@ extension Integration {
             let producer = try Producer.forTests()
             try producer.enqueue(JobRequest(type: "echo", queue: queue))
             producer.close()
-            let error = #expect(throws: WarrenError.self) { try producer.enqueue(JobRequest(type: "echo", queue: queue)) }
+            let error = #expect(throws: WarrenError.self) {
+                try producer.enqueue(JobRequest(type: "echo", queue: queue))
+            }
             #expect(error?.code == .invalidConfiguration)
             #expect(error?.message == "the producer was closed")
             #expect(throws: WarrenError.self) { try producer.cancel(jobIDs: ["x"]) }

@@ -20,7 +20,7 @@ extension Integration {
             while true {
                 do {
                     return try body()
-                } catch where ContinuousClock.now < deadline {
+                } catch  where ContinuousClock.now < deadline {
                     Thread.sleep(forTimeInterval: 0.5)
                 }
             }
@@ -48,7 +48,8 @@ extension Integration {
             let stay = try ChildProcess(
                 TestEnvironment.warrenBinary,
                 [
-                    "worker", "--url", "\(urls[1]),\(urls[2])", "--queue", classic, "--queue", quorum, "--queue", locked,
+                    "worker", "--url", "\(urls[1]),\(urls[2])", "--queue", classic, "--queue", quorum, "--queue",
+                    locked,
                     "--worker-id", "stay", "--log-level", "debug", "--quorum-queues",
                 ],
                 name: "worker on n2")
@@ -72,17 +73,20 @@ extension Integration {
             let producer = try Producer.forTests(url: urls[2])
             for number in 1...4 {
                 let job = try Self.eventually {
-                    try producer.enqueue(JobRequest(type: "echo", input: .number(Double(number)), queue: quorum), watch: true)
+                    try producer.enqueue(
+                        JobRequest(type: "echo", input: .number(Double(number)), queue: quorum), watch: true)
                 }
                 #expect(try producer.waitForResult(of: job.id, timeout: .seconds(30)).status == .succeeded)
             }
             try move.waitForStderr(containing: "reconnected")
             try stay.waitForStderr(containing: "the broker cancelled the consumer of a job queue")
-            #expect(!stay.stderr.dropFirst(startUp).contains("lost the broker"), "its own node stayed up: \(stay.stderr)")
+            #expect(
+                !stay.stderr.dropFirst(startUp).contains("lost the broker"), "its own node stayed up: \(stay.stderr)")
 
             // Failed jobs are held until their dead letters can be stored, not acknowledged with the letters lost;
             // more of them than the workers' prefetch (2 each) do not keep the workers from other jobs.
-            let failing = try producer.enqueue((1...5).map { _ in JobRequest(type: "fail", queue: quorum) }, watch: true)
+            let failing = try producer.enqueue(
+                (1...5).map { _ in JobRequest(type: "fail", queue: quorum) }, watch: true)
             #expect(throws: WarrenError.self) { try producer.waitForResult(of: failing[0].id, timeout: .seconds(3)) }
             #expect((stay.stderr + move.stderr).contains("holding jobs to dead-letter"))
             let meanwhile = try producer.enqueue(JobRequest(type: "echo", queue: quorum), watch: true)

@@ -48,7 +48,8 @@ extension Integration {
             #expect(try tap.waitForResult(job.id).status == .succeeded)
         }
 
-        @Test("cancel --all: jobs in the broker, waiting in a worker and executing all end cancelled, each with a result")
+        @Test(
+            "cancel --all: jobs in the broker, waiting in a worker and executing all end cancelled, each with a result")
         func cancelAll() throws {
             let queue = TestEnvironment.uniqueName("cancel-all")
             defer { BrokerProbe.delete(queue) }
@@ -58,7 +59,8 @@ extension Integration {
             defer { worker.terminate() }
             let executing = try producer.enqueue(JobRequest(type: "sleep", input: ["seconds": 30], queue: queue))
             try worker.waitForStart(of: executing.id)
-            let jobs = try producer.enqueue((1...4).map { JobRequest(type: "echo", input: .number(Double($0)), queue: queue) })
+            let jobs = try producer.enqueue(
+                (1...4).map { JobRequest(type: "echo", input: .number(Double($0)), queue: queue) })
             let output = try CLI.run(["cancel", "--all", "--queue", queue, "--url", try TestEnvironment.brokerURL])
             #expect(output.status == 0, "\(output.stderr)")
             let results = try tap.waitForResults([executing.id] + jobs.map(\.id))
@@ -73,7 +75,8 @@ extension Integration {
         func status() throws {
             let queue = TestEnvironment.uniqueName("status")
             defer { BrokerProbe.delete(queue) }
-            let first = try CLI.startWorker(queue: queue, id: "status-a", arguments: ["--width", "2", "--local-queue", "io=8"])
+            let first = try CLI.startWorker(
+                queue: queue, id: "status-a", arguments: ["--width", "2", "--local-queue", "io=8"])
             defer { first.terminate() }
             let second = try CLI.startWorker(queue: queue, id: "status-b")
             defer { second.terminate() }
@@ -88,11 +91,14 @@ extension Integration {
             #expect(output.stdout.contains("local default width=2 executing=0 waiting=0"))
             #expect(output.stdout.contains("local io width=8"))
             let statuses = try producer.workerStatuses()
-            let total = statuses.filter { $0.workerID.hasPrefix("status-") }.map { $0.totals["succeeded"] ?? 0 }.reduce(0, +)
+            let total = statuses.filter { $0.workerID.hasPrefix("status-") }.map { $0.totals["succeeded"] ?? 0 }.reduce(
+                0, +)
             #expect(total == 1)
         }
 
-        @Test("warren status --jobs lists each job a worker holds: executing with its progress, and what the others wait for")
+        @Test(
+            "warren status --jobs lists each job a worker holds: executing with its progress, and what the others wait for"
+        )
         func jobListing() throws {
             let queue = TestEnvironment.uniqueName("status-jobs")
             defer { BrokerProbe.delete(queue) }
@@ -118,10 +124,15 @@ extension Integration {
             // Until the sum reported progress past its first report, which says 0, before it adds its first number.
             repeat {
                 Thread.sleep(forTimeInterval: 0.2)
-                status = try producer.workerStatuses(timeout: .seconds(1), jobs: 10).first { $0.workerID == "\(queue)-w" }
-            } while (status?.jobs?.count != 4 || (status?.jobs?.first?.progress ?? 0) == 0) && ContinuousClock.now < deadline
+                status = try producer.workerStatuses(timeout: .seconds(1), jobs: 10).first {
+                    $0.workerID == "\(queue)-w"
+                }
+            } while (status?.jobs?.count != 4 || (status?.jobs?.first?.progress ?? 0) == 0)
+                && ContinuousClock.now < deadline
             let jobs = try #require(status?.jobs)
-            #expect(jobs.map(\.id) == [busy.id, first.id, second.id, after.id], "executing first, then by priority and arrival")
+            #expect(
+                jobs.map(\.id) == [busy.id, first.id, second.id, after.id],
+                "executing first, then by priority and arrival")
             #expect(jobs.map(\.state) == [.executing, .waiting, .waitingForTurn, .waitingForDependencies])
             #expect(jobs.map(\.waitingOn) == [nil, nil, nil, [busy.id]], "what a parked job waits for")
             #expect(jobs[0].executingSeconds != nil && jobs[1].executingSeconds == nil)
@@ -146,7 +157,9 @@ extension Integration {
             _ = try tap.waitForResults([busy.id, first.id, second.id, after.id])
         }
 
-        @Test("a status reply lists jobs up to a budget of bytes, so that long keys cannot make it larger than the broker takes")
+        @Test(
+            "a status reply lists jobs up to a budget of bytes, so that long keys cannot make it larger than the broker takes"
+        )
         func jobListingBudget() throws {
             let queue = TestEnvironment.uniqueName("status-budget")
             defer { BrokerProbe.delete(queue) }
@@ -175,13 +188,16 @@ extension Integration {
             _ = try tap.waitForResults([busy.id] + waiting.map(\.id))
         }
 
-        @Test("warren resize widens a local queue live: waiting jobs start and the prefetch follows; a late worker keeps its width")
+        @Test(
+            "warren resize widens a local queue live: waiting jobs start and the prefetch follows; a late worker keeps its width"
+        )
         func resize() throws {
             let queue = TestEnvironment.uniqueName("resize")
             defer { BrokerProbe.delete(queue) }
             let url = try TestEnvironment.brokerURL
             let id = "\(queue)-w"
-            let worker = try CLI.startWorker(queue: queue, id: id, arguments: ["--width", "1", "--local-queue", "io=2"])
+            let worker = try CLI.startWorker(
+                queue: queue, id: id, arguments: ["--width", "1", "--local-queue", "io=2"])
             defer { worker.terminate() }
             let producer = try Producer.forTests()
             let tap = try MessageTap.results()
@@ -210,8 +226,10 @@ extension Integration {
 
             // A worker started after the resize keeps its own width, even after one from a clock far ahead; a local
             // queue nobody has is reported.
-            let ahead = #"{"version":1,"kind":"resize","localQueue":"default","width":9,"sentAt":"2099-01-01T00:00:00Z"}"#
-            try ForeignPublisher.publish(Array(ahead.utf8), url: url, exchange: Topology.controlExchange, routingKey: "")
+            let ahead =
+                #"{"version":1,"kind":"resize","localQueue":"default","width":9,"sentAt":"2099-01-01T00:00:00Z"}"#
+            try ForeignPublisher.publish(
+                Array(ahead.utf8), url: url, exchange: Topology.controlExchange, routingKey: "")
             let late = try CLI.startWorker(queue: queue, id: "\(queue)-late", arguments: ["--width", "1"])
             defer { late.terminate() }
             let lateStatus = try producer.workerStatuses().first { $0.workerID == "\(queue)-late" }
@@ -224,7 +242,8 @@ extension Integration {
             let notThere = try CLI.run(["resize", "gpu=2", "--url", url, "--worker", id, "--timeout", "0.5"])
             #expect(notThere.status == 1)
             #expect(
-                notThere.stderr.contains("warren: worker \(id) has no local queue gpu (its local queues: default, io)\n"),
+                notThere.stderr.contains(
+                    "warren: worker \(id) has no local queue gpu (its local queues: default, io)\n"),
                 "\(notThere.stderr)")
             let absent = try CLI.run(["resize", "default=2", "--url", url, "--worker", "nobody", "--timeout", "0.5"])
             #expect(absent.status == 1)
@@ -287,7 +306,8 @@ extension Integration {
             let url = try TestEnvironment.brokerURL
             let producer = try Producer.forTests()
             let tap = try MessageTap.results()
-            let jobs = try producer.enqueue((1...3).map { JobRequest(type: "echo", input: .number(Double($0)), queue: queue) })
+            let jobs = try producer.enqueue(
+                (1...3).map { JobRequest(type: "echo", input: .number(Double($0)), queue: queue) })
             // A retry waiting out its backoff, as a worker leaves it.
             let connection = try AMQPConnection(configuration: AMQPConfiguration(url: url))
             defer { connection.close() }
@@ -300,7 +320,9 @@ extension Integration {
                 channel: 1)
             try Self.waitForConfirm(on: connection, channel: 1)
 
-            #expect(try producer.jobQueueStatus(queue) == JobQueueStatus(queue: queue, waiting: 3, delayed: 1, consumers: 0))
+            #expect(
+                try producer.jobQueueStatus(queue) == JobQueueStatus(queue: queue, waiting: 3, delayed: 1, consumers: 0)
+            )
             #expect(try producer.jobQueueStatus(TestEnvironment.uniqueName("missing")) == nil)
             let named = try CLI.run(["status", "--queue", queue, "--timeout", "0.2", "--url", url])
             #expect(named.status == 0, "\(named.stderr)")
@@ -354,17 +376,23 @@ extension Integration {
             defer { BrokerProbe.delete(queue) }
             let producer = try Producer.forTests()
             let tap = try MessageTap.results()
-            let expired = try producer.enqueue(JobRequest(type: "echo", input: "late", queue: queue, deadline: Date(timeIntervalSinceNow: -1)))
+            let expired = try producer.enqueue(
+                JobRequest(type: "echo", input: "late", queue: queue, deadline: Date(timeIntervalSinceNow: -1)))
             let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "2"])
             defer { worker.terminate() }
             let running = try producer.enqueue(
-                JobRequest(type: "sum", input: .numbers(Array(1...600), delayMs: 50), queue: queue, deadline: Date(timeIntervalSinceNow: 2)))
+                JobRequest(
+                    type: "sum", input: .numbers(Array(1...600), delayMs: 50), queue: queue,
+                    deadline: Date(timeIntervalSinceNow: 2)))
             let results = try tap.waitForResults([expired.id, running.id])
             #expect(results.map(\.status) == [.cancelled, .cancelled])
             #expect(results.map { $0.cancellation?.reason } == ["deadline", "deadline"])
             #expect(results[0].timings.startedAt == nil)
             #expect(results[1].timings.startedAt != nil)
-            #expect(results.map { $0.cancellation?.message } == ["deadline passed before the job started", "the job's deadline passed"])
+            #expect(
+                results.map { $0.cancellation?.message } == [
+                    "deadline passed before the job started", "the job's deadline passed",
+                ])
         }
 
         /// Waits for the broker's confirm of the one publish on `channel`, which has confirms on.

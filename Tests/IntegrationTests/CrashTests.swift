@@ -30,7 +30,9 @@ extension Integration {
             log.split(separator: "\n").contains { $0.contains("job=\(id)") && $0.contains("running the job alone") }
         }
 
-        @Test("a job that kills every worker it runs on is dead-lettered after --max-crashes deaths, with a failed result")
+        @Test(
+            "a job that kills every worker it runs on is dead-lettered after --max-crashes deaths, with a failed result"
+        )
         func crashLoop() throws {
             let queue = TestEnvironment.uniqueName("crashloop")
             defer { BrokerProbe.delete(queue) }
@@ -86,7 +88,9 @@ extension Integration {
             #expect(journals.isEmpty, "\(journals)")
         }
 
-        @Test("a live worker beside one that died finds its journal when the jobs come back: only a death alone condemns a job")
+        @Test(
+            "a live worker beside one that died finds its journal when the jobs come back: only a death alone condemns a job"
+        )
         func liveNeighbourAndInnocentJobs() throws {
             let queue = TestEnvironment.uniqueName("neighbour")
             defer { BrokerProbe.delete(queue) }
@@ -136,7 +140,8 @@ extension Integration {
             defer { neighbours.forEach { $0.terminate() } }
             let suspects = try Self.jobsOfAKilledWorker(queue: queue, state: state, producer: producer) {
                 neighbours = try [1, 2].map { _ in
-                    try CLI.startWorker(queue: queue, arguments: ["--width", "2", "--prefetch", "1"], environment: state)
+                    try CLI.startWorker(
+                        queue: queue, arguments: ["--width", "2", "--prefetch", "1"], environment: state)
                 }
             }
 
@@ -158,10 +163,12 @@ extension Integration {
             let held = try producer.enqueue(JobRequest(type: "echo", input: "later", queue: queue))
             try worker.waitForStart(of: long.id)
 
-            let report = #"{"version":1,"kind":"crashed","jobIds":["\#(held.id)"],"token":"\#(UUID().uuidString)","#
+            let report =
+                #"{"version":1,"kind":"crashed","jobIds":["\#(held.id)"],"token":"\#(UUID().uuidString)","#
                 + #""worker":"elsewhere","sentAt":"\#(ISO8601DateFormatter().string(from: Date()))"}"#
             try ForeignPublisher.publish(
-                Array(report.utf8), url: try TestEnvironment.brokerURL, exchange: Topology.controlExchange, routingKey: "")
+                Array(report.utf8), url: try TestEnvironment.brokerURL, exchange: Topology.controlExchange,
+                routingKey: "")
             let results = try tap.waitForResults([long.id, held.id])
             #expect(results.map(\.status) == [.succeeded, .succeeded])
             #expect(results[1].redelivered, "it went back to the broker and came back")
@@ -180,7 +187,8 @@ extension Integration {
             let suspects = try Self.jobsOfAKilledWorker(queue: queue, state: state, producer: producer)
             let others = try [1, 2].map { _ in try producer.enqueue(Self.sleep(0.5, queue: queue)) }
 
-            let survivor = try CLI.startWorker(queue: queue, arguments: ["--width", "2", "--prefetch", "4"], environment: state)
+            let survivor = try CLI.startWorker(
+                queue: queue, arguments: ["--width", "2", "--prefetch", "4"], environment: state)
             defer { survivor.terminate() }
             let results = try tap.waitForResults(suspects + others.map(\.id))
             #expect(results.allSatisfy { $0.status == .succeeded })
@@ -191,7 +199,8 @@ extension Integration {
             // Each suspect ran with nothing beside it; the other two ran after them, side by side.
             for (index, suspect) in spans.prefix(2).enumerated() {
                 for (otherIndex, other) in spans.enumerated() where otherIndex != index {
-                    #expect(other.1 <= suspect.0 || other.0 >= suspect.1, "job \(otherIndex) overlapped suspect \(index)")
+                    #expect(
+                        other.1 <= suspect.0 || other.0 >= suspect.1, "job \(otherIndex) overlapped suspect \(index)")
                 }
             }
             #expect(spans[2].0 < spans[3].1 && spans[3].0 < spans[2].1, "the others ran in parallel again")

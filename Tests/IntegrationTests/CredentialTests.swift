@@ -45,7 +45,10 @@ extension Integration {
                 ),
                 (
                     "nothing listening",
-                    ["worker", "--url", url.replacingOccurrences(of: ":\(port)/", with: ":1/"), "--wait-for-broker", "1s"],
+                    [
+                        "worker", "--url", url.replacingOccurrences(of: ":\(port)/", with: ":1/"), "--wait-for-broker",
+                        "1s",
+                    ],
                     [:]
                 ),
                 ("bad port", ["results", "--url", url.replacingOccurrences(of: ":\(port)/", with: ":port/")], [:]),

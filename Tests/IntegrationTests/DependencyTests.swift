@@ -5,11 +5,16 @@ import Warren
 
 extension Integration {
     @Suite struct Dependencies {
-        @Test("a job waits for a job on another worker and another queue; failed and cancelled dependencies count as ended")
+        @Test(
+            "a job waits for a job on another worker and another queue; failed and cancelled dependencies count as ended"
+        )
         func acrossWorkers() throws {
             let first = TestEnvironment.uniqueName("deps-a")
             let second = TestEnvironment.uniqueName("deps-b")
-            defer { BrokerProbe.delete(first); BrokerProbe.delete(second) }
+            defer {
+                BrokerProbe.delete(first)
+                BrokerProbe.delete(second)
+            }
             let tap = try MessageTap.results()
             let one = try CLI.startWorker(queue: first, id: "deps-1")
             defer { one.terminate() }
@@ -19,7 +24,8 @@ extension Integration {
             let slow = JobRequest(type: "sleep", input: ["seconds": 1], queue: first)
             let bad = JobRequest(type: "fail", queue: first)
             let after = JobRequest(type: "echo", input: "after", queue: second, dependencies: [slow.id])
-            let strict = JobRequest(type: "echo", input: "never", queue: second, dependencies: [bad.id], requireSuccess: true)
+            let strict = JobRequest(
+                type: "echo", input: "never", queue: second, dependencies: [bad.id], requireSuccess: true)
             let tolerant = JobRequest(type: "echo", input: "tolerant", queue: second, dependencies: [bad.id, slow.id])
             // Dependents first: the producer reorders so that dependencies are published before their dependents.
             let jobs = try producer.enqueue([after, strict, tolerant, slow, bad])
@@ -32,7 +38,9 @@ extension Integration {
             #expect(results[3].timings.startedAt == nil)
         }
 
-        @Test("a dependency run again by warren dead requeue: its new result supersedes the failed one, for dependents and for warren results")
+        @Test(
+            "a dependency run again by warren dead requeue: its new result supersedes the failed one, for dependents and for warren results"
+        )
         func requeuedDependency() throws {
             let queue = TestEnvironment.uniqueName("deps-requeue")
             defer { BrokerProbe.delete(queue) }
@@ -95,7 +103,9 @@ extension Integration {
                 let body = #"{"version":1,"id":"\#(id)","type":"echo","dependencies":["\#(root)"]}"#
                 try connection.publish(Array(body.utf8), exchange: "", routingKey: queue, channel: 1)
             }
-            try connection.publish(Array(#"{"version":1,"id":"\#(root)","type":"echo"}"#.utf8), exchange: "", routingKey: queue, channel: 1)
+            try connection.publish(
+                Array(#"{"version":1,"id":"\#(root)","type":"echo"}"#.utf8), exchange: "", routingKey: queue, channel: 1
+            )
             let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "1", "--prefetch", "1"])
             defer { worker.terminate() }
             let results = try tap.waitForResults([root] + waiting)
@@ -103,7 +113,9 @@ extension Integration {
             #expect(results.count == 7)
         }
 
-        @Test("with the parked jobs at their limit, a job whose dependencies all ended is still parked, and runs: its dependents do not wait for it for good")
+        @Test(
+            "with the parked jobs at their limit, a job whose dependencies all ended is still parked, and runs: its dependents do not wait for it for good"
+        )
         func parkedLimitWithAReadyDependency() throws {
             let queue = TestEnvironment.uniqueName("deps-full")
             defer { BrokerProbe.delete(queue) }
@@ -150,7 +162,8 @@ extension Integration {
             defer { BrokerProbe.delete(queue) }
             let producer = try Producer.forTests()
             let first = try CLI.startWorker(queue: queue)
-            let done = try producer.enqueue(JobRequest(type: "sum", input: ["numbers": [2, 3]], queue: queue), watch: true)
+            let done = try producer.enqueue(
+                JobRequest(type: "sum", input: ["numbers": [2, 3]], queue: queue), watch: true)
             #expect(try producer.waitForResult(of: done.id, timeout: .seconds(30)).status == .succeeded)
             first.signal(SIGTERM)
             first.waitForExit()
@@ -170,7 +183,10 @@ extension Integration {
         func resultsFlowAlongDependencies() throws {
             let first = TestEnvironment.uniqueName("deps-map")
             let second = TestEnvironment.uniqueName("deps-reduce")
-            defer { BrokerProbe.delete(first); BrokerProbe.delete(second) }
+            defer {
+                BrokerProbe.delete(first)
+                BrokerProbe.delete(second)
+            }
             let tap = try MessageTap.results()
             let one = try CLI.startWorker(queue: first, id: "map-1")
             defer { one.terminate() }
@@ -206,7 +222,8 @@ extension Integration {
             let parked = JobRequest(type: "echo", queue: queue, dependencies: [long.id])
             try producer.enqueue([long, parked])
             try worker.waitForStart(of: long.id)
-            let done = try producer.enqueue(JobRequest(type: "sum", input: ["numbers": [7, 8]], queue: queue), watch: true)
+            let done = try producer.enqueue(
+                JobRequest(type: "sum", input: ["numbers": [7, 8]], queue: queue), watch: true)
             #expect(try producer.waitForResult(of: done.id, timeout: .seconds(30)).status == .succeeded)
             // Its copy in the stream is read within moments; from then on the worker knows its offset.
             Thread.sleep(forTimeInterval: 1)
@@ -216,13 +233,17 @@ extension Integration {
                     dependencies: [done.id])
             }
             for dependent in dependents { try producer.enqueue(dependent, watch: true) }
-            let sums = try dependents.map { try producer.waitForResult(of: $0.id, timeout: .seconds(30)).output?["sum"] }
+            let sums = try dependents.map {
+                try producer.waitForResult(of: $0.id, timeout: .seconds(30)).output?["sum"]
+            }
             #expect(sums == [.number(16), .number(17), .number(18)])
             #expect(worker.stderr.contains("reading a dependency's result from the results stream"))
             try producer.cancel(jobIDs: [long.id, parked.id])
         }
 
-        @Test("parked jobs that end while their worker waits to reconnect leave nothing parked: the prefetch comes back down")
+        @Test(
+            "parked jobs that end while their worker waits to reconnect leave nothing parked: the prefetch comes back down"
+        )
         func parkedAcrossAnOutage() throws {
             let queue = TestEnvironment.uniqueName("deps-outage")
             defer { BrokerProbe.delete(queue) }
@@ -230,14 +251,16 @@ extension Integration {
             defer { worker.terminate() }
             let waiting = (1...3).map { _ in UUID().uuidString.lowercased() }
             do {
-                let connection = try AMQPConnection(configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
+                let connection = try AMQPConnection(
+                    configuration: AMQPConfiguration(url: try TestEnvironment.brokerURL))
                 defer { connection.close() }
                 try connection.openChannel(1)
                 for id in waiting {
                     let body = #"{"version":1,"id":"\#(id)","type":"echo","dependencies":["never-\#(id)"]}"#
                     // Persistent: they outlive the broker's restart.
                     try connection.publish(
-                        Array(body.utf8), exchange: "", routingKey: queue, properties: MessageProperties(persistent: true),
+                        Array(body.utf8), exchange: "", routingKey: queue,
+                        properties: MessageProperties(persistent: true),
                         channel: 1)
                 }
             }
@@ -270,11 +293,16 @@ extension Integration {
             defer { BrokerProbe.delete(queue) }
             let directory = try TestEnvironment.temporaryDirectory()
             let graphs = [
-                (#"{"jobs":[{"name":"a","type":"echo","dependsOn":["b"]},{"name":"b","type":"echo","dependsOn":["a"]}]}"#, "dependency cycle: '"),
+                (
+                    #"{"jobs":[{"name":"a","type":"echo","dependsOn":["b"]},{"name":"b","type":"echo","dependsOn":["a"]}]}"#,
+                    "dependency cycle: '"
+                ),
                 (#"{"jobs":[{"name":"a","type":"echo","dependsOn":["a"]}]}"#, "depends on itself"),
                 (#"{"jobs":[{"name":"a","type":"echo","dependsOn":["no-such-job"]}]}"#, "unknown job no-such-job"),
-                (#"{"jobs":[{"name":"a","type":"echo"},{"name":"b","type":"echo","depends_on":["a"]}]}"#,
-                 "jobs[1]: unknown member 'depends_on'"),
+                (
+                    #"{"jobs":[{"name":"a","type":"echo"},{"name":"b","type":"echo","depends_on":["a"]}]}"#,
+                    "jobs[1]: unknown member 'depends_on'"
+                ),
                 (#"{"jobs":[{"name":"a","type":"echo"}],"job":[]}"#, "unknown member 'job'"),
                 (#"{"jobs":[{"name":"a","type":"echo"},{"name":"a","type":"echo"}]}"#, "names job 'a' twice"),
                 (#"{"jobs":[{"name":"a","type":7}]}"#, "jobs[0].type: expected a string"),
@@ -283,7 +311,10 @@ extension Integration {
                 (#"{"jobs":[{"name":"a b","type":"echo"}]}"#, "a name has no spaces"),
                 (#"{"jobs":[{"name":"a","type":"echo","requireSuccess":true}]}"#, "requireSuccess needs dependsOn"),
                 (#"{"jobs":[{"name":"a","type":"echo","maxAttempts":0}]}"#, "maxAttempts must be at least 1"),
-                (#"{"jobs":[{"name":"a","type":"echo","deadline":-1}]}"#, "deadline must be a number of seconds above 0"),
+                (
+                    #"{"jobs":[{"name":"a","type":"echo","deadline":-1}]}"#,
+                    "deadline must be a number of seconds above 0"
+                ),
                 (#"{"jobs":"#, "is not JSON"),
             ]
             for (index, (graph, message)) in graphs.enumerated() {
@@ -399,7 +430,10 @@ extension Integration {
                     }
                 }
             }
-            #expect(dead.messages.filter { $0.properties.headers?[Topology.deadReasonHeader]?.stringValue == "dependencyCycle" }.count >= 2)
+            #expect(
+                dead.messages.filter {
+                    $0.properties.headers?[Topology.deadReasonHeader]?.stringValue == "dependencyCycle"
+                }.count >= 2)
             try tap.settle()
             #expect(!worker.logsStart(of: a) && !worker.logsStart(of: b), "no member of the cycle runs")
         }
@@ -437,7 +471,8 @@ extension Integration {
             #expect(try producer.waitForResult(of: dependent.id, timeout: .seconds(60)).status == .succeeded)
         }
 
-        @Test("a dependent whose deadline passed while it went round through the broker ends cancelled, not round again")
+        @Test(
+            "a dependent whose deadline passed while it went round through the broker ends cancelled, not round again")
         func expiredWhileParkedThroughTheBroker() throws {
             let queue = TestEnvironment.uniqueName("deps-expired")
             let elsewhere = TestEnvironment.uniqueName("deps-never")

@@ -148,7 +148,8 @@ extension Integration {
             _ executable: String, _ arguments: [String], in directory: URL, log: URL,
             environment: [String: String?] = [:]
         ) async throws -> (status: Int32, output: String) {
-            let child = try start(URL(filePath: executable), arguments, in: directory, log: log, environment: environment)
+            let child = try start(
+                URL(filePath: executable), arguments, in: directory, log: log, environment: environment)
             var status: Int32 = -1
             for await exit in child.ended {
                 if case .exited(let code) = exit { status = code }

@@ -32,7 +32,8 @@ extension Integration {
             // A turn lives 200 ms in the broker's window; each job then starts on a thread of its queue, a moment
             // after its turn came.
             #expect(gaps.allSatisfy { $0 >= 0.18 }, "\(gaps)")
-            #expect(try #require(results[10].timings.startedAt) < starts[9], "the sum does not wait behind the echo jobs")
+            #expect(
+                try #require(results[10].timings.startedAt) < starts[9], "the sum does not wait behind the echo jobs")
             #expect(try BrokerProbe.depth(of: "warren.rate.echo.1per200ms") <= 1)
         }
 
@@ -101,7 +102,10 @@ extension Integration {
             // The deleted window took its live turn with it: one start may come early, and no burst follows (each
             // refused or returned turn waits).
             #expect(gaps.filter { $0 < 0.45 }.count <= 1 && gaps.allSatisfy { $0 >= 0.1 }, "\(gaps)")
-            #expect(workers.contains { $0.stderr.contains("a fleet-wide rate limit's queue was missing; declaring it again") })
+            #expect(
+                workers.contains {
+                    $0.stderr.contains("a fleet-wide rate limit's queue was missing; declaring it again")
+                })
         }
 
         @Test("with --max-jobs, a job counts once its turn came: one still waiting lets the worker take other jobs")
@@ -111,7 +115,8 @@ extension Integration {
             defer { [queue, FleetRateLimit.queue(forType: "sum", limit: limit)].forEach(BrokerProbe.delete) }
             let tap = try MessageTap.results()
             let worker = try CLI.startWorker(
-                queue: queue, arguments: ["--width", "2", "--prefetch", "5", "--max-jobs", "3", "--fleet-rate-limit", "sum=1/h"])
+                queue: queue,
+                arguments: ["--width", "2", "--prefetch", "5", "--max-jobs", "3", "--fleet-rate-limit", "sum=1/h"])
             defer { worker.terminate() }
             let producer = try Producer.forTests()
             let first = JobRequest(type: "sum", input: ["numbers": [1]], queue: queue)
@@ -149,11 +154,19 @@ extension Integration {
             #expect(try BrokerProbe.depth(of: queue) == 1, "the job that waited is back in its queue")
 
             let cases = [
-                (["--fleet-rate-limit", "echo=5/x"], "--fleet-rate-limit echo=5/x: rate limit '5/x': expected N/s, N/m"),
+                (
+                    ["--fleet-rate-limit", "echo=5/x"],
+                    "--fleet-rate-limit echo=5/x: rate limit '5/x': expected N/s, N/m"
+                ),
                 (["--fleet-rate-limit", "echo=2000/s"], "above 1,000 jobs a second"),
-                (["--fleet-rate-limit", "echo=5/s", "--rate-limit", "echo=5/s"],
-                 "operation type 'echo' has both a rate limit and a fleet-wide one"),
-                (["--fleet-rate-limit", "nope=5/s"], "fleet-wide rate limit for operation type 'nope', which this worker does not run"),
+                (
+                    ["--fleet-rate-limit", "echo=5/s", "--rate-limit", "echo=5/s"],
+                    "operation type 'echo' has both a rate limit and a fleet-wide one"
+                ),
+                (
+                    ["--fleet-rate-limit", "nope=5/s"],
+                    "fleet-wide rate limit for operation type 'nope', which this worker does not run"
+                ),
             ]
             for (arguments, message) in cases {
                 let output = try CLI.run(["worker", "--url", url] + arguments)

@@ -14,7 +14,8 @@ extension Integration {
             let url = try TestEnvironment.brokerURL
             let queue = TestEnvironment.uniqueName("foreign-reply")
             let consumer = try ChildProcess(
-                tool("amqp-consume"), ["--url", url, "-q", queue, "-e", Topology.resultsExchange, "-r", jobID, "-c", "1", "cat"])
+                tool("amqp-consume"),
+                ["--url", url, "-q", queue, "-e", Topology.resultsExchange, "-r", jobID, "-c", "1", "cat"])
             waitForConsumer(of: queue)
             return (consumer, queue)
         }
@@ -34,11 +35,15 @@ extension Integration {
             defer { try? Chaos.brokerCtl(["delete_vhost", vhost]) }
             let worker = try ChildProcess(
                 TestEnvironment.warrenBinary,
-                ["worker", "--url", url, "--quorum-queues", "--worker-id", TestEnvironment.uniqueName("example-worker")],
+                [
+                    "worker", "--url", url, "--quorum-queues", "--worker-id",
+                    TestEnvironment.uniqueName("example-worker"),
+                ],
                 name: "worker making quorum queues")
             defer { worker.terminate() }
             try worker.waitForStderr(containing: "worker started")
-            let script = TestEnvironment.packageRoot.appendingPathComponent("Tests/IntegrationTests/Clients/pika_example.py")
+            let script = TestEnvironment.packageRoot.appendingPathComponent(
+                "Tests/IntegrationTests/Clients/pika_example.py")
             let client = try ChildProcess(URL(fileURLWithPath: "/usr/bin/python3"), [script.path, url])
             #expect(client.waitForExit() == 0, "\(client.stderr)")
             let lines = client.stdout.split(separator: "\n")
@@ -56,12 +61,14 @@ extension Integration {
             defer { worker.terminate() }
             let script = TestEnvironment.packageRoot.appendingPathComponent(
                 "Tests/IntegrationTests/Clients/amqp_tools_example.sh")
-            let client = try ChildProcess(URL(fileURLWithPath: "/bin/bash"), [script.path, try TestEnvironment.brokerURL, queue])
+            let client = try ChildProcess(
+                URL(fileURLWithPath: "/bin/bash"), [script.path, try TestEnvironment.brokerURL, queue])
             #expect(client.waitForExit() == 0, "\(client.stderr)")
             var received: [String: [[String: Any]]] = [:]
             for line in client.stdout.split(separator: "\n") {
                 let (name, json) = (line.prefix { $0 != " " }, line.drop { $0 != " " }.dropFirst())
-                let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any], "\(line)")
+                let object = try #require(
+                    try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any], "\(line)")
                 received[String(name), default: []].append(object)
             }
             func only(_ name: String) throws -> [String: Any] {
@@ -75,13 +82,16 @@ extension Integration {
             #expect(statuses.contains { ($0["queues"] as? [String])?.contains(queue) == true }, "\(client.stdout)")
         }
 
-        @Test("pika publishes a job a Warren worker runs, receives its progress and result in its reply queue, finds it in a stored result batch, and has a dependent job add its sum")
+        @Test(
+            "pika publishes a job a Warren worker runs, receives its progress and result in its reply queue, finds it in a stored result batch, and has a dependent job add its sum"
+        )
         func pikaClient() throws {
             let queue = TestEnvironment.uniqueName("pika")
             defer { BrokerProbe.delete(queue) }
             let worker = try CLI.startWorker(queue: queue)
             defer { worker.terminate() }
-            let script = TestEnvironment.packageRoot.appendingPathComponent("Tests/IntegrationTests/Clients/pika_client.py")
+            let script = TestEnvironment.packageRoot.appendingPathComponent(
+                "Tests/IntegrationTests/Clients/pika_client.py")
             // Debian's python3, where python3-pika (scripts/install-deps) lives.
             let client = try ChildProcess(
                 URL(fileURLWithPath: "/usr/bin/python3"), [script.path, try TestEnvironment.brokerURL, queue])
@@ -114,15 +124,20 @@ extension Integration {
             defer { BrokerProbe.delete(queue) }
             let id = UUID().uuidString.lowercased()
             let (consumer, replyQueue) = try Self.consumeResult(of: id)
-            defer { consumer.terminate(); BrokerProbe.delete(replyQueue) }
+            defer {
+                consumer.terminate()
+                BrokerProbe.delete(replyQueue)
+            }
             let worker = try CLI.startWorker(queue: queue)
             defer { worker.terminate() }
-            let body = #"{"version":1,"id":"\#(id)","type":"sum","input":{"numbers":[4,5,6]},"priority":"high","sequence":7,"key":"k"}"#
+            let body =
+                #"{"version":1,"id":"\#(id)","type":"sum","input":{"numbers":[4,5,6]},"priority":"high","sequence":7,"key":"k"}"#
             let publish = try ChildProcess(
                 Self.tool("amqp-publish"), ["--url", url, "-r", queue, "-p", "-C", "application/json", "-b", body])
             #expect(publish.waitForExit() == 0, "\(publish.stderr)")
             #expect(consumer.waitForExit() == 0)
-            let result = try #require(try JSONSerialization.jsonObject(with: Data(consumer.stdout.utf8)) as? [String: Any])
+            let result = try #require(
+                try JSONSerialization.jsonObject(with: Data(consumer.stdout.utf8)) as? [String: Any])
             #expect(result["version"] as? Int == 1)
             #expect(result["jobId"] as? String == id)
             #expect(result["status"] as? String == "succeeded")
@@ -143,8 +158,12 @@ extension Integration {
             try setup.openChannel(1)
             _ = try setup.declareQueue(replyQueue, durable: false, exclusive: false, autoDelete: false, channel: 1)
             setup.close()
-            let consumer = try ChildProcess(Self.tool("amqp-consume"), ["--url", url, "-q", replyQueue, "-c", "1", "cat"])
-            defer { consumer.terminate(); BrokerProbe.delete(replyQueue) }
+            let consumer = try ChildProcess(
+                Self.tool("amqp-consume"), ["--url", url, "-q", replyQueue, "-c", "1", "cat"])
+            defer {
+                consumer.terminate()
+                BrokerProbe.delete(replyQueue)
+            }
             Self.waitForConsumer(of: replyQueue)
             let worker = try CLI.startWorker(queue: queue)
             defer { worker.terminate() }
@@ -157,7 +176,8 @@ extension Integration {
                 ["--url", url, "-r", queue, "-p", "-C", "application/json", "-t", replyQueue, "-b", body])
             #expect(publish.waitForExit() == 0, "\(publish.stderr)")
             #expect(consumer.waitForExit() == 0)
-            let result = try #require(try JSONSerialization.jsonObject(with: Data(consumer.stdout.utf8)) as? [String: Any])
+            let result = try #require(
+                try JSONSerialization.jsonObject(with: Data(consumer.stdout.utf8)) as? [String: Any])
             #expect(result["jobId"] as? String == id)
             #expect(result["status"] as? String == "succeeded")
             let output = try #require(result["output"] as? [String: Any])
@@ -172,7 +192,10 @@ extension Integration {
             defer { BrokerProbe.delete(queue) }
             let job = try Producer.forTests().enqueue(JobRequest(type: "echo", input: "never", queue: queue))
             let (consumer, replyQueue) = try Self.consumeResult(of: job.id)
-            defer { consumer.terminate(); BrokerProbe.delete(replyQueue) }
+            defer {
+                consumer.terminate()
+                BrokerProbe.delete(replyQueue)
+            }
             let cancel = #"{"version":1,"kind":"cancel","jobIds":["\#(job.id)"]}"#
             let publish = try ChildProcess(
                 Self.tool("amqp-publish"),
@@ -181,7 +204,8 @@ extension Integration {
             let worker = try CLI.startWorker(queue: queue)
             defer { worker.terminate() }
             #expect(consumer.waitForExit() == 0)
-            let result = try #require(try JSONSerialization.jsonObject(with: Data(consumer.stdout.utf8)) as? [String: Any])
+            let result = try #require(
+                try JSONSerialization.jsonObject(with: Data(consumer.stdout.utf8)) as? [String: Any])
             #expect(result["status"] as? String == "cancelled")
             #expect((result["cancellation"] as? [String: Any])?["reason"] as? String == "requested")
         }

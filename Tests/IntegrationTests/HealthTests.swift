@@ -46,7 +46,8 @@ extension Integration {
             try Chaos.closeConnections(named: "warren worker \(id)", reason: "test: the password changed")
             // The first try to reconnect comes a moment later: the connection was lost soon after it was made.
             let refused = try await HealthScrape.fetch(metrics, "/readyz") {
-                $0.status == 503 && ($0.component("worker")?["lastError"] as? String)?.contains("ACCESS_REFUSED") == true
+                $0.status == 503
+                    && ($0.component("worker")?["lastError"] as? String)?.contains("ACCESS_REFUSED") == true
             }
             #expect(refused.status == 503)
             let lost = try #require(refused.component("worker"))
@@ -147,11 +148,15 @@ extension Integration {
                 ], name: "http server")
             defer { server.terminate() }
             try server.waitForStderr(containing: "port ")
-            let port = try #require(server.stderr.split(separator: " ").last.flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
+            let port = try #require(
+                server.stderr.split(separator: " ").last.flatMap {
+                    Int($0.trimmingCharacters(in: .whitespacesAndNewlines))
+                })
             let other = try CLI.run(["health", "--port", "\(port)"])
             #expect(other.status == 1)
             #expect(other.stdout.isEmpty, "\(other.stdout)")
-            #expect(other.stderr.contains("answered 501 Not Implemented, not a Warren health report"), "\(other.stderr)")
+            #expect(
+                other.stderr.contains("answered 501 Not Implemented, not a Warren health report"), "\(other.stderr)")
         }
     }
 }

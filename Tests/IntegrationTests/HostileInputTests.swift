@@ -130,8 +130,10 @@ extension Integration {
                     code: "invalidDescriptor", detail: "job id must be"),
                 Hostile(
                     name: "numbers whose sum leaves 64 bits",
-                    body: job(#""version":1,"id":"\#(id(30))","type":"sum","input":{"numbers":[9223372036854775807,1]}"#),
-                    code: "invalidInput", detail: "operation type 'sum': input.numbers[1]: the sum leaves the 64-bit integer range"),
+                    body: job(
+                        #""version":1,"id":"\#(id(30))","type":"sum","input":{"numbers":[9223372036854775807,1]}"#),
+                    code: "invalidInput",
+                    detail: "operation type 'sum': input.numbers[1]: the sum leaves the 64-bit integer range"),
                 Hostile(
                     name: "a sleep of 1e19 seconds",
                     body: job(#""version":1,"id":"\#(id(31))","type":"sleep","input":{"seconds":1e19}"#),
@@ -146,7 +148,8 @@ extension Integration {
                     code: "invalidInput", detail: "operation type 'sleep': input.seconds: -1 is outside"),
                 Hostile(
                     name: "a type that holds a log line of its own",
-                    body: job(#""version":1,"id":"\#(id(36))","type":"evil\nFORGED-LINE info warren.worker: x","input":1"#),
+                    body: job(
+                        #""version":1,"id":"\#(id(36))","type":"evil\nFORGED-LINE info warren.worker: x","input":1"#),
                     code: "unknownType", detail: "FORGED-LINE"),
                 Hostile(
                     name: "a handler failure with a 500 KB message",
@@ -240,7 +243,8 @@ extension Integration {
             try worker.waitForStderr(containing: "ignoring a control message larger than 8388608 bytes")
 
             let producer = try Producer.forTests(url: url)
-            let sleeper = try producer.enqueue(JobRequest(type: "sleep", input: ["seconds": 3600], queue: queue), watch: true)
+            let sleeper = try producer.enqueue(
+                JobRequest(type: "sleep", input: ["seconds": 3600], queue: queue), watch: true)
             try worker.waitForStart(of: sleeper.id)
             // Its id first, then 25,000 others: three messages, the first holding it.
             try producer.cancel(jobIDs: [sleeper.id] + (0..<25_000).map { "unknown-\($0)" })
@@ -261,9 +265,11 @@ extension Integration {
                 (String(repeating: "q", count: 300), "2099-01-01T00:00:00Z"),
             ] {
                 let request = #"{"version":1,"kind":"status","replyTo":"\#(replyTo)","sentAt":"\#(sentAt)"}"#
-                try ForeignPublisher.publish(Array(request.utf8), url: url, exchange: Topology.controlExchange, routingKey: "")
+                try ForeignPublisher.publish(
+                    Array(request.utf8), url: url, exchange: Topology.controlExchange, routingKey: "")
             }
-            try worker.waitForStderr(containing: "ignoring a status request: its replyTo is a direct reply-to pseudo-queue")
+            try worker.waitForStderr(
+                containing: "ignoring a status request: its replyTo is a direct reply-to pseudo-queue")
             // Jobs still run, and a worker started now, which replays the requests, starts.
             #expect(try CLI.run(["enqueue", "echo", "--queue", queue, "--wait", "--url", url]).status == 0)
             let late = try CLI.startWorker(queue: queue)

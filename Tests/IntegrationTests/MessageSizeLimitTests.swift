@@ -16,16 +16,20 @@ extension Integration {
             try Chaos.brokerCtl(["eval", "application:set_env(rabbit, max_message_size, \(bytes))."])
         }
 
-        @Test("a result larger than the broker's max_message_size fails its job (resultTooLarge), dead-lettered; results batches fit")
+        @Test(
+            "a result larger than the broker's max_message_size fails its job (resultTooLarge), dead-lettered; results batches fit"
+        )
         func resultsAboveTheBrokersLimit() throws {
             try Self.setBrokerMaxMessageSize(65536)
             defer { try? Self.setBrokerMaxMessageSize(Self.defaultMaxMessageSize) }
             let queue = TestEnvironment.uniqueName("max-size")
             defer { BrokerProbe.delete(queue) }
             var registry = OperationRegistry.demo
-            registry.register("bytes", blocking: { (count: Int, _: JobContext) -> String in
-                String(repeating: "x", count: count)
-            })
+            registry.register(
+                "bytes",
+                blocking: { (count: Int, _: JobContext) -> String in
+                    String(repeating: "x", count: count)
+                })
             var configuration = Worker.Configuration(url: try TestEnvironment.brokerURL)
             configuration.queues = [queue]
             configuration.localQueues = [OperationRegistry.defaultLocalQueue: 8]
@@ -85,7 +89,8 @@ extension Integration {
             #expect(jobs.allSatisfy { tap.results(for: $0.id).count == 1 }, "no job ran twice")
             #expect(
                 !worker.stderr.contains("lost the broker"),
-                "the worker kept its connection: \(worker.stderr.split(separator: "\n").filter { $0.contains("lost") })")
+                "the worker kept its connection: \(worker.stderr.split(separator: "\n").filter { $0.contains("lost") })"
+            )
             let stored = try CLI.run(
                 ["results", "--json", "--url", try TestEnvironment.brokerURL] + jobs.flatMap { ["--job", $0.id] })
             #expect(stored.status == 0, "\(stored.stderr)")
@@ -115,7 +120,8 @@ extension Integration {
             #expect(status.stdout.contains("more jobs"), "\(status.stdout.suffix(300))")
             #expect(
                 !worker.stderr.contains("lost the broker"),
-                "the worker kept its connection: \(worker.stderr.split(separator: "\n").filter { $0.contains("lost") })")
+                "the worker kept its connection: \(worker.stderr.split(separator: "\n").filter { $0.contains("lost") })"
+            )
             #expect(!status.stdout.contains("attempt=2"), "no job went back to the broker")
         }
 
@@ -132,9 +138,11 @@ extension Integration {
             #expect(error?.code == .broker)
             #expect(
                 error?.message.hasPrefix(
-                    "job \(large.id) is 70") == true && error?.message.contains(
+                    "job \(large.id) is 70") == true
+                    && error?.message.contains(
                         "bytes; the broker takes messages of at most 65536 bytes (its max_message_size): it was not "
-                            + "enqueued, nor the 1 after it; the broker did not confirm job \(small.id) before it") == true,
+                            + "enqueued, nor the 1 after it; the broker did not confirm job \(small.id) before it")
+                        == true,
                 "\(String(describing: error))")
             #expect(error?.unconfirmedJobIDs == [small.id])
         }

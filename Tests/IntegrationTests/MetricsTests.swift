@@ -24,7 +24,9 @@ extension Integration {
 
             let before = try await MetricsScrape.fetch(url)
             #expect(before.value("warren_prefetch") == 2)
-            for counter in ["warren_reconnects_total", "warren_dead_workers_reported_total", "warren_jobs_run_alone_total"] {
+            for counter in [
+                "warren_reconnects_total", "warren_dead_workers_reported_total", "warren_jobs_run_alone_total",
+            ] {
                 #expect(before.value(counter) == 0, "\(counter) is there from the start")
             }
             for reason in ["unknownType", "invalidInput", "handlerError"] {
@@ -103,7 +105,8 @@ extension Integration {
             let queue = TestEnvironment.uniqueName("metrics-held")
             defer { BrokerProbe.delete(queue) }
             let worker = try CLI.startWorker(
-                queue: queue, arguments: ["--metrics-port", "0", "--width", "2", "--prefetch", "4", "--rate-limit", "echo=1/h"])
+                queue: queue,
+                arguments: ["--metrics-port", "0", "--width", "2", "--prefetch", "4", "--rate-limit", "echo=1/h"])
             defer { worker.terminate() }
             let url = try worker.metricsURL()
             let producer = try Producer.forTests()
@@ -133,7 +136,9 @@ extension Integration {
             #expect(after.value("warren_jobs_waiting_in_worker", ["state": "waitingForDependencies"]) == 0)
         }
 
-        @Test("other paths are 404, other methods on /metrics, /livez, /readyz 405; a port in use or a host that is not IPv4 stops the worker")
+        @Test(
+            "other paths are 404, other methods on /metrics, /livez, /readyz 405; a port in use or a host that is not IPv4 stops the worker"
+        )
         func otherRequestsAndAddresses() async throws {
             let queue = TestEnvironment.uniqueName("metrics-other")
             defer { BrokerProbe.delete(queue) }
@@ -157,7 +162,9 @@ extension Integration {
             let (empty, headResponse) = try await URLSession.shared.data(for: head)
             #expect((headResponse as? HTTPURLResponse)?.statusCode == 200)
             #expect(empty.isEmpty)
-            #expect((headResponse as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Type")?.hasPrefix("text/plain") == true)
+            #expect(
+                (headResponse as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Type")?.hasPrefix("text/plain")
+                    == true)
 
             // Idle connections beyond the limit are closed as they open; once they go, scrapes are served again.
             let port = try #require(url.port)
@@ -185,7 +192,9 @@ extension Integration {
             #expect(named.stderr.contains("--metrics-host localhost: not an IPv4 address"), "\(named.stderr)")
         }
 
-        @Test("a request that does not arrive whole soon after its first byte loses its connection; a kept-alive one stays")
+        @Test(
+            "a request that does not arrive whole soon after its first byte loses its connection; a kept-alive one stays"
+        )
         func requestDeadline() async throws {
             let queue = TestEnvironment.uniqueName("metrics-slow")
             defer { BrokerProbe.delete(queue) }

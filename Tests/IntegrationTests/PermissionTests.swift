@@ -10,13 +10,15 @@ extension Integration {
         /// A user of the test broker with `configure`, `write` and `read` permissions on `/`, and its URL; deleted
         /// by `body`'s end.
         private static func withUser(
-            configure: String, write: String = ".*", read: String = ".*", _ body: (_ user: String, _ url: String) throws -> Void
+            configure: String, write: String = ".*", read: String = ".*",
+            _ body: (_ user: String, _ url: String) throws -> Void
         ) throws {
             let user = TestEnvironment.uniqueName("perm-user")
             try Chaos.brokerCtl(["add_user", user, "secret"])
             defer { try? Chaos.brokerCtl(["delete_user", user]) }
             try Chaos.brokerCtl(["set_permissions", "-p", "/", user, configure, write, read])
-            try body(user, try TestEnvironment.brokerURL.replacingOccurrences(of: "guest:guest@", with: "\(user):secret@"))
+            try body(
+                user, try TestEnvironment.brokerURL.replacingOccurrences(of: "guest:guest@", with: "\(user):secret@"))
         }
 
         private static func startWorker(url: String, queue: String) throws -> ChildProcess {
@@ -38,7 +40,8 @@ extension Integration {
                 $0.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "\u{0}", with: "|")
             }
             return try cells[2...4].map { cell in
-                try #require(cell.hasPrefix("`") && cell.hasSuffix("`") ? String(cell.dropFirst().dropLast()) : nil, "\(row)")
+                try #require(
+                    cell.hasPrefix("`") && cell.hasSuffix("`") ? String(cell.dropFirst().dropLast()) : nil, "\(row)")
             }
         }
 
@@ -51,7 +54,10 @@ extension Integration {
             let state = ["WARREN_STATE_DIR": try TestEnvironment.temporaryDirectory().path]
             let producer = try Self.documentedPermissions(of: "producer")
             let monitor = try Self.documentedPermissions(of: "monitor")
-            #expect(producer == [#"^amq\.gen-.*$"#, #"^(amq\.default|warren\.control)$"#, #"^(amq\.gen-.*|warren\.results)$"#])
+            #expect(
+                producer == [
+                    #"^amq\.gen-.*$"#, #"^(amq\.default|warren\.control)$"#, #"^(amq\.gen-.*|warren\.results)$"#,
+                ])
             try Self.withUser(configure: producer[0], write: producer[1], read: producer[2]) { _, url in
                 func run(_ arguments: [String]) throws -> String {
                     let output = try CLI.run(arguments + ["--url", url], environment: state)
@@ -62,8 +68,11 @@ extension Integration {
                 _ = try run(["enqueue", "echo", "--depends-on", first, "--queue", queue, "--wait"])
                 _ = try run(["enqueue", "echo", "--queue", queue, "--key", "roles", "--supersede"])
                 let graph = try TestEnvironment.temporaryDirectory().appendingPathComponent("graph.json")
-                try Data(#"{"jobs": [{"name": "a", "type": "echo"}, {"name": "b", "type": "echo", "dependsOn": ["a"]}]}"#.utf8)
-                    .write(to: graph)
+                try Data(
+                    #"{"jobs": [{"name": "a", "type": "echo"}, {"name": "b", "type": "echo", "dependsOn": ["a"]}]}"#
+                        .utf8
+                )
+                .write(to: graph)
                 _ = try run(["enqueue", "--graph", graph.path, "--queue", queue])
                 _ = try run(["cancel", first])
                 // --wait that loses its connection reads the result from the results stream.
@@ -76,16 +85,19 @@ extension Integration {
                 while waiting.stdout.isEmpty && ContinuousClock.now < printed { Thread.sleep(forTimeInterval: 0.02) }
                 try worker.waitForStart(of: waiting.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
                 try Integration.Chaos.closeConnections(
-                    named: "warren producer \(waiting.process.processIdentifier)", reason: "test: the producer loses the broker")
+                    named: "warren producer \(waiting.process.processIdentifier)",
+                    reason: "test: the producer loses the broker")
                 #expect(waiting.waitForExit() == 0, "\(waiting.stderr)")
                 #expect(waiting.stderr.contains("reading their results from the results stream"), "\(waiting.stderr)")
                 // A job queue no worker made needs configure.
-                let fresh = try CLI.run(["enqueue", "echo", "--queue", queue + "-new", "--url", url], environment: state)
+                let fresh = try CLI.run(
+                    ["enqueue", "echo", "--queue", queue + "-new", "--url", url], environment: state)
                 #expect(fresh.status == 1 && fresh.stderr.contains("ACCESS_REFUSED"), "\(fresh.stderr)")
             }
             try Self.withUser(configure: monitor[0], write: monitor[1], read: monitor[2]) { _, url in
                 let status = try CLI.run(["status", "--queue", queue, "--url", url])
-                #expect(status.status == 0 && status.stdout.contains("queues=\(queue)"), "\(status.stdout)\(status.stderr)")
+                #expect(
+                    status.status == 0 && status.stdout.contains("queues=\(queue)"), "\(status.stdout)\(status.stderr)")
                 let results = try CLI.run(["results", "--url", url])
                 #expect(results.status == 0 && results.stdout.contains("succeeded"), "\(results.stderr)")
                 let dead = try CLI.run(["dead", "list", "--url", url])
@@ -131,7 +143,8 @@ extension Integration {
                     ],
                     name: "enqueue --wait")
                 defer { waiting.terminate() }
-                try worker.waitForStderr(containing: "the broker refuses a delay queue; holding jobs to delay until it accepts it")
+                try worker.waitForStderr(
+                    containing: "the broker refuses a delay queue; holding jobs to delay until it accepts it")
                 #expect(worker.stderr.contains("ACCESS_REFUSED"), "\(worker.stderr)")
                 // Held through the next look at it (every 5 s), where it used to come back at once, over and over.
                 Thread.sleep(forTimeInterval: 6)
@@ -156,7 +169,8 @@ extension Integration {
                 defer { worker.terminate() }
                 let job = try Producer.forTests().enqueue(
                     JobRequest(type: "fail", input: ["retryable": true], queue: queue, maxAttempts: 2))
-                try worker.waitForStderr(containing: "the broker refuses a delay queue; holding jobs to delay until it accepts it")
+                try worker.waitForStderr(
+                    containing: "the broker refuses a delay queue; holding jobs to delay until it accepts it")
                 let status = try CLI.run(["status", "--jobs", "--queue", queue, "--url", url])
                 #expect(status.stdout.contains("job \(job.id) type=fail held for "), "\(status.stdout)")
                 let cancel = try CLI.run(["cancel", job.id, "--url", url])
@@ -166,7 +180,9 @@ extension Integration {
             }
         }
 
-        @Test("a result the broker refuses to take makes the worker reconnect with growing waits, and is kept for the job")
+        @Test(
+            "a result the broker refuses to take makes the worker reconnect with growing waits, and is kept for the job"
+        )
         func refusedResultBacksOff() throws {
             let url = try TestEnvironment.brokerURL
             let queue = TestEnvironment.uniqueName("perm-result")
@@ -235,7 +251,10 @@ extension Integration {
                 // has gone.
                 let second = try ChildProcess(
                     TestEnvironment.warrenBinary,
-                    ["worker", "--url", restricted, "--queue", queue, "--worker-id", TestEnvironment.uniqueName("perm-second")],
+                    [
+                        "worker", "--url", restricted, "--queue", queue, "--worker-id",
+                        TestEnvironment.uniqueName("perm-second"),
+                    ],
                     name: "second worker")
                 defer { second.terminate() }
                 try second.waitForStderr(containing: "cannot connect; trying again")
@@ -273,14 +292,17 @@ extension Integration {
             // b's id was taken back from the journal: a dependent of b is refused, one of a is not.
             let journal = try String(contentsOf: state.appendingPathComponent("journal"), encoding: .utf8)
             let b = try #require(journal.split(separator: "\n").first { $0.hasPrefix("~") }?.dropFirst())
-            let onB = try CLI.run(["enqueue", "echo", "--depends-on", String(b), "--queue", open, "--url", url], environment: environment)
+            let onB = try CLI.run(
+                ["enqueue", "echo", "--depends-on", String(b), "--queue", open, "--url", url], environment: environment)
             #expect(onB.status == 64 && onB.stderr.contains("unknown job \(b)"), "\(onB.stderr)")
-            let onA = try CLI.run(["enqueue", "echo", "--depends-on", a, "--queue", open, "--url", url], environment: environment)
+            let onA = try CLI.run(
+                ["enqueue", "echo", "--depends-on", a, "--queue", open, "--url", url], environment: environment)
             #expect(onA.status == 0, "\(onA.stderr)")
 
             // A user who may not write to the default exchange has no job taken, and the journal knows it.
             try Self.withUser(configure: ".*", write: #"^warren\.control$"#) { _, restricted in
-                let refused = try CLI.run(["enqueue", "echo", "--queue", open, "--url", restricted], environment: environment)
+                let refused = try CLI.run(
+                    ["enqueue", "echo", "--queue", open, "--url", restricted], environment: environment)
                 #expect(refused.status == 1, "\(refused.stderr)")
                 #expect(refused.stderr.contains("no job of the call was enqueued"), "\(refused.stderr)")
                 #expect(refused.stdout.isEmpty, "no id is printed as enqueued or unconfirmed: \(refused.stdout)")
@@ -294,7 +316,8 @@ extension Integration {
             // Room for the dead-letter queue and one job queue.
             try Chaos.brokerCtl(["set_vhost_limits", "-p", vhost, #"{"max-queues": 2}"#])
             let state = try TestEnvironment.temporaryDirectory()
-            let first = try CLI.run(["enqueue", "echo", "--queue", "first", "--url", url], environment: ["WARREN_STATE_DIR": state.path])
+            let first = try CLI.run(
+                ["enqueue", "echo", "--queue", "first", "--url", url], environment: ["WARREN_STATE_DIR": state.path])
             #expect(first.status == 0, "\(first.stderr)")
             for arguments in [
                 ["enqueue", "echo", "--queue", "second"],
@@ -302,7 +325,9 @@ extension Integration {
             ] {
                 let refused = try CLI.run(arguments + ["--url", url], environment: ["WARREN_STATE_DIR": state.path])
                 #expect(refused.status == 1, "\(arguments): \(refused.stderr)")
-                #expect(refused.stderr.contains("queue limit in vhost '\(vhost)' (2) is reached"), "\(arguments): \(refused.stderr)")
+                #expect(
+                    refused.stderr.contains("queue limit in vhost '\(vhost)' (2) is reached"),
+                    "\(arguments): \(refused.stderr)")
                 #expect(!refused.stderr.contains("deleted") && !refused.stderr.contains("not as Warren declares"))
             }
             // The journal knows the job enqueued, not those refused before they left (dependents would wait forever).

@@ -14,7 +14,8 @@ extension Integration {
             let tap = try MessageTap.results()
             let id = TestEnvironment.uniqueName("bounded")
             let worker = try CLI.startWorker(
-                queue: queue, id: id, arguments: ["--width", "1", "--prefetch", "2"] + (quorum ? ["--quorum-queues"] : []))
+                queue: queue, id: id,
+                arguments: ["--width", "1", "--prefetch", "2"] + (quorum ? ["--quorum-queues"] : []))
             defer { worker.terminate() }
             let jobs = try producer.enqueue(
                 (1...6).map { _ in JobRequest(type: "sleep", input: ["seconds": 60], queue: queue) })

@@ -14,8 +14,10 @@ extension Integration {
             defer { BrokerProbe.delete(queue) }
             let producer = try Producer.forTests(priorityQueues: priorityQueues)
             let tap = try MessageTap.results()
-            let jobs = try producer.enqueue(priorities.map { JobRequest(type: "echo", input: .string($0.rawValue), priority: $0, queue: queue) })
-            let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "1", "--prefetch", "1"] + workerArguments)
+            let jobs = try producer.enqueue(
+                priorities.map { JobRequest(type: "echo", input: .string($0.rawValue), priority: $0, queue: queue) })
+            let worker = try CLI.startWorker(
+                queue: queue, arguments: ["--width", "1", "--prefetch", "1"] + workerArguments)
             defer { worker.terminate() }
             _ = try tap.waitForResults(jobs.map(\.id))
             return tap.arrivedResults.filter { r in jobs.contains { $0.id == r.jobID } }.map { $0.output?.stringValue }
@@ -60,9 +62,11 @@ extension Integration {
             let warning = "queue '\(plain)' is first in, first out"
             #expect(try enqueue(["--queue", plain, "--priority", "high"]).contains(warning))
             #expect(!(try enqueue(["--queue", plain])).contains("warning"), "a normal priority needs no warning")
-            #expect(try enqueue(["--queue", plain, "--priority", "low", "--priority-queues"]).contains(warning),
+            #expect(
+                try enqueue(["--queue", plain, "--priority", "low", "--priority-queues"]).contains(warning),
                 "an existing queue stays as it is")
-            #expect(!(try enqueue(["--queue", ordered, "--priority", "high", "--priority-queues"])).contains("warning"))
+            #expect(
+                !(try enqueue(["--queue", ordered, "--priority", "high", "--priority-queues"])).contains("warning"))
 
             let producer = try Producer.forTests()
             #expect(try producer.deliversByPriority(ordered))
@@ -83,9 +87,12 @@ extension Integration {
             // Occupy the only slot, so the others wait in the local queue, delivered in publish order.
             let blocker = try producer.enqueue(JobRequest(type: "sleep", input: ["seconds": 1.5], queue: queue))
             try worker.waitForStart(of: blocker.id)
-            let jobs = try producer.enqueue(priorities.map { JobRequest(type: "echo", input: .string($0.rawValue), priority: $0, queue: queue) })
+            let jobs = try producer.enqueue(
+                priorities.map { JobRequest(type: "echo", input: .string($0.rawValue), priority: $0, queue: queue) })
             _ = try tap.waitForResults([blocker.id] + jobs.map(\.id))
-            let order = tap.arrivedResults.filter { r in jobs.contains { $0.id == r.jobID } }.map { $0.output?.stringValue }
+            let order = tap.arrivedResults.filter { r in jobs.contains { $0.id == r.jobID } }.map {
+                $0.output?.stringValue
+            }
             #expect(order == ["veryHigh", "high", "normal", "low", "veryLow"])
         }
 

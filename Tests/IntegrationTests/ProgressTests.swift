@@ -30,7 +30,8 @@ extension Integration {
             let worker = try CLI.startWorker(queue: queue)
             defer { worker.terminate() }
             let producer = try Producer.forTests()
-            let job = try producer.enqueue(JobRequest(type: "sum", input: .numbers(Array(1...6), delayMs: 150), queue: queue), watch: true)
+            let job = try producer.enqueue(
+                JobRequest(type: "sum", input: .numbers(Array(1...6), delayMs: 150), queue: queue), watch: true)
             var fractions: [Double] = []
             let result = try producer.waitForResult(of: job.id, timeout: .seconds(60)) { fractions.append($0.fraction) }
             #expect(result.status == .succeeded)
@@ -48,7 +49,8 @@ extension Integration.Progress {
         let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "2"])
         defer { worker.terminate() }
         let producer = try Producer.forTests()
-        let noisy = try producer.enqueue(JobRequest(type: "sum", input: .numbers(Array(1...5), delayMs: 200), queue: queue), watch: true)
+        let noisy = try producer.enqueue(
+            JobRequest(type: "sum", input: .numbers(Array(1...5), delayMs: 200), queue: queue), watch: true)
         let quiet = try producer.enqueue(JobRequest(type: "sleep", input: ["seconds": 1.5], queue: queue), watch: true)
         #expect(try producer.waitForResult(of: quiet.id, timeout: .seconds(60)).status == .succeeded)
         #expect(try producer.waitForResult(of: noisy.id, timeout: .seconds(60)).status == .succeeded)
@@ -61,12 +63,14 @@ extension Integration.Progress {
         let queue = TestEnvironment.uniqueName("progress-nan")
         defer { BrokerProbe.delete(queue) }
         var registry = OperationRegistry.demo
-        registry.register("divide", blocking: { (total: Double, job: JobContext) -> Double in
-            job.reportProgress(0 / total)
-            Thread.sleep(forTimeInterval: 0.15)
-            job.reportProgress(1 / total)
-            return total
-        })
+        registry.register(
+            "divide",
+            blocking: { (total: Double, job: JobContext) -> Double in
+                job.reportProgress(0 / total)
+                Thread.sleep(forTimeInterval: 0.15)
+                job.reportProgress(1 / total)
+                return total
+            })
         var configuration = Worker.Configuration(url: try TestEnvironment.brokerURL)
         configuration.queues = [queue]
         let worker = try Worker(configuration: configuration, registry: registry)

@@ -34,19 +34,23 @@ extension Integration {
             let enqueued = try CLI.run(["enqueue", "echo", "--queue", queue, "--quorum-queues", "--url", url])
             #expect(enqueued.status == 0, "\(enqueued.stderr)")
             #expect(
-                enqueued.stderr.contains("warning: queue '\(queue)' is a classic queue, on one node"), "\(enqueued.stderr)")
+                enqueued.stderr.contains("warning: queue '\(queue)' is a classic queue, on one node"),
+                "\(enqueued.stderr)")
             let worker = try CLI.startWorker(queue: queue, arguments: ["--quorum-queues"])
             defer { worker.terminate() }
             #expect(worker.stderr.contains("job queue is a classic queue, on one node"), "\(worker.stderr)")
             #expect(try BrokerProbe.isDeclared(queue, with: ["x-dead-letter-exchange": .string(Topology.deadExchange)]))
             // Made by another client: classic without arguments (told), quorum with arguments of its own (not told).
-            let (plain, foreign) = (TestEnvironment.uniqueName("classic-plain"), TestEnvironment.uniqueName("quorum-foreign"))
+            let (plain, foreign) = (
+                TestEnvironment.uniqueName("classic-plain"), TestEnvironment.uniqueName("quorum-foreign")
+            )
             defer { [plain, foreign].forEach(BrokerProbe.delete) }
             let connection = try AMQPConnection(configuration: AMQPConfiguration(url: url))
             defer { connection.close() }
             try connection.openChannel(1)
             try connection.declareQueue(plain, channel: 1)
-            try connection.declareQueue(foreign, arguments: ["x-queue-type": "quorum", "x-max-length": .int(100)], channel: 1)
+            try connection.declareQueue(
+                foreign, arguments: ["x-queue-type": "quorum", "x-max-length": .int(100)], channel: 1)
             let told = try CLI.run(["enqueue", "echo", "--queue", plain, "--quorum-queues", "--url", url])
             #expect(told.stderr.contains("warning: queue '\(plain)' is a classic queue"), "\(told.stderr)")
             let made = TestEnvironment.uniqueName("quorum-made")
@@ -57,7 +61,9 @@ extension Integration {
             }
         }
 
-        @Test("jobs waiting for dependencies on a quorum queue made by another client neither starve nor overfill a worker")
+        @Test(
+            "jobs waiting for dependencies on a quorum queue made by another client neither starve nor overfill a worker"
+        )
         func parkedJobs() throws {
             let queue = TestEnvironment.uniqueName("quorum-deps")
             defer { BrokerProbe.delete(queue) }
@@ -75,7 +81,8 @@ extension Integration {
                 try connection.publish(Array(body.utf8), exchange: "", routingKey: queue, channel: 1)
             }
             try connection.publish(
-                Array(#"{"version":1,"id":"\#(root)","type":"echo"}"#.utf8), exchange: "", routingKey: queue, channel: 1)
+                Array(#"{"version":1,"id":"\#(root)","type":"echo"}"#.utf8), exchange: "", routingKey: queue, channel: 1
+            )
             let tap = try MessageTap.results()
             let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "1", "--prefetch", "1"])
             defer { worker.terminate() }
@@ -127,7 +134,8 @@ extension Integration {
             let producer = try Producer.forTests()
             let slow = JobRequest(type: "sleep", input: ["seconds": 0.5], queue: quorum)
             let after = JobRequest(type: "echo", input: "after", queue: classic, dependencies: [slow.id])
-            let jobs = try producer.enqueue([after, slow] + (1...4).map { JobRequest(type: "echo", queue: $0 % 2 == 0 ? classic : quorum) })
+            let jobs = try producer.enqueue(
+                [after, slow] + (1...4).map { JobRequest(type: "echo", queue: $0 % 2 == 0 ? classic : quorum) })
             let results = try tap.waitForResults(jobs.map(\.id))
             #expect(results.allSatisfy { $0.status == .succeeded })
             #expect(try #require(results[0].timings.startedAt) >= (try #require(results[1].timings.finishedAt)))
@@ -135,7 +143,9 @@ extension Integration {
             #expect(!worker.stderr.contains("reconnecting"), "\(worker.stderr)")
         }
 
-        @Test("workers make delay queues quorum queues, and use a classic one that exists as it is", arguments: [false, true])
+        @Test(
+            "workers make delay queues quorum queues, and use a classic one that exists as it is",
+            arguments: [false, true])
         func delayQueues(classicExists: Bool) throws {
             let queue = TestEnvironment.uniqueName("quorum-delay")
             let delayQueue = Topology.delayQueue(for: queue, seconds: 1)

@@ -50,13 +50,16 @@ extension Integration {
             #expect(try BrokerProbe.depth(of: queue) == 1, "the job that waited is back in its queue")
         }
 
-        @Test("a job that waits on its thread for its turn has not started: the worker stopping sends it back to the broker")
+        @Test(
+            "a job that waits on its thread for its turn has not started: the worker stopping sends it back to the broker"
+        )
         func waitingOnItsThread() throws {
             let queue = TestEnvironment.uniqueName("rate-gate")
             defer { BrokerProbe.delete(queue) }
             let tap = try MessageTap.results()
             let worker = try CLI.startWorker(
-                queue: queue, id: "rate-gate", arguments: ["--width", "1", "--prefetch", "3", "--rate-limit", "echo=12/m"])
+                queue: queue, id: "rate-gate",
+                arguments: ["--width", "1", "--prefetch", "3", "--rate-limit", "echo=12/m"])
             let producer = try Producer.forTests()
             // The sum holds the only thread for 4 s: the first echo starts then, and the second, handed over 5 s
             // after the first, reaches the thread at once and waits there until 5 s after the first's start.

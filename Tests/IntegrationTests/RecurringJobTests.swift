@@ -8,18 +8,24 @@ extension Integration {
     /// scheduler of several leads, another takes over when it dies, and a tick missed meanwhile is enqueued late.
     @Suite struct RecurringJobs {
         /// A schedule file of one schedule, `every` seconds, of no-op `echo` jobs into `queue`.
-        private static func scheduleFile(name: String, queue: String, every: Int = 1, extra: String = "") throws -> String {
+        private static func scheduleFile(name: String, queue: String, every: Int = 1, extra: String = "") throws
+            -> String
+        {
             let path = try TestEnvironment.temporaryDirectory().appendingPathComponent("schedules.json").path
-            let json = #"{"schedules": [{"name": "\#(name)", "every": \#(every), "type": "echo", "input": {"tick": true}, "queue": "\#(queue)"\#(extra)}]}"#
+            let json =
+                #"{"schedules": [{"name": "\#(name)", "every": \#(every), "type": "echo", "input": {"tick": true}, "queue": "\#(queue)"\#(extra)}]}"#
             try Data(json.utf8).write(to: URL(fileURLWithPath: path))
             return path
         }
 
         /// Starts `warren schedule FILE` with debug logs.
-        private static func startScheduler(_ file: String, name: String, arguments: [String] = []) throws -> ChildProcess {
+        private static func startScheduler(_ file: String, name: String, arguments: [String] = []) throws
+            -> ChildProcess
+        {
             try ChildProcess(
                 TestEnvironment.warrenBinary,
-                ["schedule", file, "--url", try TestEnvironment.brokerURL, "--log-level", "debug"] + arguments, name: name)
+                ["schedule", file, "--url", try TestEnvironment.brokerURL, "--log-level", "debug"] + arguments,
+                name: name)
         }
 
         /// Removes the schedule state other tests left, so that each test starts with none.
@@ -42,7 +48,9 @@ extension Integration {
 
         /// Runs `body` with a job queue and a schedule name of its own, and no schedule state left by other tests;
         /// removes the queue and the state afterwards.
-        private static func withFreshSchedule(_ body: (_ queue: String, _ name: String) async throws -> Void) async throws {
+        private static func withFreshSchedule(_ body: (_ queue: String, _ name: String) async throws -> Void)
+            async throws
+        {
             freshState()
             let queue = TestEnvironment.uniqueName("recurring")
             defer {
@@ -62,8 +70,12 @@ extension Integration {
                 let id = try #require(delivery.properties.messageID)
                 #expect(id.hasPrefix("\(name):"))
                 let stamp = String(id.dropFirst(name.count + 1))
-                ticks.append(try Date.ISO8601FormatStyle().year().month().day().dateTimeSeparator(.standard).time(includingFractionalSeconds: false).parse(
-                    "\(stamp.prefix(4))-\(stamp.dropFirst(4).prefix(2))-\(stamp.dropFirst(6).prefix(2))T\(stamp.dropFirst(9).prefix(2)):\(stamp.dropFirst(11).prefix(2)):\(stamp.dropFirst(13).prefix(2))Z"))
+                ticks.append(
+                    try Date.ISO8601FormatStyle().year().month().day().dateTimeSeparator(.standard).time(
+                        includingFractionalSeconds: false
+                    ).parse(
+                        "\(stamp.prefix(4))-\(stamp.dropFirst(4).prefix(2))-\(stamp.dropFirst(6).prefix(2))T\(stamp.dropFirst(9).prefix(2)):\(stamp.dropFirst(11).prefix(2)):\(stamp.dropFirst(13).prefix(2))Z"
+                    ))
             }
             return ticks
         }
@@ -99,7 +111,8 @@ extension Integration {
         @Test("a scheduler enqueues one job per tick, with the tick in its id, and leaves the state behind")
         func everyTick() async throws {
             try await Self.withFreshSchedule { queue, name in
-                let scheduler = try Self.startScheduler(try Self.scheduleFile(name: name, queue: queue), name: "scheduler")
+                let scheduler = try Self.startScheduler(
+                    try Self.scheduleFile(name: name, queue: queue), name: "scheduler")
                 defer { scheduler.terminate() }
                 try scheduler.waitForStderr(containing: "leading the schedules")
                 try Self.waitForJobs(in: queue, count: 4)
@@ -114,12 +127,15 @@ extension Integration {
                 }
                 #expect(scheduler.stderr.contains("enqueued"))
                 let state = try Self.storedState()
-                let through = try state[name].map { try Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse($0) }
+                let through = try state[name].map {
+                    try Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse($0)
+                }
                 #expect(through == ticks.last, "\(state)")
             }
         }
 
-        @Test("a unique schedule skips the ticks whose earlier job still waits or runs, and enqueues again once it ended")
+        @Test(
+            "a unique schedule skips the ticks whose earlier job still waits or runs, and enqueues again once it ended")
         func uniqueTicks() async throws {
             try await Self.withFreshSchedule { queue, name in
                 let key = TestEnvironment.uniqueName("beat-lock")
@@ -143,8 +159,12 @@ extension Integration {
                 let worker = try CLI.startWorker(queue: queue)
                 defer { worker.terminate() }
                 try tap.read(timeout: .seconds(30)) { messages in
-                    Set(messages.compactMap { try? JobResult.decode($0.body) }.map(\.jobID).filter { $0.hasPrefix(name) })
-                        .count >= 2
+                    Set(
+                        messages.compactMap { try? JobResult.decode($0.body) }.map(\.jobID).filter {
+                            $0.hasPrefix(name)
+                        }
+                    )
+                    .count >= 2
                 }
                 let ran = Set(tap.messages.compactMap { try? JobResult.decode($0.body) }.map(\.jobID))
                 #expect(ran.filter { $0.hasPrefix(name) }.count >= 2, "\(ran)")
@@ -172,7 +192,9 @@ extension Integration {
                 #expect(second.waitForExit() == 0)
                 let ticks = try Self.takeTicks(from: queue, name: name)
                 let distinct = Set(ticks).sorted()
-                #expect(ticks.count - distinct.count <= 1, "a tick enqueued twice only if the leader died between its job and its state: \(ticks)")
+                #expect(
+                    ticks.count - distinct.count <= 1,
+                    "a tick enqueued twice only if the leader died between its job and its state: \(ticks)")
                 for (tick, next) in zip(distinct, distinct.dropFirst()) {
                     #expect(next.timeIntervalSince(tick) == 1, "ticks \(distinct)")
                 }
@@ -183,7 +205,8 @@ extension Integration {
         func missedTicks() async throws {
             try await Self.withFreshSchedule { queue, name in
                 for (round, skips) in [(1, false), (2, true)] {
-                    let file = try Self.scheduleFile(name: name, queue: queue, every: 4, extra: skips ? #", "maxLateness": 1"# : "")
+                    let file = try Self.scheduleFile(
+                        name: name, queue: queue, every: 4, extra: skips ? #", "maxLateness": 1"# : "")
                     try Self.runUntilAJob(file, queue: queue, name: "round \(round)")
                     let last = try #require(try Self.takeTicks(from: queue, name: name).last)
                     // Down for more than a tick, and back 1.5 to 2 s after one: its job would be late by more than
@@ -198,10 +221,13 @@ extension Integration {
                     let first = try #require(try Self.takeTicks(from: queue, name: name).first)
                     if skips {
                         #expect(restarted.stderr.contains("skipped a tick missed by more than its maxLateness"))
-                        #expect(first > restart, "the first job after the restart is a tick to come: \(first) after \(last)")
+                        #expect(
+                            first > restart, "the first job after the restart is a tick to come: \(first) after \(last)"
+                        )
                     } else {
                         #expect(first > last && first < restart, "the missed tick: \(first) after \(last)")
-                        #expect(restart.timeIntervalSince(first) < 4, "only the latest missed tick: \(first) after \(last)")
+                        #expect(
+                            restart.timeIntervalSince(first) < 4, "only the latest missed tick: \(first) after \(last)")
                         #expect(restarted.stderr.contains("late="))
                     }
                 }
@@ -218,7 +244,8 @@ extension Integration {
                 try holder.openChannel(1)
                 try holder.declareQueue(locked, durable: false, exclusive: true, channel: 1)
                 let path = try TestEnvironment.temporaryDirectory().appendingPathComponent("two.json").path
-                let json = #"{"schedules": [{"name": "\#(name)", "every": 1, "type": "echo", "queue": "\#(queue)"}, "#
+                let json =
+                    #"{"schedules": [{"name": "\#(name)", "every": 1, "type": "echo", "queue": "\#(queue)"}, "#
                     + #"{"name": "\#(name)-locked", "every": 1, "type": "echo", "queue": "\#(locked)"}]}"#
                 try Data(json.utf8).write(to: URL(fileURLWithPath: path))
                 let scheduler = try Self.startScheduler(path, name: "scheduler")
@@ -228,7 +255,8 @@ extension Integration {
                 #expect(!scheduler.stderr.contains("scheduler lost the broker"), "\(scheduler.stderr)")
 
                 holder.close()
-                try scheduler.waitForStderr(containing: "skipped ticks missed while nothing enqueued them", timeout: .seconds(40))
+                try scheduler.waitForStderr(
+                    containing: "skipped ticks missed while nothing enqueued them", timeout: .seconds(40))
                 try Self.waitForJobs(in: locked, count: 2, timeout: .seconds(40))
                 scheduler.signal(SIGTERM)
                 #expect(scheduler.waitForExit() == 0)
@@ -248,7 +276,8 @@ extension Integration {
                 defer { holder.close() }
                 try holder.openChannel(1)
                 try holder.declareQueue(Topology.scheduleQueue, durable: false, exclusive: true, channel: 1)
-                let scheduler = try Self.startScheduler(try Self.scheduleFile(name: name, queue: queue), name: "scheduler")
+                let scheduler = try Self.startScheduler(
+                    try Self.scheduleFile(name: name, queue: queue), name: "scheduler")
                 defer { scheduler.terminate() }
                 try scheduler.waitForStderr(containing: "scheduler cannot reconnect")
                 #expect(scheduler.process.isRunning)
@@ -263,7 +292,8 @@ extension Integration {
         @Test("a leader held up (SIGSTOP) enqueues the latest tick it missed when it goes on, and skips the others")
         func heldUp() async throws {
             try await Self.withFreshSchedule { queue, name in
-                let scheduler = try Self.startScheduler(try Self.scheduleFile(name: name, queue: queue), name: "scheduler")
+                let scheduler = try Self.startScheduler(
+                    try Self.scheduleFile(name: name, queue: queue), name: "scheduler")
                 defer { scheduler.terminate() }
                 try scheduler.waitForStderr(containing: "leading the schedules")
                 try Self.waitForJobs(in: queue, count: 1)
@@ -286,18 +316,22 @@ extension Integration {
             }
         }
 
-        @Test("another AMQP client can write the state (to skip ticks); what is no state is dead-lettered, and the leader goes on")
+        @Test(
+            "another AMQP client can write the state (to skip ticks); what is no state is dead-lettered, and the leader goes on"
+        )
         func foreignState() async throws {
             try await Self.withFreshSchedule { queue, name in
                 let url = try TestEnvironment.brokerURL
                 let dead = try MessageTap.deadLetters()
-                let scheduler = try Self.startScheduler(try Self.scheduleFile(name: name, queue: queue), name: "scheduler")
+                let scheduler = try Self.startScheduler(
+                    try Self.scheduleFile(name: name, queue: queue), name: "scheduler")
                 defer { scheduler.terminate() }
                 try scheduler.waitForStderr(containing: "leading the schedules")
                 try Self.waitForJobs(in: queue, count: 1)
 
                 try ForeignPublisher.publish(Array("not a state".utf8), url: url, routingKey: Topology.scheduleQueue)
-                try scheduler.waitForStderr(containing: "dead-lettered a message of warren.schedules that is not a schedule state")
+                try scheduler.waitForStderr(
+                    containing: "dead-lettered a message of warren.schedules that is not a schedule state")
                 try dead.read(timeout: .seconds(30)) { $0.contains { $0.body == Array("not a state".utf8) } }
                 let letter = try #require(dead.messages.first { $0.body == Array("not a state".utf8) })
                 #expect(letter.properties.headers?[Topology.deadReasonHeader]?.stringValue == "malformedMessage")
@@ -379,7 +413,8 @@ extension Integration {
         @Test("a bad schedule file is refused before anything connects, naming what is wrong")
         func badFile() throws {
             let path = try TestEnvironment.temporaryDirectory().appendingPathComponent("bad.json").path
-            try Data(#"{"schedules": [{"name": "x", "type": "echo", "cron": "0 25 * * *"}]}"#.utf8).write(to: URL(fileURLWithPath: path))
+            try Data(#"{"schedules": [{"name": "x", "type": "echo", "cron": "0 25 * * *"}]}"#.utf8).write(
+                to: URL(fileURLWithPath: path))
             let run = try CLI.run(["schedule", path, "--url", "amqp://guest:guest@127.0.0.1:1/%2F"])
             #expect(run.status == 64)
             #expect(run.stderr.contains("schedules[0] ('x'): cron field 2 (hour)"), "\(run.stderr)")
@@ -390,15 +425,22 @@ extension Integration {
         @Test("--check prints the next ticks without a broker")
         func check() throws {
             let path = try TestEnvironment.temporaryDirectory().appendingPathComponent("check.json").path
-            try Data(#"{"schedules": [{"name": "nightly", "type": "echo", "cron": "30 2 * * *", "timeZone": "America/New_York"}]}"#.utf8)
-                .write(to: URL(fileURLWithPath: path))
-            let run = try CLI.run(["schedule", path, "--check", "--count", "2", "--url", "amqp://guest:guest@127.0.0.1:1/%2F"])
+            try Data(
+                #"{"schedules": [{"name": "nightly", "type": "echo", "cron": "30 2 * * *", "timeZone": "America/New_York"}]}"#
+                    .utf8
+            )
+            .write(to: URL(fileURLWithPath: path))
+            let run = try CLI.run([
+                "schedule", path, "--check", "--count", "2", "--url", "amqp://guest:guest@127.0.0.1:1/%2F",
+            ])
             #expect(run.status == 0, "\(run.stderr)")
             let lines = run.stdout.split(separator: "\n")
             #expect(lines.count == 3)
             #expect(lines.first == "nightly: echo on warren.default, cron 30 2 * * * (America/New_York)")
             #expect(lines.dropFirst().allSatisfy { $0.contains("T07:30:00Z") || $0.contains("T06:30:00Z") }, "\(lines)")
-            #expect(lines.dropFirst().allSatisfy { $0.contains("02:30:00") && $0.hasSuffix("America/New_York)") }, "\(lines)")
+            #expect(
+                lines.dropFirst().allSatisfy { $0.contains("02:30:00") && $0.hasSuffix("America/New_York)") },
+                "\(lines)")
         }
     }
 }

@@ -23,7 +23,8 @@ extension Integration {
         }
 
         private func openDescriptors(of worker: ChildProcess) -> Int {
-            (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(worker.process.processIdentifier)/fd"))?.count ?? -1
+            (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(worker.process.processIdentifier)/fd"))?
+                .count ?? -1
         }
 
         @Test("--max-jobs: after taking its last job the worker runs it, then starts afresh in the same process")
@@ -31,7 +32,8 @@ extension Integration {
             let queue = TestEnvironment.uniqueName("recycle-jobs")
             defer { BrokerProbe.delete(queue) }
             let tap = try MessageTap.results()
-            let worker = try CLI.startWorker(queue: queue, id: "\(queue)-worker", arguments: ["--max-jobs", "3", "--width", "2"])
+            let worker = try CLI.startWorker(
+                queue: queue, id: "\(queue)-worker", arguments: ["--max-jobs", "3", "--width", "2"])
             defer { worker.terminate() }
             let producer = try Producer.forTests()
             let jobs = (1...9).map { JobRequest(type: "echo", input: .number(Double($0)), queue: queue) }
@@ -46,14 +48,18 @@ extension Integration {
             try waitUntil(worker, restarted: 3)
             #expect(worker.process.isRunning)
             // Nothing piles up from one process to the next.
-            #expect(openDescriptors(of: worker) <= descriptors, "descriptors open after the first fresh start: \(descriptors)")
+            #expect(
+                openDescriptors(of: worker) <= descriptors,
+                "descriptors open after the first fresh start: \(descriptors)")
             worker.signal(SIGTERM)
             #expect(worker.waitForExit() == 0)
             #expect(restarts(of: worker) == 3)
             #expect(try BrokerProbe.depth(of: queue) == 0)
         }
 
-        @Test("--max-memory: past the limit, jobs not started go back, executing ones end whatever the grace, and the worker starts afresh")
+        @Test(
+            "--max-memory: past the limit, jobs not started go back, executing ones end whatever the grace, and the worker starts afresh"
+        )
         func maxMemory() throws {
             let queue = TestEnvironment.uniqueName("recycle-memory")
             defer { BrokerProbe.delete(queue) }
@@ -89,7 +95,9 @@ extension Integration {
             try producer.enqueue(job)
             try worker.waitForStart(of: job.id)
             try worker.waitForStderr(containing: "took the most jobs this worker may take")
-            let status = try CLI.run(["status", "--queue", queue, "--timeout", "1", "--url", try TestEnvironment.brokerURL])
+            let status = try CLI.run([
+                "status", "--queue", queue, "--timeout", "1", "--url", try TestEnvironment.brokerURL,
+            ])
             #expect(status.stdout.contains(" recycling=maxJobs\n"), "\(status.stdout)")
             worker.signal(SIGTERM)
             #expect(worker.waitForExit() == 0)
@@ -98,7 +106,9 @@ extension Integration {
             #expect(try BrokerProbe.depth(of: queue) == 1)
         }
 
-        @Test("a job waiting for its dependencies counts only once they ended: it neither starves the queue nor makes the worker spin")
+        @Test(
+            "a job waiting for its dependencies counts only once they ended: it neither starves the queue nor makes the worker spin"
+        )
         func dependenciesDoNotCount() throws {
             let queue = TestEnvironment.uniqueName("recycle-deps")
             let other = TestEnvironment.uniqueName("recycle-deps-other")
@@ -164,7 +174,9 @@ extension Integration {
             }
             #expect(seen.count == 21 && seen.values.allSatisfy { $0 == 1 }, "\(seen)")
             // The long job ran once: its redelivery after the restart came back to the process running it.
-            let starts = worker.stderr.split(separator: "\n").filter { $0.contains("job=\(long.id)") && $0.hasSuffix("job started") }
+            let starts = worker.stderr.split(separator: "\n").filter {
+                $0.contains("job=\(long.id)") && $0.hasSuffix("job started")
+            }
             #expect(starts.count == 1, "\(worker.stderr)")
             #expect(worker.process.isRunning)
         }

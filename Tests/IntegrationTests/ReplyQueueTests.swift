@@ -24,13 +24,17 @@ extension Integration {
 
             let result = try reply.waitForResult(id)
             #expect(result.status == .succeeded && result.output?["sum"] == 6)
-            let resultIndex = try #require(reply.messages.firstIndex { $0.properties.type == "warren.result.succeeded" })
+            let resultIndex = try #require(
+                reply.messages.firstIndex { $0.properties.type == "warren.result.succeeded" })
             let resultMessage = reply.messages[resultIndex]
             #expect(resultMessage.exchange == "" && resultMessage.routingKey == reply.queue)
             #expect(resultMessage.properties.correlationID == id)
             let progress = reply.messages[..<resultIndex].filter { $0.properties.type == ProgressMessage.messageType }
             #expect(!progress.isEmpty, "the progress reports reach the reply queue before the result")
-            #expect(progress.allSatisfy { $0.properties.correlationID == id && (try? ProgressMessage.decode($0.body))?.jobID == id })
+            #expect(
+                progress.allSatisfy {
+                    $0.properties.correlationID == id && (try? ProgressMessage.decode($0.body))?.jobID == id
+                })
             try progressTap.read(timeout: .seconds(30)) { !$0.isEmpty }
             #expect(!progressTap.messages.isEmpty, "progress reports still go to warren.progress too")
 
@@ -60,7 +64,8 @@ extension Integration {
             #expect(letter.properties.replyTo == reply.queue)
         }
 
-        @Test("the producer refuses a reply queue on a watched job, one of 0 or over 255 bytes, one that does not exist")
+        @Test(
+            "the producer refuses a reply queue on a watched job, one of 0 or over 255 bytes, one that does not exist")
         func producerRefusals() throws {
             let producer = try Producer.forTests()
             let missing = TestEnvironment.uniqueName("no-such-reply-queue")
@@ -119,7 +124,9 @@ extension Integration {
             #expect(message.contains("reply queue '\(full)'"), "\(message)")
             try dead.settle()
             #expect(dead.messages.filter { $0.properties.messageID == job.id }.count == 1)
-            let starts = worker.stderr.split(separator: "\n").filter { $0.contains("job=\(job.id)") && $0.hasSuffix("job started") }
+            let starts = worker.stderr.split(separator: "\n").filter {
+                $0.contains("job=\(job.id)") && $0.hasSuffix("job started")
+            }
             #expect(starts.count == 1, "the job ran once, not again and again")
             #expect(try BrokerProbe.depth(of: queue) == 0)
             #expect(worker.process.isRunning)

@@ -13,7 +13,8 @@ extension Integration {
             let worker = try CLI.startWorker(queue: queue)
             defer { worker.terminate() }
             let job = try Producer.forTests().enqueue(
-                JobRequest(type: "fail", input: ["retryable": true, "succeedFromAttempt": 3], queue: queue, maxAttempts: 5))
+                JobRequest(
+                    type: "fail", input: ["retryable": true, "succeedFromAttempt": 3], queue: queue, maxAttempts: 5))
             let result = try tap.waitForResult(job.id)
             #expect(result.status == .succeeded)
             #expect(result.attempt == 3)
@@ -22,7 +23,9 @@ extension Integration {
             #expect(tap.results(for: job.id).count == 1, "attempts that are retried publish no result")
             let lines = worker.stderr.split(separator: "\n").filter { $0.contains("job=\(job.id)") }
             func number(_ name: String, in line: Substring) -> Int? {
-                line.split(separator: " ").first { $0.hasPrefix("\(name)=") }.flatMap { Int($0.dropFirst(name.count + 1)) }
+                line.split(separator: " ").first { $0.hasPrefix("\(name)=") }.flatMap {
+                    Int($0.dropFirst(name.count + 1))
+                }
             }
             let retries = lines.filter { $0.hasSuffix("job failed; retrying") }
             let waits = retries.compactMap { number("delayMs", in: $0) }
@@ -32,11 +35,15 @@ extension Integration {
             // than the next longer one with a shorter expiration, where it would wait behind messages that expire
             // later. The rest waits in later hops. (The second wait is 1.5 to 2.5 s: a hop of 1 or 2 s.)
             for (wait, hop) in zip(waits, hops) {
-                #expect(Topology.delayQueueSeconds.contains { $0 * 1000 == hop } && hop <= wait, "waits \(waits), hops \(hops)")
+                #expect(
+                    Topology.delayQueueSeconds.contains { $0 * 1000 == hop } && hop <= wait,
+                    "waits \(waits), hops \(hops)")
             }
         }
 
-        @Test("a handler's retryAfter: the next attempt starts no sooner, after hops; a retry past the deadline is not made")
+        @Test(
+            "a handler's retryAfter: the next attempt starts no sooner, after hops; a retry past the deadline is not made"
+        )
         func retryAfter() throws {
             let queue = TestEnvironment.uniqueName("retry-after")
             defer { BrokerProbe.delete(queue) }
@@ -52,8 +59,11 @@ extension Integration {
             let result = try tap.waitForResult(job.id, timeout: .seconds(30))
             #expect(result.status == .succeeded && result.attempt == 2)
             let started = try #require(result.timings.startedAt)
-            #expect(started.timeIntervalSince(enqueued) >= 2.5, "the retry started \(started.timeIntervalSince(enqueued)) s after")
-            let line = try #require(worker.stderr.split(separator: "\n").first { $0.contains("job=\(job.id)") && $0.hasSuffix("retrying") })
+            #expect(
+                started.timeIntervalSince(enqueued) >= 2.5,
+                "the retry started \(started.timeIntervalSince(enqueued)) s after")
+            let line = try #require(
+                worker.stderr.split(separator: "\n").first { $0.contains("job=\(job.id)") && $0.hasSuffix("retrying") })
             #expect(line.contains("delayMs=2500"), "\(line)")
             #expect(worker.stderr.contains("hopMs="), "the rest of the wait is a hop of its own")
 
@@ -106,7 +116,8 @@ extension Integration {
             }
         }
 
-        @Test("a job whose dead letter a full warren.dead refuses is held, not run again; with room, it is dead-lettered")
+        @Test(
+            "a job whose dead letter a full warren.dead refuses is held, not run again; with room, it is dead-lettered")
         func deadLetterRefused() throws {
             // A virtual host of its own, whose warren.dead a policy keeps full.
             let (vhost, url) = try Chaos.addVirtualHost("dead-full")
@@ -155,7 +166,9 @@ extension Integration {
             let worker = try CLI.startWorker(queue: queue)
             defer { worker.terminate() }
             let job = try Producer.forTests().enqueue(
-                JobRequest(type: "fail", input: ["retryable": true, "code": "flaky", "succeedFromAttempt": 4], queue: queue, maxAttempts: 2))
+                JobRequest(
+                    type: "fail", input: ["retryable": true, "code": "flaky", "succeedFromAttempt": 4], queue: queue,
+                    maxAttempts: 2))
             let result = try tap.waitForResult(job.id)
             #expect(result.status == .failed)
             #expect(result.error?.code == "flaky")
@@ -178,7 +191,9 @@ extension Integration {
             // --json: the letters on stdout, the count on stderr all the same; --limit 0 only counts them.
             let counted = try CLI.run(["dead", "list", "--json", "--limit", "0", "--url", url])
             #expect(counted.status == 0 && counted.stdout.isEmpty, "\(counted.stdout)")
-            #expect(counted.stderr.hasPrefix("0 of ") && counted.stderr.hasSuffix(" dead letter(s) (--limit 0)\n"), "\(counted.stderr)")
+            #expect(
+                counted.stderr.hasPrefix("0 of ") && counted.stderr.hasSuffix(" dead letter(s) (--limit 0)\n"),
+                "\(counted.stderr)")
 
             let requeue = try CLI.run(["dead", "requeue", job.id, "--url", url])
             #expect(requeue.status == 0, "\(requeue.stderr)")
@@ -194,7 +209,9 @@ extension Integration {
             #expect(missing.stderr.contains("no dead letter for job no-such-job"))
         }
 
-        @Test("dead requeue of letters bound for a quorum, a priority and a classic queue: confirmed in any order, all moved")
+        @Test(
+            "dead requeue of letters bound for a quorum, a priority and a classic queue: confirmed in any order, all moved"
+        )
         func requeueToMixedQueues() throws {
             let url = try TestEnvironment.brokerURL
             let queues = [

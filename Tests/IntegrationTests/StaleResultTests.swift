@@ -14,9 +14,11 @@ extension Integration {
             defer { worker.terminate() }
             let key = TestEnvironment.uniqueName("totals")
             // The older calculation is slow, the newer fast: the older result arrives last, as in ListAdder.
-            let older = try producer.enqueue(JobRequest(type: "sum", input: .numbers([1, 2, 3, 4, 5], delayMs: 200), key: key, queue: queue))
+            let older = try producer.enqueue(
+                JobRequest(type: "sum", input: .numbers([1, 2, 3, 4, 5], delayMs: 200), key: key, queue: queue))
             try worker.waitForStart(of: older.id)
-            let newer = try producer.enqueue(JobRequest(type: "sum", input: .numbers([10, 20]), key: key, queue: queue))
+            let newer = try producer.enqueue(
+                JobRequest(type: "sum", input: .numbers([10, 20]), key: key, queue: queue))
             _ = try tap.waitForResults([older.id, newer.id])
 
             let output = try CLI.run(["results", "--key", key, "--url", try TestEnvironment.brokerURL])
@@ -129,12 +131,15 @@ extension Integration {
             defer { BrokerProbe.delete(queue) }
             let worker = try CLI.startWorker(queue: queue)
             defer { worker.terminate() }
-            let first = try Producer.forTests().enqueue(JobRequest(type: "echo", input: "first", queue: queue), watch: true)
+            let first = try Producer.forTests().enqueue(
+                JobRequest(type: "echo", input: "first", queue: queue), watch: true)
             // Results stored many times a second, far more often than --idle, until the reader is done.
             let producing = try ChildProcess(
                 URL(fileURLWithPath: "/bin/sh"),
-                ["-c", #"while :; do "$0" enqueue echo --queue "$1" --url "$2" > /dev/null; done"#,
-                    TestEnvironment.warrenBinary.path, queue, url],
+                [
+                    "-c", #"while :; do "$0" enqueue echo --queue "$1" --url "$2" > /dev/null; done"#,
+                    TestEnvironment.warrenBinary.path, queue, url,
+                ],
                 name: "enqueue loop")
             defer { producing.terminate() }
             let output = try CLI.run(["results", "--since", "10m", "--idle", "3", "--url", url], timeout: .seconds(60))

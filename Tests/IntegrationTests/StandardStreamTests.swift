@@ -7,7 +7,9 @@ extension Integration {
     /// The command line as a Unix tool: signals while it enqueues, output it cannot write, descriptors closed at
     /// start, arguments that are not UTF-8, a worker whose log pipe closes.
     @Suite struct StandardStreams {
-        @Test("an interrupted producer enqueues none of a call's jobs: their ids are unknown to dependents, their locks free")
+        @Test(
+            "an interrupted producer enqueues none of a call's jobs: their ids are unknown to dependents, their locks free"
+        )
         func interruptedProducer() throws {
             let queue = TestEnvironment.uniqueName("interrupted")
             defer { BrokerProbe.delete(queue) }
@@ -52,7 +54,8 @@ extension Integration {
             #expect(printed.allSatisfy { $0.hasPrefix("j") && $0.split(separator: " ").count == 2 })
         }
 
-        @Test("output that cannot be written fails the command, naming what was lost; a full stderr changes no exit code")
+        @Test(
+            "output that cannot be written fails the command, naming what was lost; a full stderr changes no exit code")
         func unwritableOutput() throws {
             let url = try TestEnvironment.brokerURL
             let queue = TestEnvironment.uniqueName("full-output")
@@ -113,8 +116,10 @@ extension Integration {
             let input = directory.appendingPathComponent("input.json")
             try Data([0x22, 0xFF, 0x22]).write(to: input)
             let graph = directory.appendingPathComponent("graph.json")
-            try Data(#"{"jobs": [{"name": "a", "type": "echo", "input": "\#u{FF}"}]}"#.utf8.map { $0 == 0xC3 ? 0xFF : $0 })
-                .write(to: graph)
+            try Data(
+                #"{"jobs": [{"name": "a", "type": "echo", "input": "\#u{FF}"}]}"#.utf8.map { $0 == 0xC3 ? 0xFF : $0 }
+            )
+            .write(to: graph)
             for (arguments, message) in [
                 (["enqueue", "echo", "--input", "@" + input.path], "--input @\(input.path): not valid UTF-8"),
                 (["enqueue", "--graph", graph.path], "the graph file '\(graph.path)' is not UTF-8 text"),
@@ -159,11 +164,14 @@ extension Integration {
             try Data(#"{"jobs": [\#(jobs.joined(separator: ","))]}"#.utf8).write(to: graph)
             let enqueue = try ChildProcess(
                 URL(fileURLWithPath: "/bin/sh"),
-                ["-c", prelude + #" exec "$0" enqueue --graph "$1" --queue "$2" --url "$3""#,
-                    TestEnvironment.warrenBinary.path, graph.path, queue, try TestEnvironment.brokerURL],
+                [
+                    "-c", prelude + #" exec "$0" enqueue --graph "$1" --queue "$2" --url "$3""#,
+                    TestEnvironment.warrenBinary.path, graph.path, queue, try TestEnvironment.brokerURL,
+                ],
                 name: "enqueue --graph")
             let declared = ContinuousClock.now + .seconds(60)
-            while (try? BrokerProbe.depth(of: queue)) == nil, enqueue.process.isRunning, ContinuousClock.now < declared {
+            while (try? BrokerProbe.depth(of: queue)) == nil, enqueue.process.isRunning, ContinuousClock.now < declared
+            {
                 Thread.sleep(forTimeInterval: 0.005)
             }
             return enqueue

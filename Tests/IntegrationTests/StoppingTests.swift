@@ -12,22 +12,27 @@ extension Integration {
         /// Blocks its thread, ignoring cancellation, until `release` is signalled; signals `started` first.
         static func registry(started: DispatchSemaphore, release: DispatchSemaphore) -> OperationRegistry {
             var registry = OperationRegistry()
-            registry.register("stubborn", blocking: { (_: JSONValue, _: JobContext) -> String in
-                started.signal()
-                release.wait()
-                return "released"
-            })
+            registry.register(
+                "stubborn",
+                blocking: { (_: JSONValue, _: JobContext) -> String in
+                    started.signal()
+                    release.wait()
+                    return "released"
+                })
             return registry
         }
 
         /// Starts a worker with `grace` on a thread, runs one `stubborn` job, stops the worker `stops` times, and
         /// returns whether the worker's run ended; the job is released (and its thread freed) before returning.
         static func stopWithStubbornJob(grace: Duration, stops: Int, queue: String) throws -> Bool {
-            let (started, release, ended) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+            let (started, release, ended) = (
+                DispatchSemaphore(value: 0), DispatchSemaphore(value: 0), DispatchSemaphore(value: 0)
+            )
             defer { release.signal() }
             var configuration = try configuration(queue: queue)
             configuration.shutdownGracePeriod = grace
-            let worker = try Worker(configuration: configuration, registry: registry(started: started, release: release))
+            let worker = try Worker(
+                configuration: configuration, registry: registry(started: started, release: release))
             let thread = Thread {
                 do { try worker.runOnCurrentThread() } catch { Issue.record("the worker failed: \(error)") }
                 ended.signal()
@@ -64,7 +69,8 @@ extension Integration {
         func abandonedAfterSecondGrace() throws {
             let queue = TestEnvironment.uniqueName("stubborn")
             defer { BrokerProbe.delete(queue) }
-            #expect(try Self.stopWithStubbornJob(grace: .milliseconds(300), stops: 1, queue: queue), "the worker stopped")
+            #expect(
+                try Self.stopWithStubbornJob(grace: .milliseconds(300), stops: 1, queue: queue), "the worker stopped")
             try Self.expectRequeued(queue)
         }
 
@@ -159,7 +165,8 @@ extension Integration {
             let worker = try Worker(configuration: configuration, registry: .demo)
             let running = Task { try await worker.run() }
             let producer = try Producer.forTests()
-            let job = try producer.enqueue(JobRequest(type: "sleep", input: ["seconds": 1.5], queue: queue), watch: true)
+            let job = try producer.enqueue(
+                JobRequest(type: "sleep", input: ["seconds": 1.5], queue: queue), watch: true)
             let deadline = ContinuousClock.now + .seconds(60)
             while ContinuousClock.now < deadline,
                 try producer.workerStatuses(timeout: .milliseconds(500), awaiting: configuration.workerID)

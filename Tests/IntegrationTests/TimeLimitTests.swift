@@ -23,13 +23,20 @@ extension Integration {
             try producer.enqueue([long, nap, quick, free])
             let results = try tap.waitForResults([long.id, nap.id, quick.id, free.id])
             #expect(results.map(\.status) == [.failed, .failed, .succeeded, .succeeded])
-            #expect(results[0].error == JobError(code: "timeLimit", message: "the job ran longer than its type's time limit of 1 s and was cancelled"))
-            #expect(results[1].error?.message == "the job ran longer than its type's time limit of 800 ms and was cancelled")
+            #expect(
+                results[0].error
+                    == JobError(
+                        code: "timeLimit",
+                        message: "the job ran longer than its type's time limit of 1 s and was cancelled"))
+            #expect(
+                results[1].error?.message == "the job ran longer than its type's time limit of 800 ms and was cancelled"
+            )
             for result in results.prefix(2) {
                 let started = try #require(result.timings.startedAt)
                 let finished = try #require(result.timings.finishedAt)
                 // Timings travel to the millisecond.
-                #expect(finished.timeIntervalSince(started) >= 0.799, "not cancelled before its limit: \(result.timings)")
+                #expect(
+                    finished.timeIntervalSince(started) >= 0.799, "not cancelled before its limit: \(result.timings)")
             }
             try dead.read(timeout: .seconds(30)) { letters in
                 [long.id, nap.id].allSatisfy { id in letters.contains { $0.properties.messageID == id } }
@@ -38,7 +45,9 @@ extension Integration {
                 let letter = try #require(dead.messages.first { $0.properties.messageID == id })
                 #expect(letter.properties.headers?[Topology.deadReasonHeader]?.stringValue == "timeLimit")
             }
-            #expect(worker.stderr.contains("job=\(long.id)") && worker.stderr.contains("cancelling job: it ran longer than its time limit"))
+            #expect(
+                worker.stderr.contains("job=\(long.id)")
+                    && worker.stderr.contains("cancelling job: it ran longer than its time limit"))
             #expect(try BrokerProbe.depth(of: queue) == 0, "not retried: the failure is not retryable")
         }
 
@@ -71,13 +80,17 @@ extension Integration {
 
             // From the command line, and from any AMQP client: a limit outside 1 ms to a year is refused.
             let waited = try CLI.run(
-                ["enqueue", "sleep", "--input", #"{"seconds":60}"#, "--time-limit", "250ms", "--wait", "--queue", queue,
-                 "--url", url])
+                [
+                    "enqueue", "sleep", "--input", #"{"seconds":60}"#, "--time-limit", "250ms", "--wait", "--queue",
+                    queue,
+                    "--url", url,
+                ])
             #expect(waited.status == 3, "\(waited.stderr)")
             #expect(waited.stdout.contains("its own time limit of 250 ms"), "\(waited.stdout)")
             let refused = try CLI.run(["enqueue", "echo", "--time-limit", "0s", "--queue", queue, "--url", url])
             #expect(refused.status == 64)
-            #expect(refused.stderr.contains("--time-limit: a time limit must be from 1 ms to a year"), "\(refused.stderr)")
+            #expect(
+                refused.stderr.contains("--time-limit: a time limit must be from 1 ms to a year"), "\(refused.stderr)")
             let foreignID = TestEnvironment.uniqueName("foreign")
             let body = Array(#"{"version":1,"id":"\#(foreignID)","type":"echo","timeLimitSeconds":0}"#.utf8)
             try ForeignPublisher.publish(body, url: url, routingKey: queue)
@@ -87,7 +100,8 @@ extension Integration {
             let result = try #require(try tap.waitForResults([foreignID]).first)
             #expect(
                 result.error?.message
-                    == "timeLimitSeconds: a time limit must be from 1 ms to a year (0.001 to 31536000 seconds); got 0.0 seconds")
+                    == "timeLimitSeconds: a time limit must be from 1 ms to a year (0.001 to 31536000 seconds); got 0.0 seconds"
+            )
         }
 
         @Test("the limit counts from the job's start, not from its arrival: jobs that waited for a thread still run")
@@ -100,7 +114,9 @@ extension Integration {
             defer { worker.terminate() }
             let producer = try Producer.forTests()
             // Three jobs of about 0.9 s each on one thread: the last ends more than 2 s after the three arrived.
-            let jobs = (1...3).map { _ in JobRequest(type: "sum", input: .numbers([1, 2, 3], delayMs: 300), queue: queue) }
+            let jobs = (1...3).map { _ in
+                JobRequest(type: "sum", input: .numbers([1, 2, 3], delayMs: 300), queue: queue)
+            }
             try producer.enqueue(jobs)
             let results = try tap.waitForResults(jobs.map(\.id))
             #expect(results.allSatisfy { $0.status == .succeeded }, "\(results.map(\.error))")

@@ -25,7 +25,8 @@ extension Integration {
             let worker = try CLI.startWorker(queue: queue, arguments: ["--width", "2"])
             defer { worker.terminate() }
             let producer = try Producer.forTests()
-            let first = JobRequest(type: "sleep", input: ["seconds": 3], key: key, queue: queue, uniqueFor: .seconds(60))
+            let first = JobRequest(
+                type: "sleep", input: ["seconds": 3], key: key, queue: queue, uniqueFor: .seconds(60))
             #expect(try producer.enqueue(first).unique == true)
             #expect(try BrokerProbe.depth(of: UniqueLock.queue(forKey: key)) == 1)
 
@@ -41,7 +42,9 @@ extension Integration {
             #expect(batch?.code == .duplicate)
             #expect(batch?.message.hasSuffix("; no job of this call was enqueued") == true)
             #expect((try? BrokerProbe.depth(of: idle)) ?? 0 == 0)
-            let cli = try CLI.run(["enqueue", "echo", "--key", key, "--unique-for", "1m", "--queue", queue, "--url", url])
+            let cli = try CLI.run([
+                "enqueue", "echo", "--key", key, "--unique-for", "1m", "--queue", queue, "--url", url,
+            ])
             #expect(cli.status == 6, "\(cli.stderr)")
             #expect(cli.stdout.isEmpty && cli.stderr.contains("holds the key's unique lock"), "\(cli.stderr)")
             let status = try CLI.run(["status", "--jobs", "--queue", queue, "--url", url])
@@ -72,7 +75,8 @@ extension Integration {
             defer { worker.terminate() }
             let producer = try Producer.forTests()
             func unique(_ type: String, _ input: JSONValue = .null, maxAttempts: Int? = nil) -> JobRequest {
-                JobRequest(type: type, input: input, key: key, queue: queue, maxAttempts: maxAttempts, uniqueFor: .seconds(60))
+                JobRequest(
+                    type: type, input: input, key: key, queue: queue, maxAttempts: maxAttempts, uniqueFor: .seconds(60))
             }
 
             // A retryable failure: the job waits in a delay queue between its two attempts, and keeps the lock.
@@ -131,7 +135,9 @@ extension Integration {
             #expect(try tap.waitForResults([slow.id]).first?.status == .succeeded)
             try worker.waitForStderr(containing: "this job's lock expired before it ended")
             #expect(try BrokerProbe.depth(of: UniqueLock.queue(forKey: key)) == 1, "the next job's token stays")
-            #expect(throws: WarrenError.self) { try producer.enqueue(JobRequest(type: "echo", key: key, queue: queue, uniqueFor: .seconds(5))) }
+            #expect(throws: WarrenError.self) {
+                try producer.enqueue(JobRequest(type: "echo", key: key, queue: queue, uniqueFor: .seconds(5)))
+            }
             #expect(try tap.waitForResults([next.id]).first?.status == .succeeded)
             #expect(!Self.isHeld(key))
             let metrics = try await MetricsScrape.fetch(try worker.metricsURL()) { metrics in
@@ -141,7 +147,9 @@ extension Integration {
             #expect(metrics.value("warren_unique_lock_releases_total", ["outcome": "released"]) == 1)
         }
 
-        @Test("a lock lasts no longer than a minute past its job's deadline; one that would expire before its job may start is refused")
+        @Test(
+            "a lock lasts no longer than a minute past its job's deadline; one that would expire before its job may start is refused"
+        )
         func lockLifetimeAndDeadline() throws {
             let queue = TestEnvironment.uniqueName("unique-deadline")
             let key = TestEnvironment.uniqueName("deadline-key")
@@ -164,7 +172,9 @@ extension Integration {
                         type: "echo", key: key + "-late", queue: queue, notBefore: Date(timeIntervalSinceNow: 3600),
                         uniqueFor: .seconds(60)))
             }
-            #expect(early?.code == .invalidConfiguration && early?.message.contains("would expire before the job may start") == true)
+            #expect(
+                early?.code == .invalidConfiguration
+                    && early?.message.contains("would expire before the job may start") == true)
         }
 
         @Test("warren unlock frees a held lock by hand and names its job; a free key says so; a bad key is refused")
@@ -177,7 +187,9 @@ extension Integration {
             // No worker: the job waits in its queue and holds the lock.
             let held = JobRequest(type: "echo", key: key, queue: queue, uniqueFor: .seconds(600))
             try producer.enqueue(held)
-            #expect(throws: WarrenError.self) { try producer.enqueue(JobRequest(type: "echo", key: key, queue: queue, uniqueFor: .seconds(5))) }
+            #expect(throws: WarrenError.self) {
+                try producer.enqueue(JobRequest(type: "echo", key: key, queue: queue, uniqueFor: .seconds(5)))
+            }
             let freed = try CLI.run(["unlock", key, key + "-never", "--url", url])
             #expect(freed.status == 0, "\(freed.stderr)")
             #expect(freed.stdout == "\(key): freed (held by job \(held.id))\n\(key)-never: was free\n")
@@ -186,7 +198,9 @@ extension Integration {
             #expect(try producer.unlock(key: key) != nil && producer.unlock(key: key) == nil)
             #expect(try BrokerProbe.depth(of: queue) == 2, "unlocking cancels nothing")
             let bad = try CLI.run(["unlock", "", "--url", url])
-            #expect(bad.status == 64 && bad.stderr.contains("a unique job's key must be 1 to 241 bytes long"), "\(bad.stderr)")
+            #expect(
+                bad.status == 64 && bad.stderr.contains("a unique job's key must be 1 to 241 bytes long"),
+                "\(bad.stderr)")
         }
 
         @Test("one producer takes unique locks and asks workers for their status in turn, and unlocks after")
@@ -255,7 +269,9 @@ extension Integration {
             let full = TestEnvironment.uniqueName("unique-full")
             let key = TestEnvironment.uniqueName("refused")
             let foreign = TestEnvironment.uniqueName("foreign-lock")
-            defer { [full, UniqueLock.queue(forKey: key), UniqueLock.queue(forKey: foreign)].forEach(BrokerProbe.delete) }
+            defer {
+                [full, UniqueLock.queue(forKey: key), UniqueLock.queue(forKey: foreign)].forEach(BrokerProbe.delete)
+            }
             let connection = try AMQPConnection(configuration: AMQPConfiguration(url: url))
             defer { connection.close() }
             try connection.openChannel(1)
@@ -272,8 +288,11 @@ extension Integration {
                 "\(refused?.message ?? "")")
             #expect(!Self.isHeld(key), "the job was not enqueued: its lock is free")
 
-            try connection.declareQueue(UniqueLock.queue(forKey: foreign), arguments: ["x-max-length": .int(1)], channel: 1)
-            let cli = try CLI.run(["enqueue", "echo", "--key", foreign, "--unique-for", "1m", "--queue", full, "--url", url])
+            try connection.declareQueue(
+                UniqueLock.queue(forKey: foreign), arguments: ["x-max-length": .int(1)], channel: 1)
+            let cli = try CLI.run([
+                "enqueue", "echo", "--key", foreign, "--unique-for", "1m", "--queue", full, "--url", url,
+            ])
             #expect(cli.status == 1, "\(cli.stderr)")
             #expect(cli.stderr.contains("exists, but not as Warren declares a unique job's lock"), "\(cli.stderr)")
             #expect(!cli.stderr.contains("Usage"), "\(cli.stderr)")
@@ -282,10 +301,14 @@ extension Integration {
             // Nor is a lock a reply queue: a result there would be a token that never expires.
             let reply = JobRequest(type: "echo", queue: full, replyTo: UniqueLock.queue(forKey: key))
             let refusedReply = #expect(throws: WarrenError.self) { try producer.enqueue(reply) }
-            #expect(refusedReply?.code == .invalidConfiguration && refusedReply?.message.contains("one of Warren's own queues") == true)
+            #expect(
+                refusedReply?.code == .invalidConfiguration
+                    && refusedReply?.message.contains("one of Warren's own queues") == true)
         }
 
-        @Test("pika takes a lock as the wire format says, and a Warren worker releases it; a unique job without a key is dead-lettered")
+        @Test(
+            "pika takes a lock as the wire format says, and a Warren worker releases it; a unique job without a key is dead-lettered"
+        )
         func foreignClients() throws {
             let url = try TestEnvironment.brokerURL
             let queue = TestEnvironment.uniqueName("unique-pika")
@@ -293,7 +316,8 @@ extension Integration {
             defer { [queue, UniqueLock.queue(forKey: key)].forEach(BrokerProbe.delete) }
             let worker = try CLI.startWorker(queue: queue)
             defer { worker.terminate() }
-            let script = TestEnvironment.packageRoot.appendingPathComponent("Tests/IntegrationTests/Clients/pika_unique.py")
+            let script = TestEnvironment.packageRoot.appendingPathComponent(
+                "Tests/IntegrationTests/Clients/pika_unique.py")
             let client = try ChildProcess(URL(fileURLWithPath: "/usr/bin/python3"), [script.path, url, queue, key])
             #expect(client.waitForExit() == 0, "\(client.stderr)")
             let line = try #require(

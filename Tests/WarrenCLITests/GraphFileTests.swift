@@ -14,7 +14,8 @@ struct GraphFileTests {
 
     @Test func timesAreNumbersOrStringsAsTheCommandLineTakesThem() throws {
         let graph = try load(
-            #"{"jobs": [{"name": "a", "type": "t", "deadline": "10m", "delay": 5, "timeLimit": "250ms", "uniqueFor": "1h", "key": "k"}]}"#)
+            #"{"jobs": [{"name": "a", "type": "t", "deadline": "10m", "delay": 5, "timeLimit": "250ms", "uniqueFor": "1h", "key": "k"}]}"#
+        )
         let (requests, _) = graph.requests(defaultQueue: "q")
         let request = try #require(requests.first)
         let deadline = try #require(request.deadline).timeIntervalSinceNow

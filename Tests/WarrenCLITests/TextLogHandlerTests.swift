@@ -19,7 +19,8 @@ struct TextLogHandlerTests {
 
     @Test func linesReadTimestampLevelLabelFieldsSourceAndMessage() throws {
         let text = line("job failed", metadata: ["job": "0c1e", "attempt": "2"])
-        let pattern = #/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d{4} warning warren.worker: attempt=2 job=0c1e \[WarrenCLITests\] job failed\n$/#
+        let pattern =
+            #/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d{4} warning warren.worker: attempt=2 job=0c1e \[WarrenCLITests\] job failed\n$/#
         #expect(text.wholeMatch(of: pattern) != nil, "\(text)")
     }
 

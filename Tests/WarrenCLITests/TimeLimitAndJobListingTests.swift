@@ -13,7 +13,8 @@ struct TimeLimitAndJobListingTests {
 
     @Test func timeLimitsTakeSecondsAndUnits() throws {
         let parsed = try limits(["sum=90", "sleep=250ms", "echo=1.5m", "fail=2h"])
-        #expect(parsed == ["sum": .seconds(90), "sleep": .milliseconds(250), "echo": .seconds(90), "fail": .seconds(7200)])
+        #expect(
+            parsed == ["sum": .seconds(90), "sleep": .milliseconds(250), "echo": .seconds(90), "fail": .seconds(7200)])
     }
 
     @Test(arguments: [
@@ -40,8 +41,14 @@ struct TimeLimitAndJobListingTests {
         #expect(try EnqueueCommand.parse(["sum", "--time-limit", "250ms"]).timeLimit?.seconds == 0.25)
         #expect(try EnqueueCommand.parse(["sum", "--time-limit", "2h"]).timeLimit?.seconds == 7200)
         for (limit, message) in [
-            ("0", "--time-limit: a time limit must be from 1 ms to a year (0.001 to 31536000 seconds); got 0.0 seconds"),
-            ("400d", "--time-limit: a time limit must be from 1 ms to a year (0.001 to 31536000 seconds); got 34560000.0 seconds"),
+            (
+                "0",
+                "--time-limit: a time limit must be from 1 ms to a year (0.001 to 31536000 seconds); got 0.0 seconds"
+            ),
+            (
+                "400d",
+                "--time-limit: a time limit must be from 1 ms to a year (0.001 to 31536000 seconds); got 34560000.0 seconds"
+            ),
         ] {
             let error = #expect(throws: (any Error).self) { try EnqueueCommand.parse(["sum", "--time-limit", limit]) }
             #expect(error.map(EnqueueCommand.message(for:)) == message)
@@ -62,7 +69,8 @@ struct TimeLimitAndJobListingTests {
             .write(to: URL(fileURLWithPath: file))
         let requests = try GraphFile.load(file).requests(defaultQueue: "q").requests
         #expect(requests.map(\.timeLimit) == [.milliseconds(1500), nil])
-        try Data(#"{"jobs": [{"name": "a", "type": "sum", "timeLimit": 0}]}"#.utf8).write(to: URL(fileURLWithPath: file))
+        try Data(#"{"jobs": [{"name": "a", "type": "sum", "timeLimit": 0}]}"#.utf8).write(
+            to: URL(fileURLWithPath: file))
         let error = #expect(throws: GraphFileError.self) { try GraphFile.load(file) }
         #expect(error?.description.hasPrefix("job 'a': timeLimit: a time limit must be from 1 ms to a year") == true)
     }
@@ -72,7 +80,10 @@ struct TimeLimitAndJobListingTests {
             id: "j-1", type: "sum", state: .executing, queue: "warren.default", localQueue: "cpu", priority: .high,
             key: nil, sequence: 5, attempt: 2, heldSeconds: 400, executingSeconds: 75, progress: 0.424,
             progressMessage: "adding 7", timeLimitSeconds: 3600, cancelled: "timeLimit")
-        #expect([0.25, 0.001, 1.5, 30, 600, 5400, 86_400].map(StatusCommand.timeLimit) == ["250ms", "1ms", "1.5s", "30s", "10m", "90m", "1d"])
+        #expect(
+            [0.25, 0.001, 1.5, 30, 600, 5400, 86_400].map(StatusCommand.timeLimit) == [
+                "250ms", "1ms", "1.5s", "30s", "10m", "90m", "1d",
+            ])
         // A status reply is another process's word: values no Int holds print, rather than trap.
         #expect([1e300, .nan, -.infinity].map(StatusCommand.timeLimit) == [">1y", "?", "?"])
         #expect([1e300, .infinity, .nan].map(StatusCommand.duration) == [">100y", ">100y", "?"])
@@ -96,7 +107,8 @@ struct TimeLimitAndJobListingTests {
         let job = WorkerStatus.Job(
             id: "j-3\u{1B}", type: "echo\n", state: .executing, queue: "q\r", localQueue: "default", priority: .normal,
             key: "evil\n  job fake type=x executing for 99h", sequence: 1, attempt: 1, heldSeconds: 1,
-            executingSeconds: 1, progress: 0.5, progressMessage: "half\r\u{1B}[2J", timeLimitSeconds: nil, cancelled: nil)
+            executingSeconds: 1, progress: 0.5, progressMessage: "half\r\u{1B}[2J", timeLimitSeconds: nil,
+            cancelled: nil)
         let line = StatusCommand.jobLine(job)
         #expect(!line.contains("\n") && !line.contains("\r") && !line.contains("\u{1B}"))
         #expect(line.hasSuffix("key=evil\\n  job fake type=x executing for 99h seq=1 progress=50% half\\r\\u{1B}[2J"))
@@ -116,6 +128,9 @@ struct TimeLimitAndJobListingTests {
         let output = "{\"text\":\"a\u{7F}b\u{9B}2J\\\"\u{85}é\"}"
         let escaped = ResultPrinter.jsonEscapingControls(output)
         #expect(escaped == #"{"text":"a\u007fb\u009b2J\"\u0085é"}"#)
-        #expect(try JSONDecoder().decode([String: String].self, from: Data(escaped.utf8)) == ["text": "a\u{7F}b\u{9B}2J\"\u{85}é"])
+        #expect(
+            try JSONDecoder().decode([String: String].self, from: Data(escaped.utf8)) == [
+                "text": "a\u{7F}b\u{9B}2J\"\u{85}é"
+            ])
     }
 }

@@ -1,10 +1,11 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Testing
 
 @testable import Warren
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 @Suite("BlockingThreads")
 struct BlockingThreadsTests {

@@ -51,7 +51,8 @@ struct BrokerAddressesTests {
     }
 
     @Test func aFailureThatTimeWillNotMendIsThrownAtOnce() throws {
-        let addresses = try BrokerAddresses("amqps://guest:guest@127.0.0.1:1/%2F?cacertfile=/nonexistent/ca.pem", connectionName: "t")
+        let addresses = try BrokerAddresses(
+            "amqps://guest:guest@127.0.0.1:1/%2F?cacertfile=/nonexistent/ca.pem", connectionName: "t")
         var retries = 0
         let error = #expect(throws: WarrenError.self) {
             _ = try addresses.connect(
@@ -68,14 +69,20 @@ struct BrokerAddressesTests {
         let error = #expect(throws: WarrenError.self) {
             _ = try addresses.connect(
                 patience: .zero, maxDelay: .seconds(1), fellBack: { _ in }, retrying: { _ in },
-                pause: { _ in pauses += 1; return true })
+                pause: { _ in
+                    pauses += 1
+                    return true
+                })
         }
         #expect(error?.message.contains("still") == false, "\(error?.message ?? "")")
         #expect(pauses == 0)
         // Without a limit (a recycled worker's fresh copy), it waits until the caller stops it.
         let connection = try addresses.connect(
             patience: nil, maxDelay: .seconds(1), fellBack: { _ in }, retrying: { _ in },
-            pause: { _ in pauses += 1; return pauses < 3 })
+            pause: { _ in
+                pauses += 1
+                return pauses < 3
+            })
         #expect(connection == nil && pauses == 3)
     }
 }

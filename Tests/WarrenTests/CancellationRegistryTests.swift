@@ -18,7 +18,8 @@ struct CancellationRegistryTests {
         var registry = CancellationRegistry()
         registry.record(.cancel(jobIDs: ["a", "b"]))
         #expect(
-            registry.cancellation(of: job("a"), queue: "jobs") == Cancellation(reason: "requested", message: "cancelled by request"))
+            registry.cancellation(of: job("a"), queue: "jobs")
+                == Cancellation(reason: "requested", message: "cancelled by request"))
         #expect(registry.cancellation(of: job("b", key: "k", sequence: 9), queue: "jobs")?.reason == "requested")
         #expect(registry.cancellation(of: job("c"), queue: "jobs") == nil)
     }

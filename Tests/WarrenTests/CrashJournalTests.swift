@@ -49,7 +49,10 @@ struct CrashJournalTests {
         #expect(again.orphans.isEmpty)
         #expect(again.busy == ["job-2", "job-3"])
         orphan.discard()
-        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == [URL(fileURLWithPath: journal.path).lastPathComponent])
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: directory.path) == [
+                URL(fileURLWithPath: journal.path).lastPathComponent
+            ])
     }
 
     @Test func anOrphanReleasedUnreportedIsFoundAgain() throws {
@@ -61,7 +64,8 @@ struct CrashJournalTests {
             let found = orphans(in: directory.path)
             #expect(found.count == 1)
         }
-        #expect(orphans(in: directory.path).map { $0.jobs.map(\.id) } == [["job-1"]], "its reporter let it go: taken again")
+        #expect(
+            orphans(in: directory.path).map { $0.jobs.map(\.id) } == [["job-1"]], "its reporter let it go: taken again")
     }
 
     @Test func aJournalOfAnotherBrokerIsLeftForItsWorkers() throws {

@@ -47,7 +47,9 @@ import Testing
         }
         #expect(message([job("a", ["a"])]) == "job a depends on itself")
         #expect(message([job("a", ["x", "y"])])?.contains("unknown jobs x, y") == true)
-        #expect(message([job("a", ["b"]), job("b", ["c"]), job("c", ["a"]), job("d")]) == "dependency cycle: a -> b -> c -> a")
+        #expect(
+            message([job("a", ["b"]), job("b", ["c"]), job("c", ["a"]), job("d")])
+                == "dependency cycle: a -> b -> c -> a")
         // Jobs that wait for a cycle are not in it.
         #expect(
             message([job("e", ["d"]), job("d", ["c"]), job("c", ["a"]), job("a", ["b"]), job("b", ["a"])])
@@ -99,7 +101,8 @@ import Testing
     @Test func aRunAfterADeadRequeueReplacesTheEarlierEndAndAnEarlierRunReadLateDoesNot() {
         var finished = FinishedJobs()
         func record(_ result: JobResult, offset: UInt64?) -> Bool { finished.record(result, offset: offset) }
-        let first = Date(timeIntervalSince1970: 1_000), second = Date(timeIntervalSince1970: 2_000)
+        let first = Date(timeIntervalSince1970: 1_000)
+        let second = Date(timeIntervalSince1970: 2_000)
         #expect(record(Self.result("j", .failed), offset: 5) == true)
         #expect(record(Self.result("j", .succeeded, requeuedAt: first), offset: nil) == true)
         #expect(finished["j"]?.status == .succeeded && finished["j"]?.offset == nil)

@@ -181,13 +181,14 @@ struct DescriptorReaderTests {
         #expect(DescriptorReader.descriptor(from: Array(text.utf8), maxDepth: 64) == nil)
     }
 
-    @Test(arguments: [
-        [0xEF, 0xBB, 0xBF] + Array(#"{"version":1,"id":"a","type":"echo"}"#.utf8),  // a byte order mark
-        Array(#"{"version":1,"id":"a","type":""#.utf8) + [0xFF] + Array(#""}"#.utf8),
-        Array(#"{"version":1,"id":"a","type":""#.utf8) + [0xC0, 0xAF] + Array(#""}"#.utf8),  // overlong "/"
-        Array(#"{"version":1,"id":"a","type":""#.utf8) + [0xED, 0xA0, 0x80] + Array(#""}"#.utf8),  // a surrogate
-        Array(#"{"version":1,"id":"a","type":"e","x":""#.utf8) + [0xC3] + Array(#""}"#.utf8),  // cut short
-    ] as [[UInt8]])
+    @Test(
+        arguments: [
+            [0xEF, 0xBB, 0xBF] + Array(#"{"version":1,"id":"a","type":"echo"}"#.utf8),  // a byte order mark
+            Array(#"{"version":1,"id":"a","type":""#.utf8) + [0xFF] + Array(#""}"#.utf8),
+            Array(#"{"version":1,"id":"a","type":""#.utf8) + [0xC0, 0xAF] + Array(#""}"#.utf8),  // overlong "/"
+            Array(#"{"version":1,"id":"a","type":""#.utf8) + [0xED, 0xA0, 0x80] + Array(#""}"#.utf8),  // a surrogate
+            Array(#"{"version":1,"id":"a","type":"e","x":""#.utf8) + [0xC3] + Array(#""}"#.utf8),  // cut short
+        ] as [[UInt8]])
     func leavesInvalidUTF8ToJSONDecoder(_ bytes: [UInt8]) {
         #expect(DescriptorReader.descriptor(from: bytes, maxDepth: 64) == nil)
     }

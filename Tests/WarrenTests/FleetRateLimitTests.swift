@@ -31,7 +31,9 @@ struct FleetRateLimitTests {
     }
 
     @Test func theQueueNamesTheWindowAndLimitsWithTheSameSpacingShareIt() throws {
-        #expect(FleetRateLimit.queue(forType: "call-api", limit: try RateLimit(parsing: "10/s")) == "warren.rate.call-api.1per100ms")
+        #expect(
+            FleetRateLimit.queue(forType: "call-api", limit: try RateLimit(parsing: "10/s"))
+                == "warren.rate.call-api.1per100ms")
         #expect(
             FleetRateLimit.queue(forType: "t", limit: try RateLimit(parsing: "600/m"))
                 == FleetRateLimit.queue(forType: "t", limit: try RateLimit(parsing: "10/s")))
@@ -40,7 +42,8 @@ struct FleetRateLimitTests {
         #expect(arguments["x-overflow"] == .string("reject-publish") && arguments["x-expires"] == .int(86_400_100))
         let long = String(repeating: "t", count: 240)
         #expect(FleetRateLimit.problem(withType: long, limit: try RateLimit(parsing: "10/s")) != nil)
-        #expect(FleetRateLimit.problem(withType: String(long.prefix(200)), limit: try RateLimit(parsing: "10/s")) == nil)
+        #expect(
+            FleetRateLimit.problem(withType: String(long.prefix(200)), limit: try RateLimit(parsing: "10/s")) == nil)
     }
 
     @Test func refusedTurnsPutTheirJobsBackInOrderAndWaitBeforeAskingAgain() throws {

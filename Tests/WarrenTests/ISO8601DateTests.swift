@@ -111,8 +111,10 @@ struct ISO8601DateTests {
     /// written as the year 10000, which the wire format has no room for.
     @Test func theLastMillisecondOfYear9999() throws {
         struct Stamp: Decodable { let at: Date }
-        for (text, accepted) in [("9999-12-31T23:59:59.999Z", true), ("9999-12-31T23:59:59.9994Z", true),
-                                 ("9999-12-31T23:59:59.9999Z", false)] {
+        for (text, accepted) in [
+            ("9999-12-31T23:59:59.999Z", true), ("9999-12-31T23:59:59.9994Z", true),
+            ("9999-12-31T23:59:59.9999Z", false),
+        ] {
             let decoded = try? WireCoding.decoder.decode(Stamp.self, from: Data(#"{"at":"\#(text)"}"#.utf8))
             #expect((decoded != nil) == accepted, "\(text)")
             if let decoded { #expect(WireCoding.text(of: decoded.at) == "9999-12-31T23:59:59.999Z") }

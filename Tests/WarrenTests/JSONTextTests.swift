@@ -30,7 +30,8 @@ import Testing
     @Test("the nesting limit counts the text, not its bytes: UTF-16 neither slips past it nor trips it")
     func nestingInUTF16() throws {
         // U+2200 is 00 22 in UTF-16LE: a byte count would take it for a quote, and the brackets after it for text.
-        let deep = #"{"version":1,"id":"deep","type":"echo","input":{"s":"∀"},"x":"#
+        let deep =
+            #"{"version":1,"id":"deep","type":"echo","input":{"s":"∀"},"x":"#
             + String(repeating: "[", count: 400) + String(repeating: "]", count: 400) + "}"
         let error = #expect(throws: JobError.self) {
             try JobDecoder().decode(Self.encoded(deep, .utf16LittleEndian), contentType: nil)

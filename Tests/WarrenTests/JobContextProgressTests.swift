@@ -45,9 +45,11 @@ struct JobContextProgressTests {
 
     @Test(arguments: [("1e300", 1.0), ("-3", 0.0), ("0.25", 0.25)])
     func aReportAnyClientSentReadsWithAFractionFromZeroToOne(fraction: String, read: Double) throws {
-        let body = #"{"version":1,"kind":"progress","jobId":"j","fraction":\#(fraction),"workerId":"w","at":"2026-11-25T07:00:00Z"}"#
+        let body =
+            #"{"version":1,"kind":"progress","jobId":"j","fraction":\#(fraction),"workerId":"w","at":"2026-11-25T07:00:00Z"}"#
         let progress = try ProgressMessage.decode(Array(body.utf8))
         #expect(progress.fraction == read)
-        #expect(progress.jobID == "j" && progress.workerID == "w" && progress.version == 1 && progress.kind == "progress")
+        #expect(
+            progress.jobID == "j" && progress.workerID == "w" && progress.version == 1 && progress.kind == "progress")
     }
 }

@@ -176,10 +176,16 @@ struct JobDecoderNumberTests {
 
     @Test(arguments: [
         (#""unique":true"#, "unique: a unique job needs a key: its lock is the key's"),
-        (#""unique":true,"key":"""#, "unique: a unique job's key must be 1 to 241 bytes long (its lock is a queue "
-            + "named 'warren.unique.KEY'); got 0 bytes"),
-        (#""unique":true,"key":"\#(String(repeating: "é", count: 121))""#, "unique: a unique job's key must be 1 to "
-            + "241 bytes long (its lock is a queue named 'warren.unique.KEY'); got 242 bytes"),
+        (
+            #""unique":true,"key":"""#,
+            "unique: a unique job's key must be 1 to 241 bytes long (its lock is a queue "
+                + "named 'warren.unique.KEY'); got 0 bytes"
+        ),
+        (
+            #""unique":true,"key":"\#(String(repeating: "é", count: 121))""#,
+            "unique: a unique job's key must be 1 to "
+                + "241 bytes long (its lock is a queue named 'warren.unique.KEY'); got 242 bytes"
+        ),
     ])
     func aUniqueJobWithoutAFittingKeyIsNamed(_ fields: String, _ message: String) {
         let body = Array(#"{"version":1,"id":"a","type":"echo",\#(fields)}"#.utf8)
@@ -208,7 +214,9 @@ struct JobDecoderNumberTests {
         let body = Array(#"{"version":1,"id":"j","type":"echo","dependencies":[\#(ids)]}"#.utf8)
         #expect(try JobDecoder(maxDependencies: 3).decode(body, contentType: nil).dependencies?.count == 3)
         #expect(JobDecoder().maxDependencies == 100)
-        let error = try #require(throws: JobError.self) { try JobDecoder(maxDependencies: 2).decode(body, contentType: nil) }
+        let error = try #require(throws: JobError.self) {
+            try JobDecoder(maxDependencies: 2).decode(body, contentType: nil)
+        }
         #expect(error.code == "invalidDescriptor")
         #expect(error.message == "the job has 3 dependencies; the limit is 2")
     }

@@ -320,7 +320,11 @@ struct JobOperationTests {
         let starts = Locked(0)
         let gate = Gate()
         let first = JobOperation(
-            job: TestJobs.context(), input: .null, body: .blocking({ _, _ in gate.wait(); return .null }),
+            job: TestJobs.context(), input: .null,
+            body: .blocking({ _, _ in
+                gate.wait()
+                return .null
+            }),
             started: { starts.withLock { $0 += 1 } }, report: collector.report)
         let second = JobOperation(
             job: TestJobs.context(), input: .null, body: .blocking({ _, _ in .null }),
@@ -415,7 +419,9 @@ struct JobOperationTests {
         #expect(outcome.cancellation == nil)
         #expect(
             outcome.error
-                == JobError(code: "handlerError", message: "the handler threw CancellationError, but the job was not cancelled"))
+                == JobError(
+                    code: "handlerError", message: "the handler threw CancellationError, but the job was not cancelled")
+        )
     }
 
     @Test func aLocalizedErrorFailsTheJobWithItsDescription() async throws {

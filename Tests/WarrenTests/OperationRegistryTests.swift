@@ -99,7 +99,8 @@ struct OperationRegistryTests {
                 input: .parse(#"{"alpha": 0.5, "channels": [{"value": 200}, {"value": 300}], "weight": -4000}"#))
         }
         #expect(
-            error?.message.hasSuffix("'colour': input.channels[1].value: 300 is out of range for the field's number type")
+            error?.message.hasSuffix(
+                "'colour': input.channels[1].value: 300 is out of range for the field's number type")
                 == true, "\(String(describing: error))")
     }
 
@@ -136,7 +137,9 @@ struct OperationRegistryTests {
             try await run("sum", in: .demo, input: ["numbers": [1], "delayMs": .integer(Int64(delay))])
         }
         #expect(error?.code == "invalidInput")
-        #expect(error?.message == "input does not match operation type 'sum': input.delayMs: \(delay) is outside 0...3600000")
+        #expect(
+            error?.message
+                == "input does not match operation type 'sum': input.delayMs: \(delay) is outside 0...3600000")
     }
 
     @Test(arguments: [
@@ -161,10 +164,12 @@ struct OperationRegistryTests {
 
     @Test func aHandlersOwnInvalidInputReadsAsTheRegistrysOwn() async throws {
         var registry = OperationRegistry()
-        registry.register("thumbnail", blocking: { (size: Int, job: JobContext) -> Int in
-            guard (1...4096).contains(size) else { throw job.invalidInput("input: \(size) is outside 1...4096") }
-            return size
-        })
+        registry.register(
+            "thumbnail",
+            blocking: { (size: Int, job: JobContext) -> Int in
+                guard (1...4096).contains(size) else { throw job.invalidInput("input: \(size) is outside 1...4096") }
+                return size
+            })
         let error = await #expect(throws: JobError.self) { try await run("thumbnail", in: registry, input: 0) }
         #expect(error?.code == "invalidInput")
         #expect(error?.message == "input does not match operation type 'thumbnail': input: 0 is outside 1...4096")
@@ -183,7 +188,9 @@ struct OperationRegistryTests {
         let error = await #expect(throws: JobError.self) {
             try await run("sum", in: .demo, input: .parse(#"{"numbers": null}"#))
         }
-        #expect(error?.message.hasSuffix("input.numbers: expected an array, found null") == true, "\(String(describing: error))")
+        #expect(
+            error?.message.hasSuffix("input.numbers: expected an array, found null") == true,
+            "\(String(describing: error))")
     }
 
     @Test func aWrongTopLevelTypeIsInvalidInput() async throws {
@@ -191,7 +198,9 @@ struct OperationRegistryTests {
             try await run("sum", in: .demo, input: .string("1,2,3"))
         }
         #expect(error?.code == "invalidInput")
-        #expect(error?.message.hasSuffix("operation type 'sum': input: expected an object") == true, "\(String(describing: error))")
+        #expect(
+            error?.message.hasSuffix("operation type 'sum': input: expected an object") == true,
+            "\(String(describing: error))")
     }
 
     @Test func nullInputDecodesToAnAllOptionalStruct() async throws {

@@ -5,7 +5,8 @@ import Testing
 
 @Suite struct OrphanResultsTests {
     private func result(_ jobID: String) -> JobResult {
-        JobResult(jobID: jobID, type: "echo", sequence: 1, key: nil, status: .succeeded, workerID: "w", timings: JobTimings())
+        JobResult(
+            jobID: jobID, type: "echo", sequence: 1, key: nil, status: .succeeded, workerID: "w", timings: JobTimings())
     }
 
     @Test func aKeptResultIsTakenOnce() {

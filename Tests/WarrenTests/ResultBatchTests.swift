@@ -37,7 +37,10 @@ struct ResultBatchTests {
         let read = ResultBatch.results(in: body, type: ResultBatch.messageType)
         #expect(read.count == 2)
         #expect(try read[0].get().jobID == "a")
-        guard case .failure(let error) = read[1] else { Issue.record("expected an error"); return }
+        guard case .failure(let error) = read[1] else {
+            Issue.record("expected an error")
+            return
+        }
         #expect(error.code == .wireFormat && error.message.contains("unreadable result in a batch"))
     }
 
@@ -47,15 +50,22 @@ struct ResultBatchTests {
             #expect(Self.successes(ResultBatch.results(in: try result.encoded(), type: type)) == [result])
         }
         let garbage = ResultBatch.results(in: Array("not a result".utf8), type: nil)
-        guard case .failure(let error) = garbage.first, garbage.count == 1 else { Issue.record("\(garbage)"); return }
+        guard case .failure(let error) = garbage.first, garbage.count == 1 else {
+            Issue.record("\(garbage)")
+            return
+        }
         #expect(error.message.hasPrefix("unreadable result message"))
     }
 
     @Test func anUnreadableBatchOrAnotherVersionIsOneError() {
         let broken = ResultBatch.results(in: Array(#"{"results": [}"#.utf8), type: ResultBatch.messageType)
         #expect(broken.count == 1 && (try? broken[0].get()) == nil)
-        let future = ResultBatch.results(in: Array(#"{"results": [], "version": 2}"#.utf8), type: ResultBatch.messageType)
-        guard case .failure(let error) = future.first, future.count == 1 else { Issue.record("\(future)"); return }
+        let future = ResultBatch.results(
+            in: Array(#"{"results": [], "version": 2}"#.utf8), type: ResultBatch.messageType)
+        guard case .failure(let error) = future.first, future.count == 1 else {
+            Issue.record("\(future)")
+            return
+        }
         #expect(error.message.contains("version 2"))
     }
 
@@ -95,7 +105,9 @@ struct StoredResultsTests {
     }
 
     @Test func aBatchSplitsIntoBodiesWithinTheLargestMessageALargerResultAlone() {
-        let results = [Array("{1}".utf8), Array("{22}".utf8), Array(repeating: UInt8(ascii: "x"), count: 40), Array("{}".utf8)]
+        let results = [
+            Array("{1}".utf8), Array("{22}".utf8), Array(repeating: UInt8(ascii: "x"), count: 40), Array("{}".utf8),
+        ]
         // Bodies of at most 34 bytes: 26 of framing and commas, 8 of results.
         let batches = ResultBatch.split(results, maxBytes: 34)
         #expect(batches == [[results[0], results[1]], [results[2]], [results[3]]])

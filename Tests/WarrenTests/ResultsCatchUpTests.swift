@@ -5,7 +5,8 @@ import Testing
 
 @Suite struct ResultsCatchUpTests {
     static func result(_ jobID: String, _ status: JobStatus) -> JobResult {
-        JobResult(jobID: jobID, type: "echo", sequence: 1, key: nil, status: status, workerID: "w", timings: JobTimings())
+        JobResult(
+            jobID: jobID, type: "echo", sequence: 1, key: nil, status: status, workerID: "w", timings: JobTimings())
     }
 
     @Test func failuresAreHeldUntilTheReadingGetsToTheLastChunkTheProbeFound() {

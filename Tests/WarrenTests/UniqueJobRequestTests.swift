@@ -17,11 +17,18 @@ struct UniqueJobRequestTests {
 
     @Test func eachProblemNamesItsJob() {
         let cases: [(JobRequest, String)] = [
-            (JobRequest(type: "t", uniqueFor: .seconds(5), id: "j"), "job j: a unique job needs a key: its lock is the key's"),
-            (JobRequest(type: "t", key: "k", uniqueFor: .milliseconds(999), id: "j"),
-             "job j: a unique job's lock lasts from 1 second to 7 days (1 to 604800 seconds); got 0.999 seconds"),
-            (JobRequest(type: "t", key: "k", supersede: true, uniqueFor: .seconds(5), id: "j"),
-             "job j: a unique job cannot supersede the jobs of its key, which hold its lock"),
+            (
+                JobRequest(type: "t", uniqueFor: .seconds(5), id: "j"),
+                "job j: a unique job needs a key: its lock is the key's"
+            ),
+            (
+                JobRequest(type: "t", key: "k", uniqueFor: .milliseconds(999), id: "j"),
+                "job j: a unique job's lock lasts from 1 second to 7 days (1 to 604800 seconds); got 0.999 seconds"
+            ),
+            (
+                JobRequest(type: "t", key: "k", supersede: true, uniqueFor: .seconds(5), id: "j"),
+                "job j: a unique job cannot supersede the jobs of its key, which hold its lock"
+            ),
         ]
         for (request, message) in cases {
             #expect(UniqueLocks.problem(withUnique: [request]) == message)

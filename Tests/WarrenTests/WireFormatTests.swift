@@ -288,13 +288,16 @@ struct WireFormatTests {
 
     @Test func aStatusRequestsReplyToMustBeRoutable() {
         #expect(ControlMessage.status(replyTo: "amq.gen-JzTY20BRgKO-HjmUJj0wLg").replyToProblem == nil)
-        for refused in [String(repeating: "q", count: 256), "", "amq.rabbitmq.reply-to.abc.def", "amq.rabbitmq.reply-to"] {
+        for refused in [
+            String(repeating: "q", count: 256), "", "amq.rabbitmq.reply-to.abc.def", "amq.rabbitmq.reply-to",
+        ] {
             #expect(ControlMessage.status(replyTo: refused).replyToProblem != nil, "\(refused.prefix(30))")
         }
     }
 
     @Test func aWorkerStatusListsItsJobsOnlyWhenAsked() throws {
-        let plain = #"{"version":1,"workerId":"w","host":"h","pid":1,"startedAt":"2026-11-24T09:00:00Z","#
+        let plain =
+            #"{"version":1,"workerId":"w","host":"h","pid":1,"startedAt":"2026-11-24T09:00:00Z","#
             + #""uptimeSeconds":1,"queues":["warren.default"],"pausedQueues":[],"prefetch":2,"localQueues":[],"totals":{}}"#
         let status = try WorkerStatus.decode(Array(plain.utf8))
         #expect(status.jobs == nil && status.moreJobs == nil)

@@ -63,9 +63,13 @@ struct WorkerConfigurationTests {
     @Test func aTimeLimitForAnUnknownTypeOrOutOfRangeIsRejected() throws {
         var configuration = Worker.Configuration(url: "amqp://localhost")
         configuration.timeLimits = ["resize": .seconds(30)]
-        #expect(rejection(configuration)?.message.hasPrefix("time limit for operation type 'resize', which this worker does not run") == true)
+        #expect(
+            rejection(configuration)?.message.hasPrefix(
+                "time limit for operation type 'resize', which this worker does not run") == true)
         configuration.timeLimits = ["sum": .zero]
-        #expect(rejection(configuration)?.message == "time limit 0.0 seconds for operation type 'sum' is outside 1 ms to a year")
+        #expect(
+            rejection(configuration)?.message
+                == "time limit 0.0 seconds for operation type 'sum' is outside 1 ms to a year")
         configuration.timeLimits = ["sum": .seconds(31_536_001)]
         #expect(rejection(configuration) != nil)
         configuration.timeLimits = ["sum": .milliseconds(1), "sleep": .seconds(31_536_000)]
@@ -127,7 +131,9 @@ struct WorkerConfigurationTests {
         #expect(rejection(configuration)?.message == "a worker needs at least one queue to consume")
     }
 
-    @Test(arguments: ["", "warren.dead", "warren.dead.watch", "warren.results", "warren.control", "warren.delay.jobs.8s", "amq.gen-1"])
+    @Test(arguments: [
+        "", "warren.dead", "warren.dead.watch", "warren.results", "warren.control", "warren.delay.jobs.8s", "amq.gen-1",
+    ])
     func aQueueThatCannotHoldJobsIsRejected(name: String) {
         var configuration = Worker.Configuration(url: url)
         configuration.queues = ["jobs", name]

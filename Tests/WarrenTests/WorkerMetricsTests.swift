@@ -58,7 +58,8 @@ struct WorkerMetricsTests {
         let metrics = WorkerMetrics(factory: backend)
         let received = Date(timeIntervalSince1970: 100)
         metrics.retried(
-            type: "fail", timings: JobTimings(receivedAt: received, startedAt: received + 0.5, finishedAt: received + 2))
+            type: "fail", timings: JobTimings(receivedAt: received, startedAt: received + 0.5, finishedAt: received + 2)
+        )
         #expect(try backend.expectCounter("warren_job_retries_total", [("type", "fail")]).totalValue == 1)
         #expect(try backend.expectTimer("warren_job_run_seconds", [("type", "fail")]).values == [1_500_000_000])
         #expect(try backend.expectTimer("warren_job_wait_seconds", [("type", "fail")]).values == [500_000_000])
@@ -95,7 +96,8 @@ struct WorkerMetricsTests {
         let other = try backend.expectCounter("warren_dead_lettered_total", [("reason", WorkerMetrics.otherType)])
         #expect(other.totalValue == 51)
         #expect(throws: (any Error).self) {
-            try backend.expectCounter("warren_dead_lettered_total", [("reason", "code-\(WorkerMetrics.maxDeadLetterReasons)")])
+            try backend.expectCounter(
+                "warren_dead_lettered_total", [("reason", "code-\(WorkerMetrics.maxDeadLetterReasons)")])
         }
     }
 
@@ -104,9 +106,12 @@ struct WorkerMetricsTests {
         let metrics = WorkerMetrics(factory: backend)
         metrics.jobsWaitingInWorker([.waitingForDependencies: 3, .waitingForTurn: 2, .waitingToRunAlone: 0])
         metrics.jobsWaitingInWorker([.waitingForDependencies: 1, .waitingForTurn: 2, .waitingToRunAlone: 0])
-        #expect(try backend.expectGauge("warren_jobs_waiting_in_worker", [("state", "waitingForDependencies")]).lastValue == 1)
+        #expect(
+            try backend.expectGauge("warren_jobs_waiting_in_worker", [("state", "waitingForDependencies")]).lastValue
+                == 1)
         #expect(try backend.expectGauge("warren_jobs_waiting_in_worker", [("state", "waitingForTurn")]).lastValue == 2)
-        #expect(try backend.expectGauge("warren_jobs_waiting_in_worker", [("state", "waitingToRunAlone")]).lastValue == 0)
+        #expect(
+            try backend.expectGauge("warren_jobs_waiting_in_worker", [("state", "waitingToRunAlone")]).lastValue == 0)
     }
 
     @Test func samplesTheExecutingAndWaitingOperationsOfWatchedLocalQueues() async throws {

@@ -3,7 +3,9 @@
 /// id of an unreadable descriptor) read its UTF-8 form, so that they see the same text the parser does.
 package enum JSONText {
     fileprivate enum Encoding {
-        case utf8, utf16(bigEndian: Bool), utf32(bigEndian: Bool)
+        case utf8
+        case utf16(bigEndian: Bool)
+        case utf32(bigEndian: Bool)
     }
 
     /// `body` as UTF-8 text: itself when it is UTF-8 (a byte order mark dropped), else transcoded.

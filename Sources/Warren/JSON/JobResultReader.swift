@@ -32,7 +32,10 @@ enum JobResultReader {
                 var version: Int?
                 var results: [JobResult]?
                 try scanner.readMembers(ofObjectAt: 1, batchFields) { scanner, index in
-                    guard index == 1 else { return version = try scanner.readInt() }
+                    guard index == 1 else {
+                        version = try scanner.readInt()
+                        return
+                    }
                     var read: [JobResult] = []
                     try scanner.readArray(depth: 2) { read.append(try readResult(&$0, level: 3)) }
                     results = read

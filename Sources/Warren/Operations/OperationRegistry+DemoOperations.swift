@@ -81,25 +81,33 @@ extension OperationRegistry {
     /// A worker of your own runs them only when asked: `OperationRegistry()` holds none.
     public mutating func registerDemoOperations() {
         register("sum", blocking: Self.sum)
-        register("sleep", asynchronous: { (input: SleepInput, job: JobContext) in
-            guard (0...SleepInput.maxSeconds).contains(input.seconds) else {
-                throw job.invalidInput(
-                    "input.seconds: \(JSONWriter.text(of: input.seconds)) is outside 0...\(Int(SleepInput.maxSeconds))")
-            }
-            try await Task.sleep(for: .seconds(input.seconds))
-            return ["slept": input.seconds]
-        })
+        register(
+            "sleep",
+            asynchronous: { (input: SleepInput, job: JobContext) in
+                guard (0...SleepInput.maxSeconds).contains(input.seconds) else {
+                    throw job.invalidInput(
+                        "input.seconds: \(JSONWriter.text(of: input.seconds)) is outside 0...\(Int(SleepInput.maxSeconds))"
+                    )
+                }
+                try await Task.sleep(for: .seconds(input.seconds))
+                return ["slept": input.seconds]
+            })
         register("echo", blocking: { (input: JSONValue, _: JobContext) in input })
-        register("fail", blocking: { (input: FailInput, job: JobContext) -> JSONValue in
-            if let from = input.succeedFromAttempt, job.attempt >= from { return ["attempt": .number(Double(job.attempt))] }
-            if let after = input.retryAfter, !(0...JobError.maxRetryAfter.seconds).contains(after) {
-                throw job.invalidInput(
-                    "input.retryAfter: \(JSONWriter.text(of: after)) is outside 0...\(Int(JobError.maxRetryAfter.seconds))")
-            }
-            throw JobError(
-                code: input.code ?? "requestedFailure", message: input.message ?? "failed on request",
-                retryable: input.retryable ?? false, retryAfter: input.retryAfter.map { .milliseconds($0 * 1000) })
-        })
+        register(
+            "fail",
+            blocking: { (input: FailInput, job: JobContext) -> JSONValue in
+                if let from = input.succeedFromAttempt, job.attempt >= from {
+                    return ["attempt": .number(Double(job.attempt))]
+                }
+                if let after = input.retryAfter, !(0...JobError.maxRetryAfter.seconds).contains(after) {
+                    throw job.invalidInput(
+                        "input.retryAfter: \(JSONWriter.text(of: after)) is outside 0...\(Int(JobError.maxRetryAfter.seconds))"
+                    )
+                }
+                throw JobError(
+                    code: input.code ?? "requestedFailure", message: input.message ?? "failed on request",
+                    retryable: input.retryable ?? false, retryAfter: input.retryAfter.map { .milliseconds($0 * 1000) })
+            })
     }
 
     /// A registry holding only the demo operation types (``registerDemoOperations()``).
@@ -150,7 +158,8 @@ extension OperationRegistry {
             struct Sum: Decodable { let sum: Int }
             guard let sum = try? result.output?.decode(as: Sum.self).sum else {
                 throw JobError(
-                    code: "dependencyOutput", message: "dependency \(id) succeeded without an integer 'sum' in its output")
+                    code: "dependencyOutput",
+                    message: "dependency \(id) succeeded without an integer 'sum' in its output")
             }
             return (sum, "the sum of dependency \(id)")
         }

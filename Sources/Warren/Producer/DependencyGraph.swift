@@ -29,7 +29,8 @@ package enum DependencyGraph {
                 throw WarrenError(.invalidConfiguration, "job \(request.id) depends on itself")
             }
             if let problem = request.dependencies.lazy.compactMap(OperationDescriptor.problem(withID:)).first {
-                throw WarrenError(.invalidConfiguration, "job \(request.id) has a dependency that is no job id: \(problem)")
+                throw WarrenError(
+                    .invalidConfiguration, "job \(request.id) has a dependency that is no job id: \(problem)")
             }
             guard request.checksDependencies else { continue }
             let unknown = request.dependencies.filter { byID[$0] == nil && !known.contains($0) }
@@ -37,7 +38,8 @@ package enum DependencyGraph {
                 throw WarrenError(
                     .invalidConfiguration,
                     "job \(request.id) depends on unknown job\(unknown.count == 1 ? "" : "s") \(unknown.joined(separator: ", ")) "
-                        + "(neither in this submission nor enqueued earlier with this state directory, WARREN_STATE_DIR)")
+                        + "(neither in this submission nor enqueued earlier with this state directory, WARREN_STATE_DIR)"
+                )
             }
         }
         // Kahn's algorithm over the edges inside the submission: linear in jobs and edges.

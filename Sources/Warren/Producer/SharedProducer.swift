@@ -33,7 +33,8 @@ public final class SharedProducer: Sendable {
     ///     `priorityQueues`.
     /// - Throws: ``WarrenError`` (`invalidConfiguration`) for a malformed URL, or both kinds of queue.
     public init(
-        url: String, sequences: SequenceStore = SequenceStore(), priorityQueues: Bool = false, quorumQueues: Bool = false
+        url: String, sequences: SequenceStore = SequenceStore(), priorityQueues: Bool = false,
+        quorumQueues: Bool = false
     ) throws {
         _ = try BrokerAddresses(url, connectionName: "")
         if let problem = Topology.problem(creatingPriorityQueues: priorityQueues, quorumQueues: quorumQueues) {

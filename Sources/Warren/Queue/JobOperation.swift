@@ -197,7 +197,9 @@ package final class JobOperation: Foundation.Operation, @unchecked Sendable {
             // Not cancelled (that was handled above): a task of the handler's own was, and nobody asked the job to
             // stop.
             return .failed(
-                JobError(code: "handlerError", message: "the handler threw CancellationError, but the job was not cancelled"))
+                JobError(
+                    code: "handlerError", message: "the handler threw CancellationError, but the job was not cancelled")
+            )
         case .failure(let error as LocalizedError) where error.errorDescription != nil:
             return .failed(JobError(code: "handlerError", message: error.errorDescription!))
         case .failure(let error): return .failed(JobError(code: "handlerError", message: "\(error)"))

@@ -59,7 +59,8 @@ public enum ScheduleFile {
         }
         if case .object(let top) = document, let unknown = top.keys.sorted().first(where: { $0 != "schedules" }) {
             throw WarrenError(
-                .invalidSchedule, "unknown member '\(unknown.prefix(64))' at the top: the file holds only \"schedules\"")
+                .invalidSchedule, "unknown member '\(unknown.prefix(64))' at the top: the file holds only \"schedules\""
+            )
         }
         guard case .object(let top) = document, case .array(let entries)? = top["schedules"] else {
             throw WarrenError(

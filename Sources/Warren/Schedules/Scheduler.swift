@@ -115,7 +115,8 @@ public final class Scheduler: Service, Sendable {
     ///   ``runOnCurrentThread()``).
     public func run() async throws {
         try await withGracefulShutdownHandler {
-            try await BrokerThread.run(named: "warren.scheduler", { [self] in try runOnCurrentThread() }, onCancel: stop)
+            try await BrokerThread.run(
+                named: "warren.scheduler", { [self] in try runOnCurrentThread() }, onCancel: stop)
         } onGracefulShutdown: { [self] in
             stop()
         }

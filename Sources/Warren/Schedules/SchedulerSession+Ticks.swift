@@ -56,7 +56,8 @@ extension SchedulerSession {
             // Later ticks passed too (the leader was held up: its machine paused, a long confirm; or the queue
             // refused jobs for a while): only the latest of them is enqueued, the others skipped.
             if schedule.recurrence.latestTick(after: tick, notAfter: now) != nil {
-                latest = catchUp(schedule, through: state.through[schedule.name] ?? tick.addingTimeInterval(-1), now: now)
+                latest = catchUp(
+                    schedule, through: state.through[schedule.name] ?? tick.addingTimeInterval(-1), now: now)
                 due[schedule.name] = latest
             }
             guard let latest, latest <= now else { continue }
@@ -93,7 +94,9 @@ extension SchedulerSession {
 
     /// Enqueues the jobs of one batch for job `queue`, and records their ticks in the state when that is done with
     /// them: `false` when the queue refused them, and they wait to be enqueued again.
-    private func submit(_ jobs: [(schedule: Schedule, tick: Date, request: JobRequest)], to queue: String) throws -> Bool {
+    private func submit(_ jobs: [(schedule: Schedule, tick: Date, request: JobRequest)], to queue: String) throws
+        -> Bool
+    {
         do {
             try producer.enqueue(jobs.map(\.request))
         } catch let error as WarrenError where error.code == .duplicate {

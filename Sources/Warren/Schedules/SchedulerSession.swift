@@ -263,7 +263,8 @@ final class SchedulerSession {
                 metadata: [
                     "count": "\(foreign.count)",
                     // A name or two tells what happened; thousands of them would make one line of megabytes.
-                    "schedules": .array(foreign.sorted().prefix(20).map { "\($0)" } + (foreign.count > 20 ? ["…"] : [])),
+                    "schedules": .array(
+                        foreign.sorted().prefix(20).map { "\($0)" } + (foreign.count > 20 ? ["…"] : [])),
                 ])
         }
     }

@@ -47,13 +47,17 @@ package struct ControlMessage: Sendable, Hashable, Codable {
     package var jobs: Int?
 
     enum CodingKeys: String, CodingKey {
-        case version, kind, jobIDs = "jobIds", key, beforeSequence, reason, sentAt, token, worker, queue, replyTo, jobs,
+        case version, kind
+        case jobIDs = "jobIds"
+        case key, beforeSequence, reason, sentAt, token, worker, queue, replyTo, jobs,
             localQueue, width
     }
 
-    init(kind: String, jobIDs: [String] = [], key: String? = nil, beforeSequence: UInt64? = nil,
-         reason: String = "requested", token: String? = nil, worker: String? = nil, queue: String? = nil,
-         replyTo: String? = nil, jobs: Int? = nil, localQueue: String? = nil, width: Int? = nil) {
+    init(
+        kind: String, jobIDs: [String] = [], key: String? = nil, beforeSequence: UInt64? = nil,
+        reason: String = "requested", token: String? = nil, worker: String? = nil, queue: String? = nil,
+        replyTo: String? = nil, jobs: Int? = nil, localQueue: String? = nil, width: Int? = nil
+    ) {
         self.version = WireCoding.version
         self.kind = kind
         self.jobIDs = jobIDs

@@ -140,8 +140,12 @@ public struct JobResult: Sendable, Hashable, Codable {
     public var timings: JobTimings
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case version, jobID = "jobId", type, sequence, key, status, output, error, cancellation, attempt,
-            redelivered, requeuedAt, workerID = "workerId", timings
+        case version
+        case jobID = "jobId"
+        case type, sequence, key, status, output, error, cancellation, attempt,
+            redelivered, requeuedAt
+        case workerID = "workerId"
+        case timings
     }
 
     public init(

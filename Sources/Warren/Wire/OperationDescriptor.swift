@@ -85,7 +85,8 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
     public static func problem(withID id: String) -> String? {
         var bytes = id
         guard !id.isEmpty, id.utf8.count <= maxIDLength, bytes.withUTF8({ $0.allSatisfy(isIDByte) }) else {
-            return "job id must be 1 to \(maxIDLength) letters, digits or -_.: (got \(id.utf8.count) bytes: '\(id.prefix(40))')"
+            return
+                "job id must be 1 to \(maxIDLength) letters, digits or -_.: (got \(id.utf8.count) bytes: '\(id.prefix(40))')"
         }
         return nil
     }
@@ -129,7 +130,8 @@ public struct OperationDescriptor: Sendable, Hashable, Codable {
     /// Letters, digits and `-_.:`: checked byte by byte, since every job passes through it.
     private static func isIDByte(_ byte: UInt8) -> Bool {
         switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"),
             UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: ":"):
             return true
         default:

@@ -22,7 +22,11 @@ public struct ProgressMessage: Sendable, Hashable, Codable {
     public var at: Date
 
     enum CodingKeys: String, CodingKey {
-        case version, kind, jobID = "jobId", fraction, message, workerID = "workerId", at
+        case version, kind
+        case jobID = "jobId"
+        case fraction, message
+        case workerID = "workerId"
+        case at
     }
 
     /// A report of `fraction` (outside 0…1, the nearest bound; not a number, 0) and `message`, cut to
@@ -45,7 +49,8 @@ public struct ProgressMessage: Sendable, Hashable, Codable {
             jobID: try container.decode(String.self, forKey: .jobID),
             fraction: try container.decode(Double.self, forKey: .fraction),
             message: try container.decodeIfPresent(String.self, forKey: .message),
-            workerID: try container.decode(String.self, forKey: .workerID), at: try container.decode(Date.self, forKey: .at))
+            workerID: try container.decode(String.self, forKey: .workerID),
+            at: try container.decode(Date.self, forKey: .at))
         version = try container.decode(Int.self, forKey: .version)
         kind = try container.decode(String.self, forKey: .kind)
     }

@@ -124,7 +124,9 @@ import AMQP
         let name = delayQueue(for: queue, seconds: seconds)
         do {
             for asQuorum in [quorum, !quorum] {
-                if try declare(name, arguments: delayQueueArguments(for: queue, seconds: seconds, quorum: asQuorum), on: connection) {
+                if try declare(
+                    name, arguments: delayQueueArguments(for: queue, seconds: seconds, quorum: asQuorum), on: connection
+                ) {
                     return asQuorum
                 }
             }
@@ -179,7 +181,9 @@ import AMQP
     package static func declareJobQueue(
         _ name: String, priorities: Bool, quorum: Bool = false, on connection: AMQPConnection, channel: UInt16
     ) throws -> Bool {
-        if let problem = problem(creatingPriorityQueues: priorities, quorumQueues: quorum) { preconditionFailure(problem) }
+        if let problem = problem(creatingPriorityQueues: priorities, quorumQueues: quorum) {
+            preconditionFailure(problem)
+        }
         // Look for the queue (a client that finds it needs no permission to configure anything), declare it and its
         // dead letters if it is missing, and look again if another client declared it otherwise meanwhile.
         guard try lookUp(name, on: connection) == nil else { return false }

@@ -128,7 +128,9 @@ public struct WorkerStatus: Sendable, Hashable, Codable {
     public var stopping: Bool?
 
     enum CodingKeys: String, CodingKey {
-        case version, workerID = "workerId", host, pid, startedAt, uptimeSeconds, queues, pausedQueues, prefetch,
+        case version
+        case workerID = "workerId"
+        case host, pid, startedAt, uptimeSeconds, queues, pausedQueues, prefetch,
             localQueues, totals, jobs, moreJobs, recycling, stopping
     }
 

@@ -27,7 +27,9 @@ public final class Worker: Service, Sendable {
         /// Broker queues to consume. Default: `warren.default`.
         public var queues: [String] = [Topology.defaultQueue]
         /// Local queue names and widths. Default: `default`, as wide as the machine has cores.
-        public var localQueues: [String: Int] = [OperationRegistry.defaultLocalQueue: ProcessInfo.processInfo.activeProcessorCount]
+        public var localQueues: [String: Int] = [
+            OperationRegistry.defaultLocalQueue: ProcessInfo.processInfo.activeProcessorCount
+        ]
         /// Whether broker queues this worker has to create are priority queues, whose broker delivers waiting jobs
         /// highest priority first, for about a third more broker work per job. Queues that exist are used as they
         /// are. Default: `false`, first in, first out (priorities still order the jobs a worker holds).
@@ -170,7 +172,8 @@ public final class Worker: Service, Sendable {
             throw WarrenError(.invalidConfiguration, problem)
         }
         // A queue listed twice would get two consumers, each with the whole prefetch.
-        if let queue = configuration.queues.first(where: { name in configuration.queues.filter { $0 == name }.count > 1 }) {
+        let queues = configuration.queues
+        if let queue = queues.first(where: { name in queues.filter { $0 == name }.count > 1 }) {
             throw WarrenError(.invalidConfiguration, "queue '\(queue)' is given twice")
         }
         if configuration.workerID.isEmpty || configuration.workerID.utf8.count > 200
@@ -209,7 +212,8 @@ public final class Worker: Service, Sendable {
             throw WarrenError(
                 .invalidConfiguration,
                 "prefetch \(configuration.effectivePrefetch)"
-                    + (configuration.prefetch == nil ? " (the total width of the local queues, without --prefetch)" : "")
+                    + (configuration.prefetch == nil
+                        ? " (the total width of the local queues, without --prefetch)" : "")
                     + " is outside 1...65535")
         }
         let limited = [

@@ -175,7 +175,8 @@ public final class WorkerMetrics: Sendable {
     /// and each would be a series kept for the life of the process.
     func deadLettered(reason: String, by amount: Int64 = 1) {
         let counter: CoreMetrics.Counter = handles.withLock { handles in
-            let label = handles.deadLetters[reason] != nil || handles.deadLetters.count < Self.maxDeadLetterReasons - 1
+            let label =
+                handles.deadLetters[reason] != nil || handles.deadLetters.count < Self.maxDeadLetterReasons - 1
                 ? reason : Self.otherType
             return Self.cached(label, in: &handles.deadLetters) {
                 CoreMetrics.Counter(

@@ -53,7 +53,8 @@ extension WorkerSession {
     private func setPaused(_ paused: Bool, queue: String) throws {
         guard try consumers.setPaused(paused, queue: queue) else { return }
         logger.log(
-            level: control.readsBacklog ? .debug : .info, paused ? "paused" : "resumed", metadata: ["queue": "\(queue)"])
+            level: control.readsBacklog ? .debug : .info, paused ? "paused" : "resumed", metadata: ["queue": "\(queue)"]
+        )
         guard paused else { return }
         for job in jobs.all where job.queue == queue && !job.operation.hasStarted {
             job.operation.cancel(Cancellation(reason: "paused", message: "the worker was paused on \(queue)"))
@@ -72,10 +73,12 @@ extension WorkerSession {
         guard let width, LocalQueue.widths.contains(width) else {
             let (least, most) = (LocalQueue.widths.lowerBound, LocalQueue.widths.upperBound)
             let asked = width.map(String.init) ?? "none"
-            return logger.warning("ignoring a resize of local queue '\(name)' to width \(asked): expected \(least) to \(most)")
+            return logger.warning(
+                "ignoring a resize of local queue '\(name)' to width \(asked): expected \(least) to \(most)")
         }
         guard width != local.width else { return }
-        logger.info("resizing local queue", metadata: ["localQueue": "\(name)", "from": "\(local.width)", "to": "\(width)"])
+        logger.info(
+            "resizing local queue", metadata: ["localQueue": "\(name)", "from": "\(local.width)", "to": "\(width)"])
         local.resize(to: width)
         if consumers.widthsChanged(to: localQueues.totalWidth) {
             try consumers.updatePrefetch(heldJobs: dependencies.parkedCount + detours.held.count)
@@ -101,7 +104,8 @@ extension WorkerSession {
     /// - Parameter announcing: Whether to log the grace period (not when nothing executes).
     func beginStop(announcing: Bool = true) {
         guard lifecycle.beginStop() else {
-            return logger.info("stopping now: cancelling executing jobs and leaving those that do not end to the broker")
+            return logger.info(
+                "stopping now: cancelling executing jobs and leaving those that do not end to the broker")
         }
         crashes.stopping()
         worker.health.stopping()
@@ -128,7 +132,8 @@ extension WorkerSession {
 
     /// Whether a stopping worker is done: nothing waits for the broker, and no job is held, or those held are left.
     var isDone: Bool {
-        lifecycle.isDone(awaitingBroker: settlements.isAwaitingBroker, holdsJobs: !jobs.isEmpty, abandonsJobs: abandonsJobs)
+        lifecycle.isDone(
+            awaitingBroker: settlements.isAwaitingBroker, holdsJobs: !jobs.isEmpty, abandonsJobs: abandonsJobs)
     }
 
     /// Whether the worker stops waiting for the jobs in flight: its abandon deadline passed and every job that

@@ -287,7 +287,8 @@ extension WorkerSession {
                 return false
             }
             // A stop's deadlines end the wait too, not only the backoff's next try (up to 30 s later).
-            let wakeAt = [until, timers.nextWake, lifecycle.nextWake].compactMap { $0 }
+            let wakeAt =
+                [until, timers.nextWake, lifecycle.nextWake].compactMap { $0 }
                 .filter { $0 > ContinuousClock.now }.min() ?? until
             worker.mailbox.sleep {
                 let timeout = wakeAt - ContinuousClock.now

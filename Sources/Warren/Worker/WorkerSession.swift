@@ -330,7 +330,8 @@ final class WorkerSession {
                 return try detours.delays.retry(job, after: error, waiting: wait)
             }
             job.operation.job.logger.warning("job failed", metadata: ["error": "\(error)"])
-            return try endings.fail(job, error: error, result: endings.result(job, .failed, timings: timings, error: error))
+            return try endings.fail(
+                job, error: error, result: endings.result(job, .failed, timings: timings, error: error))
         }
         try endings.end(job.delivery, with: result, lock: HeldLock(job.descriptor))
     }

@@ -55,7 +55,8 @@ final class ChildProcess: Sendable {
         let deadline = ContinuousClock.now + timeout
         while !stderr.contains(text) {
             guard process.isRunning else {
-                Issue.record("\(name) exited (\(process.terminationStatus)) before printing '\(text)'. stderr:\n\(stderr)")
+                Issue.record(
+                    "\(name) exited (\(process.terminationStatus)) before printing '\(text)'. stderr:\n\(stderr)")
                 throw ChildProcessError.exited
             }
             guard ContinuousClock.now < deadline else {
@@ -88,8 +89,11 @@ enum CLI {
     }
 
     /// Runs `warren ARGUMENTS` to completion.
-    static func run(_ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(60)) throws -> Output {
-        let child = try ChildProcess(TestEnvironment.warrenBinary, arguments, environment: environment, name: "warren \(arguments.first ?? "")")
+    static func run(_ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(60)) throws
+        -> Output
+    {
+        let child = try ChildProcess(
+            TestEnvironment.warrenBinary, arguments, environment: environment, name: "warren \(arguments.first ?? "")")
         let status = child.waitForExit(timeout: timeout)
         return Output(status: status, stdout: child.stdout, stderr: child.stderr)
     }
@@ -101,7 +105,10 @@ enum CLI {
     ) throws -> ChildProcess {
         let worker = try ChildProcess(
             TestEnvironment.warrenBinary,
-            ["worker", "--url", try TestEnvironment.brokerURL, "--queue", queue, "--worker-id", id, "--log-level", "debug"]
+            [
+                "worker", "--url", try TestEnvironment.brokerURL, "--queue", queue, "--worker-id", id, "--log-level",
+                "debug",
+            ]
                 + arguments,
             environment: environment, name: "worker \(id)")
         try worker.waitForStderr(containing: "worker started")

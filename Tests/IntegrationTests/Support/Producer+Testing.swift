@@ -3,7 +3,9 @@ import Warren
 
 extension Producer {
     /// A producer on the test broker (or at `url`) with a private sequence file.
-    static func forTests(url: String? = nil, priorityQueues: Bool = false, quorumQueues: Bool = false) throws -> Producer {
+    static func forTests(url: String? = nil, priorityQueues: Bool = false, quorumQueues: Bool = false) throws
+        -> Producer
+    {
         let directory = try TestEnvironment.temporaryDirectory()
         return try Producer(
             url: try url ?? TestEnvironment.brokerURL,

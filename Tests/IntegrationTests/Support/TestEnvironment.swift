@@ -7,7 +7,9 @@ enum TestEnvironment {
     static var brokerURL: String {
         get throws {
             guard let url = ProcessInfo.processInfo.environment["WARREN_TEST_URL"] else {
-                Issue.record("WARREN_TEST_URL is not set: run the integration tests with scripts/test, which starts a private broker")
+                Issue.record(
+                    "WARREN_TEST_URL is not set: run the integration tests with scripts/test, which starts a private broker"
+                )
                 throw TestSetupError.noBroker
             }
             return url

@@ -61,7 +61,9 @@ struct AdmissionTests {
     @Test func aReleasedJobThatALaterGateHoldsIsNotListed() throws {
         let (first, second) = (ScriptedGate(.pass), ScriptedGate(.hold))
         let admission = GateChain(gates: [first, second])
-        first.released = [(WorkerParts.job("a"), .pass), (WorkerParts.job("b"), .reject(JobError(code: "x", message: "y")))]
+        first.released = [
+            (WorkerParts.job("a"), .pass), (WorkerParts.job("b"), .reject(JobError(code: "x", message: "y"))),
+        ]
         let released = try admission.takeReleased()
         #expect(released.map(\.0.descriptor.id) == ["b"])
         #expect(second.admitted == ["a"])
@@ -80,7 +82,8 @@ struct AdmissionTests {
             metrics: WorkerMetrics(operationTypes: []), logger: WorkerParts.logger)
         #expect(plain.rateLimits == nil && plain.fleetRateLimits == nil && plain.nextWake == nil)
         let limited = Admission(
-            configuration: WorkerParts.configuration { $0.rateLimits = ["echo": try! RateLimit(parsing: "2/s")] }, jobs: jobs,
+            configuration: WorkerParts.configuration { $0.rateLimits = ["echo": try! RateLimit(parsing: "2/s")] },
+            jobs: jobs,
             link: try WorkerParts.link(), localQueues: localQueues, crashes: crashes, lifecycle: lifecycle,
             metrics: WorkerMetrics(operationTypes: []), logger: WorkerParts.logger)
         #expect(limited.rateLimits != nil && limited.fleetRateLimits == nil)

@@ -23,12 +23,14 @@ struct BrokerLinkTests {
 
     @Test func aRefusedDeadLetterHoldsItsJob() throws {
         let link = try WorkerParts.link()
-        let settlements = Settlements(link: link, logger: WorkerParts.logger, metrics: WorkerMetrics(operationTypes: []))
+        let settlements = Settlements(
+            link: link, logger: WorkerParts.logger, metrics: WorkerMetrics(operationTypes: []))
         let held = HeldDeliveries(logger: WorkerParts.logger)
         let configuration = WorkerParts.configuration()
         let deadLetters = DeadLettering(
             link: link, settlements: settlements,
-            locks: UniqueLockReleaser(link: link, logger: WorkerParts.logger, metrics: WorkerMetrics(operationTypes: [])),
+            locks: UniqueLockReleaser(
+                link: link, logger: WorkerParts.logger, metrics: WorkerMetrics(operationTypes: [])),
             held: held,
             consumers: ConsumerControl(
                 link: link, lifecycle: Lifecycle(configuration: configuration), configuration: configuration,
@@ -41,7 +43,8 @@ struct BrokerLinkTests {
 
     @Test func aJobWithoutALockReleasesNothingAndTheBrokersReasonsAreExplained() throws {
         let link = try WorkerParts.link()
-        let locks = UniqueLockReleaser(link: link, logger: WorkerParts.logger, metrics: WorkerMetrics(operationTypes: []))
+        let locks = UniqueLockReleaser(
+            link: link, logger: WorkerParts.logger, metrics: WorkerMetrics(operationTypes: []))
         try locks.release(nil)
         #expect(locks.nextWake == nil)
         #expect(DeadLetterWatch.explanation(ofBrokerReason: "expired").contains("time to live"))

@@ -17,7 +17,9 @@ struct ControlStreamTests {
 
     @Test func aPauseCoversTheQueuesItNamesThatThisWorkerConsumes() throws {
         let stream = try stream()
-        guard case .setPaused(true, let all) = stream.command(of: .pause(), at: 1) else { return unexpected("no pause") }
+        guard case .setPaused(true, let all) = stream.command(of: .pause(), at: 1) else {
+            return unexpected("no pause")
+        }
         #expect(all == ["a", "b"])
         guard case .setPaused(false, let one) = stream.command(of: .resume(queue: "b"), at: 1) else {
             return unexpected("no resume")

@@ -91,7 +91,9 @@ struct JobIntakeTests {
         #expect(lock?.key == "k" && lock?.jobID == "job-1")
         let named = WorkerParts.delivery(body: Array("{".utf8), properties: MessageProperties(messageID: "m-2"))
         #expect(intake.refusal(of: named, error: error, receivedAt: Date()).result?.jobID == "m-2")
-        #expect(intake.refusal(of: WorkerParts.delivery(body: Array("{".utf8)), error: error, receivedAt: Date()).result == nil)
+        #expect(
+            intake.refusal(of: WorkerParts.delivery(body: Array("{".utf8)), error: error, receivedAt: Date()).result
+                == nil)
         #expect(intake.refusal(of: named, error: error, receivedAt: Date(), reply: false).result == nil)
     }
 }

@@ -14,7 +14,8 @@ struct JobTimersTests {
         descriptor.timeLimitSeconds = 20
         #expect(timers.timeLimit(of: descriptor) == .seconds(10))
         #expect(timers.timeLimit(of: TestJobs.descriptor(type: "other")) == nil)
-        #expect(JobTimers.describe(.milliseconds(250)) == "250 ms" && JobTimers.describe(.milliseconds(1500)) == "1.5 s")
+        #expect(
+            JobTimers.describe(.milliseconds(250)) == "250 ms" && JobTimers.describe(.milliseconds(1500)) == "1.5 s")
     }
 
     @Test func jobsWithoutDeadlinesOrLimitsNeverWakeTheLoop() {

@@ -27,7 +27,8 @@ struct StatusReporterTests {
         jobs.insert(waiting)
         jobs.insert(urgent)
         reporter.count(
-            JobResult(jobID: "x", type: nil, sequence: 1, key: nil, status: .succeeded, workerID: "me", timings: .init()))
+            JobResult(
+                jobID: "x", type: nil, sequence: 1, key: nil, status: .succeeded, workerID: "me", timings: .init()))
 
         let status = reporter.status(listingJobs: 10)
         #expect(status.workerID == "me" && status.totals == ["succeeded": 1] && status.stopping == nil)

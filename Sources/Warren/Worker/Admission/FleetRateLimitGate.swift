@@ -113,7 +113,8 @@ final class FleetRateLimitGate: AdmissionGate, WakesTheLoop {
     private func declareWindowIfDue(of type: String, at now: ContinuousClock.Instant) throws {
         if let declared = throttles[type]!.declaredAt, now - declared < Self.windowRedeclaration { return }
         let throttle = throttles[type]!
-        try link.connection.declareQueue(throttle.queue, arguments: throttle.arguments, channel: BrokerLink.Channel.rate)
+        try link.connection.declareQueue(
+            throttle.queue, arguments: throttle.arguments, channel: BrokerLink.Channel.rate)
         throttles[type]!.declaredAt = now
     }
 

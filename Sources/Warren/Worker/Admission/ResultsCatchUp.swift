@@ -28,7 +28,10 @@ struct ResultsCatchUp {
     mutating func probed(lastChunk offset: UInt64?) {
         guard isActive else { return }
         end = offset
-        guard let offset else { return reachedEnd = true }
+        guard let offset else {
+            reachedEnd = true
+            return
+        }
         if let furthest, furthest >= offset { reachedEnd = true }
     }
 

@@ -141,7 +141,8 @@ final class StatusReporter: WakesTheLoop {
             let waitingOn = sources.dependencies.waitingOn(job.descriptor.id)
             let held = WorkerStatus.Job(
                 id: job.descriptor.id, type: job.descriptor.type, state: startedAt != nil ? .executing : state(of: job),
-                queue: job.queue, localQueue: job.localQueue, priority: job.descriptor.priority, key: job.descriptor.key,
+                queue: job.queue, localQueue: job.localQueue, priority: job.descriptor.priority,
+                key: job.descriptor.key,
                 sequence: job.descriptor.sequence, attempt: job.attempt,
                 heldSeconds: -job.receivedAt.timeIntervalSinceNow,
                 executingSeconds: startedAt.map { (now - $0) / .seconds(1) }, progress: job.progress?.fraction,

@@ -102,7 +102,8 @@ final class DelayQueues {
         properties.expiration = String(milliseconds)
         properties.persistent = true
         let settlement = settlements.settlement(of: delivery.deliveryTag)
-        try link.publish(delivery.body, exchange: "", routingKey: delayQueue, properties: properties, settling: settlement)
+        try link.publish(
+            delivery.body, exchange: "", routingKey: delayQueue, properties: properties, settling: settlement)
         try settlements.settle(settlement)
     }
 

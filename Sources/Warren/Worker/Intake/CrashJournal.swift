@@ -1,6 +1,7 @@
 import AMQP
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -105,7 +106,9 @@ final class CrashJournal: @unchecked Sendable {
                     let typeBytes = min(type.count, Self.recordSize - 3 - idBytes)
                     if let source = id.baseAddress { (record + 1).copyMemory(from: source, byteCount: idBytes) }
                     (record + 1 + idBytes).storeBytes(of: UInt8(ascii: "\t"), as: UInt8.self)
-                    if let source = type.baseAddress { (record + 2 + idBytes).copyMemory(from: source, byteCount: typeBytes) }
+                    if let source = type.baseAddress {
+                        (record + 2 + idBytes).copyMemory(from: source, byteCount: typeBytes)
+                    }
                     atomicMemoryFence(ordering: .releasing)
                     record.storeBytes(of: 1, as: UInt8.self)
                     return slot
@@ -193,7 +196,9 @@ extension CrashJournal {
         private let path: String
         private var descriptor: Int32
 
-        fileprivate init(id: String, path: String, descriptor: Int32, workerID: String, jobs: [(id: String, type: String)]) {
+        fileprivate init(
+            id: String, path: String, descriptor: Int32, workerID: String, jobs: [(id: String, type: String)]
+        ) {
             self.id = id
             self.path = path
             self.descriptor = descriptor
@@ -303,7 +308,9 @@ extension CrashJournal {
     /// Removes a journal left half-created by a worker that died (a minute old and unlocked).
     private static func removeIfAbandoned(_ path: String) {
         var status = stat()
-        guard stat(path, &status) == 0, Double(status.st_mtim.tv_sec) < Date().timeIntervalSince1970 - 60 else { return }
+        guard stat(path, &status) == 0, Double(status.st_mtim.tv_sec) < Date().timeIntervalSince1970 - 60 else {
+            return
+        }
         let descriptor = open(path, O_RDWR | O_CLOEXEC)
         guard descriptor >= 0 else { return }
         if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { unlink(path) }

@@ -71,7 +71,9 @@ final class JobIntake {
         isHeld: Bool
     ) -> Verdict {
         if let error = crashedWorkerError(deaths) { return .refuse(error, reply: true, releasesLock: true) }
-        if let notBefore = delivery.notBefore(of: descriptor), notBefore > receivedAt { return .postpone(until: notBefore) }
+        if let notBefore = delivery.notBefore(of: descriptor), notBefore > receivedAt {
+            return .postpone(until: notBefore)
+        }
         guard let registered = registry[descriptor.type] else {
             let known = registry.types.joined(separator: ", ")
             let error = JobError(
@@ -122,13 +124,15 @@ final class JobIntake {
                 "messageId": "\(delivery.properties.messageID ?? "-")", "type": "\(type ?? "-")",
                 "attempt": "\(delivery.attempt)",
             ])
-        let result = reply ? id.map { id in
-            JobResult(
-                jobID: id, type: type, sequence: descriptor?.sequence ?? salvaged.sequence ?? 0,
-                key: descriptor?.key ?? salvaged.key, status: .failed, error: error, attempt: delivery.attempt,
-                redelivered: delivery.redelivered, requeuedAt: delivery.requeuedAt, workerID: workerID,
-                timings: JobTimings(enqueuedAt: descriptor?.createdAt, receivedAt: receivedAt, finishedAt: Date()))
-        } : nil
+        let result =
+            reply
+            ? id.map { id in
+                JobResult(
+                    jobID: id, type: type, sequence: descriptor?.sequence ?? salvaged.sequence ?? 0,
+                    key: descriptor?.key ?? salvaged.key, status: .failed, error: error, attempt: delivery.attempt,
+                    redelivered: delivery.redelivered, requeuedAt: delivery.requeuedAt, workerID: workerID,
+                    timings: JobTimings(enqueuedAt: descriptor?.createdAt, receivedAt: receivedAt, finishedAt: Date()))
+            } : nil
         let lock = releasesLock ? descriptor.flatMap(HeldLock.init) ?? HeldLock(salvaged) : nil
         return (result, lock)
     }

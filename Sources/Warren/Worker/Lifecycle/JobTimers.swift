@@ -68,7 +68,8 @@ final class JobTimers: WakesTheLoop {
             guard let deadline = job.descriptor.deadline else { continue }
             mayHoldDeadlines = true
             guard deadline <= now, !job.operation.job.isCancelled else { continue }
-            let message = job.operation.hasStarted ? "the job's deadline passed" : "deadline passed before the job started"
+            let message =
+                job.operation.hasStarted ? "the job's deadline passed" : "deadline passed before the job started"
             job.operation.cancel(Cancellation(reason: "deadline", message: message))
         }
     }

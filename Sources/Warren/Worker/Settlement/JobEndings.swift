@@ -110,7 +110,8 @@ final class JobEndings: SettlementsDelegate {
 
     /// Dead-letters a job whose code failed with `error`, with its failed `result`.
     func fail(_ job: InFlightJob, error: JobError, result: JobResult) throws {
-        try detours.deadLetters.deadLetterJob(job.delivery, error: error, result: result, lock: HeldLock(job.descriptor))
+        try detours.deadLetters.deadLetterJob(
+            job.delivery, error: error, result: result, lock: HeldLock(job.descriptor))
     }
 
     /// A job whose delivery died ended (`job`, no longer in flight): its result is kept for the redelivery, which is

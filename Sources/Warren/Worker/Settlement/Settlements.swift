@@ -257,7 +257,8 @@ final class Settlements: WakesTheLoop {
     private func settleWatchedLetter(_ settlement: Settlement) throws {
         if settlement.replyRefused {
             logger.error(
-                "the broker refused the failed result of a job it dead-lettered itself; its letter stays in warren.dead")
+                "the broker refused the failed result of a job it dead-lettered itself; its letter stays in warren.dead"
+            )
         }
         try link.connection.ack(settlement.deliveryTag, channel: BrokerLink.Channel.deadWatch)
     }
