@@ -18,6 +18,8 @@
 /// The broker numbers a channel's publishes from 1, again each time the channel opens: ``reopen()`` starts the
 /// numbering again and hands back the publishes left unanswered.
 ///
+/// Its publish and answer paths are `@inlinable`, so that a client module specializes them for its payload.
+///
 /// Thread safety: confined, like its connection.
 public final class ConfirmChannel<Payload>: AMQPChannelHandler {
     /// An answer of the broker, with its publish's payload.
@@ -30,11 +32,15 @@ public final class ConfirmChannel<Payload>: AMQPChannelHandler {
     /// Whether the channel is open: opened (``open()``), and neither closed since nor closed by the broker.
     public private(set) var isOpen = false
     /// The sequence number of the channel's last publish: the number of publishes since it opened.
-    public private(set) var lastSequenceNumber: UInt64 = 0
+    @inlinable public var lastSequenceNumber: UInt64 { published }
     /// The publishes that wait for the broker's answer.
-    public private(set) var awaiting = ConfirmTracker<Payload>()
+    @inlinable public var awaiting: ConfirmTracker<Payload> { tracker }
+    /// The number of publishes since the channel opened.
+    @usableFromInline var published: UInt64 = 0
+    /// The publishes that wait for the broker's answer.
+    @usableFromInline var tracker = ConfirmTracker<Payload>()
     /// Answers not taken yet, in the order they came.
-    private var answers: [Answer] = []
+    @usableFromInline var answers: [Answer] = []
     /// Returned messages not taken yet, in the order they came.
     private var returns: [ReturnedMessage] = []
 
@@ -49,8 +55,8 @@ public final class ConfirmChannel<Payload>: AMQPChannelHandler {
     /// - Throws: ``AMQPError`` when the broker refuses or the connection fails.
     @discardableResult
     public func open() throws -> [(number: UInt64, payload: Payload)] {
-        let unanswered = awaiting.removeAll()
-        lastSequenceNumber = 0
+        let unanswered = tracker.removeAll()
+        published = 0
         try connection.openChannel(channel)
         isOpen = true
         try connection.enableConfirms(channel: channel)
@@ -80,7 +86,7 @@ public final class ConfirmChannel<Payload>: AMQPChannelHandler {
     /// The number is counted only once the message is handed to the connection: a publish that throws takes none.
     /// - Parameter mandatory: Have the broker return the message (``takeReturns()``) when no queue takes it.
     /// - Throws: ``AMQPError`` when the connection fails or librabbitmq cannot encode the message.
-    @discardableResult
+    @inlinable @discardableResult
     public func publish(
         _ body: [UInt8], exchange: String, routingKey: String, properties: MessageProperties = MessageProperties(),
         mandatory: Bool = false, awaiting payload: Payload
@@ -88,12 +94,13 @@ public final class ConfirmChannel<Payload>: AMQPChannelHandler {
         try connection.publish(
             body, exchange: exchange, routingKey: routingKey, properties: properties, mandatory: mandatory,
             channel: channel)
-        lastSequenceNumber += 1
-        awaiting.track(lastSequenceNumber, payload)
-        return lastSequenceNumber
+        published += 1
+        tracker.track(published, payload)
+        return published
     }
 
     /// The broker's answers since the last call, in the order they came; each answer in number order.
+    @inlinable
     public func takeAnswers() -> [Answer] {
         defer { answers = [] }
         return answers
@@ -106,18 +113,20 @@ public final class ConfirmChannel<Payload>: AMQPChannelHandler {
     }
 
     /// Takes in the broker's answer, for ``takeAnswers()``.
+    @inlinable
     public func confirmed(upTo number: UInt64, multiple: Bool, ack: Bool) {
-        awaiting.answer(upTo: number, multiple: multiple, ack: ack) { answers.append($0) }
+        tracker.answer(upTo: number, multiple: multiple, ack: ack) { answers.append($0) }
     }
 
     /// Takes in the broker's answer and hands each publish it covers to `body` at once, in number order, instead of
     /// keeping them for ``takeAnswers()``: for a ``ChannelRoute`` whose `onConfirm` settles what was published.
     ///
     /// Each publish is taken out just before `body` sees it: when `body` throws, the ones after stay awaited.
+    @inlinable
     public func answer(
         upTo number: UInt64, multiple: Bool, ack: Bool, each body: (Answer) throws -> Void
     ) rethrows {
-        try awaiting.answer(upTo: number, multiple: multiple, ack: ack, each: body)
+        try tracker.answer(upTo: number, multiple: multiple, ack: ack, each: body)
     }
 
     /// Keeps a returned message, for ``takeReturns()``.
@@ -134,7 +143,7 @@ public final class ConfirmChannel<Payload>: AMQPChannelHandler {
 
 extension ConfirmChannel where Payload == Void {
     /// Publishes a message whose answer is awaited, and returns its sequence number.
-    @discardableResult
+    @inlinable @discardableResult
     public func publish(
         _ body: [UInt8], exchange: String, routingKey: String, properties: MessageProperties = MessageProperties(),
         mandatory: Bool = false
