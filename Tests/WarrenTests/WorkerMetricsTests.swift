@@ -1,4 +1,5 @@
 import AMQP
+import CoreMetrics
 import Foundation
 import MetricsTestKit
 import Testing
@@ -217,6 +218,24 @@ struct WorkerMetricsTests {
             "warren_job_queue_latency_seconds", [("queue", "q"), ("type", "(other)")])
         #expect(other.values == [2_000_000_000])
         #expect(backend.timers(label: "warren_job_queue_latency_seconds").count == 2)
+    }
+
+    @Test func costsAJobNothingWithoutABackend() {
+        let metrics = WorkerMetrics(factory: NOOPMetricsHandler.instance)
+        let descriptor = OperationDescriptor(id: "j", type: "echo", sequence: 1, createdAt: Date())
+        #expect(metrics.recordingQueueLatency(of: descriptor, delivery(), from: "q", then: nil) == nil)
+    }
+
+    @Test func findsEachQueuesTimerWhenJobsAlternate() throws {
+        let backend = TestMetrics()
+        let metrics = WorkerMetrics(factory: backend)
+        for (queue, seconds) in [("a", 1), ("b", 2), ("a", 3), ("a", 4), ("b", 5)] {
+            metrics.queueLatency(queue: queue, type: "echo", .seconds(seconds))
+        }
+        let a = try backend.expectTimer("warren_job_queue_latency_seconds", [("queue", "a"), ("type", "echo")])
+        let b = try backend.expectTimer("warren_job_queue_latency_seconds", [("queue", "b"), ("type", "echo")])
+        #expect(a.values == [1_000_000_000, 3_000_000_000, 4_000_000_000])
+        #expect(b.values == [2_000_000_000, 5_000_000_000])
     }
 
     @Test func reportsItsBuildAmongTheCountersItStarts() throws {

@@ -9,6 +9,7 @@ protocol WakesTheLoop: AnyObject {
 
 extension Optional where Wrapped == ContinuousClock.Instant {
     /// The earlier of this time and `other`, either of which may be none. For `nextWake`s, without an array per turn.
+    @inline(__always)
     func earliest(_ other: ContinuousClock.Instant?) -> ContinuousClock.Instant? {
         guard let self else { return other }
         guard let other else { return self }

@@ -36,8 +36,11 @@ public final class WorkerMetrics: Sendable {
         var deadLetters: [String: CoreMetrics.Counter] = [:]
         var lockReleases: [String: CoreMetrics.Counter] = [:]
         var retries: [String: CoreMetrics.Counter] = [:]
-        /// By broker queue, then `type` label.
-        var queueLatency: [String: [String: CoreMetrics.Timer]] = [:]
+        /// By broker queue and the type a job names, known or not.
+        /// `nil` for a timer made while no backend was bootstrapped: it records nowhere, and is not recorded to.
+        var queueLatency: [QueueAndType: CoreMetrics.Timer?] = [:]
+        /// The last timer found, which most jobs use again: compared, not hashed.
+        var lastQueueLatency: (key: QueueAndType, timer: CoreMetrics.Timer?)?
         var executing: [String: Gauge] = [:]
         var waiting: [String: Gauge] = [:]
         var width: [String: Gauge] = [:]
@@ -222,13 +225,14 @@ public final class WorkerMetrics: Sendable {
 
     /// Wraps `started`, which a job's operation calls on its thread as the job's code starts: the wrapper first
     /// records the job's queue latency under its broker `queue` and type, from when it was due (``due(of:_:)``) to
-    /// now. Returns `started` itself when no due time is known.
+    /// now. Returns `started` itself when no due time is known, or no metrics backend records it.
     func recordingQueueLatency(
         of descriptor: OperationDescriptor, _ delivery: Delivery, from queue: String,
         then started: (@Sendable () -> Void)?
     ) -> (@Sendable () -> Void)? {
-        guard let due = Self.due(of: descriptor, delivery) else { return started }
-        let timer = queueLatencyTimer(queue: queue, type: descriptor.type)
+        guard let due = Self.due(of: descriptor, delivery),
+            let timer = queueLatencyTimer(queue: queue, type: descriptor.type)
+        else { return started }
         return {
             timer.record(duration: Self.between(due, Date()) ?? .zero)
             started?()
@@ -237,29 +241,53 @@ public final class WorkerMetrics: Sendable {
 
     /// Records a queue latency of `latency` under `queue` and `type`.
     func queueLatency(queue: String, type: String, _ latency: Duration) {
-        queueLatencyTimer(queue: queue, type: type).record(duration: latency)
+        queueLatencyTimer(queue: queue, type: type)?.record(duration: latency)
     }
 
     /// When a job was due to start: the latest of its creation (`createdAt`), its `notBefore` or a retry's, and
     /// its last `warren dead requeue`; `nil` when none is known. A scheduled or retried job does not count the time
     /// it was meant to wait.
     static func due(of descriptor: OperationDescriptor, _ delivery: Delivery) -> Date? {
-        let times = [
-            descriptor.createdAt, delivery.notBefore(of: descriptor),
-            delivery.requeuedAt,
-        ]
-        return times.compactMap { $0 }.max()
+        func later(_ one: Date?, _ other: Date?) -> Date? {
+            guard let one else { return other }
+            guard let other else { return one }
+            return max(one, other)
+        }
+        // No header, no lookup: most jobs were neither retried nor requeued.
+        guard delivery.properties.headers?.isEmpty == false else {
+            return later(descriptor.createdAt, descriptor.notBefore)
+        }
+        return later(later(descriptor.createdAt, delivery.notBefore(of: descriptor)), delivery.requeuedAt)
     }
 
-    private func queueLatencyTimer(queue: String, type: String) -> CoreMetrics.Timer {
+    /// A broker queue and the type a job names: one lookup per job finds its queue latency's timer.
+    private struct QueueAndType: Hashable {
+        let queue: String
+        let type: String
+    }
+
+    /// The timer of `queue` and `type`; `nil` when it was made while no backend was bootstrapped (a metric keeps the
+    /// backend it was made with).
+    private func queueLatencyTimer(queue: String, type: String) -> CoreMetrics.Timer? {
         handles.withLock { handles in
-            if let timer = handles.queueLatency[queue]?[type] { return timer }
+            let key = QueueAndType(queue: queue, type: type)
+            if let last = handles.lastQueueLatency, last.key == key { return last.timer }
+            if let timer = handles.queueLatency[key] {
+                handles.lastQueueLatency = (key, timer)
+                return timer
+            }
+            // A type this worker does not run shares the label of the others, and is not kept by its own name.
             let label = typeHandles(type, in: &handles).label
-            if let timer = handles.queueLatency[queue]?[label] { return timer }
-            let timer = CoreMetrics.Timer(
-                label: "warren_job_queue_latency_seconds", dimensions: [("queue", queue), ("type", label)],
-                factory: currentFactory)
-            handles.queueLatency[queue, default: [:]][label] = timer
+            let labelled = QueueAndType(queue: queue, type: label)
+            if let timer = handles.queueLatency[labelled] { return timer }
+            let factory = currentFactory
+            let timer =
+                factory is NOOPMetricsHandler
+                ? nil
+                : CoreMetrics.Timer(
+                    label: "warren_job_queue_latency_seconds", dimensions: [("queue", queue), ("type", label)],
+                    factory: factory)
+            handles.queueLatency[labelled] = timer
             return timer
         }
     }

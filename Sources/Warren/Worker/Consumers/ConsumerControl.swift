@@ -70,7 +70,7 @@ final class ConsumerControl: WakesTheLoop {
     }
 
     /// When an unreachable job queue is to be looked for again.
-    var nextWake: ContinuousClock.Instant? { unreachableQueues.values.min() }
+    var nextWake: ContinuousClock.Instant? { unreachableQueues.isEmpty ? nil : unreachableQueues.values.min() }
 
     /// The broker queues this worker takes jobs from: all but the paused ones.
     var activeQueues: [String] { configuration.queues.filter { !pausedQueues.contains($0) } }

@@ -24,8 +24,8 @@ final class StatusReporter: WakesTheLoop {
     private let registry: OperationRegistry
     private let metrics: WorkerMetrics
     private let startedAt = Date()
-    /// Jobs ended, by result status.
-    private var totals: [String: Int] = [:]
+    /// Jobs ended, by result status: an array, so that counting a job hashes nothing.
+    private var ended = [Int](repeating: 0, count: JobStatus.allCases.count)
     /// Whether the status channel is open: it is from the start of each connection, and again after the broker
     /// closed it for a reply larger than it takes.
     private var channelOpen = false
@@ -53,7 +53,24 @@ final class StatusReporter: WakesTheLoop {
 
     /// Counts a result published, by status.
     func count(_ result: JobResult) {
-        totals[result.status.rawValue, default: 0] += 1
+        ended[Self.index(of: result.status)] += 1
+    }
+
+    /// Jobs ended, by the raw value of their result status; statuses no job ended with are left out.
+    private var totals: [String: Int] {
+        var totals: [String: Int] = [:]
+        for status in JobStatus.allCases where ended[Self.index(of: status)] > 0 {
+            totals[status.rawValue] = ended[Self.index(of: status)]
+        }
+        return totals
+    }
+
+    private static func index(of status: JobStatus) -> Int {
+        switch status {
+        case .succeeded: 0
+        case .failed: 1
+        case .cancelled: 2
+        }
     }
 
     // MARK: - Replies

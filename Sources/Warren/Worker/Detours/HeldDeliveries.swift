@@ -41,7 +41,7 @@ final class HeldDeliveries: WakesTheLoop {
 
     /// When held jobs are tried again, or a job goes back to its queue.
     var nextWake: ContinuousClock.Instant? {
-        retryAt.earliest(laterRequeues.first?.due)
+        held.isEmpty && laterRequeues.isEmpty ? nil : retryAt.earliest(laterRequeues.first?.due)
     }
 
     /// The connection was lost: the deliveries died with it, and the broker delivers them again.

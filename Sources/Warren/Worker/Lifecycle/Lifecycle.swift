@@ -13,14 +13,20 @@ import Logging
 /// Thread safety: confined to the worker's broker thread.
 final class Lifecycle: WakesTheLoop {
     /// When executing jobs are cancelled; set once a stop began.
-    private(set) var stopDeadline: ContinuousClock.Instant?
+    private(set) var stopDeadline: ContinuousClock.Instant? {
+        didSet { hasDeadlines = stopDeadline != nil || redeliveriesAwaitedUntil != nil }
+    }
     /// When a stopping worker stops waiting for executing jobs that ignore their cancellation.
     private(set) var abandonDeadline: ContinuousClock.Instant?
     /// The limit that made the worker retire, if it did.
     private(set) var recycling: RecyclingLimit?
     /// Until when a worker that stops or retires consumes again after a reconnect, for the redeliveries of its own
     /// jobs; and the other deliveries it holds meanwhile, to send back once it stops waiting.
-    private(set) var redeliveriesAwaitedUntil: ContinuousClock.Instant?
+    private(set) var redeliveriesAwaitedUntil: ContinuousClock.Instant? {
+        didSet { hasDeadlines = stopDeadline != nil || redeliveriesAwaitedUntil != nil }
+    }
+    /// Whether a deadline above is set: asked on every turn of the loop, and cheaper to read than they are.
+    private var hasDeadlines = false
     private(set) var heldWhileAwaitingRedeliveries: [Delivery] = []
     private let maxJobs: Int?
     private let maxResidentMemory: Int?
@@ -55,7 +61,7 @@ final class Lifecycle: WakesTheLoop {
 
     /// When a deadline of the stop or the wait for redeliveries comes next.
     var nextWake: ContinuousClock.Instant? {
-        guard stopDeadline != nil || redeliveriesAwaitedUntil != nil else { return nil }
+        guard hasDeadlines else { return nil }
         let now = ContinuousClock.now
         let future = { (instant: ContinuousClock.Instant?) in instant.flatMap { $0 > now ? $0 : nil } }
         return future(stopDeadline).earliest(future(abandonDeadline)).earliest(future(redeliveriesAwaitedUntil))

@@ -62,7 +62,8 @@ final class Settlements: WakesTheLoop {
 
     /// When held acks or results are due, or refused batches go again.
     var nextWake: ContinuousClock.Instant? {
-        acks.dueAt.earliest(storedResults.dueAt).earliest(resends.resendAt)
+        guard !(acks.isEmpty && storedResults.isEmpty && resends.isEmpty) else { return nil }
+        return acks.dueAt.earliest(storedResults.dueAt).earliest(resends.resendAt)
     }
 
     /// Whether results, batches or acks wait to be sent or confirmed.
