@@ -46,11 +46,14 @@ final class BrokerLink {
     private(set) var maxMessageBytes = 128 << 20
     /// Why the broker blocks this connection, while it does (`connection.blocked`).
     var blockedReason: String?
+    /// The longest the loop may sleep: half the heartbeat interval, so that heartbeats go out in time.
+    let longestSleep: Duration
     private let logger: Logger
 
     init(connection: AMQPConnection, logger: Logger) {
         self.connection = connection
         self.logger = logger
+        longestSleep = .milliseconds(max(connection.configuration.heartbeat, 2) * 500)
         pump = AMQPEventPump(connection)
         publisher = ConfirmChannel(Channel.publish, on: connection)
     }

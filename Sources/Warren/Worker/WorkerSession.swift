@@ -147,7 +147,7 @@ final class WorkerSession {
     /// than half the heartbeat interval, so that heartbeats go out in time.
     private var pollTimeout: Duration {
         let now = ContinuousClock.now
-        var wake = now + .milliseconds(max(link.connection.configuration.heartbeat, 2) * 500)
+        var wake = now + link.longestSleep
         func consider(_ component: some WakesTheLoop) {
             if let due = component.nextWake, due < wake { wake = due }
         }

@@ -75,8 +75,9 @@ final class JobTimers: WakesTheLoop {
     }
 
     private func enforceTimeLimits() {
+        guard let checkAt = timeLimitCheckAt else { return }
         let now = ContinuousClock.now
-        guard let checkAt = timeLimitCheckAt, checkAt <= now else { return }
+        guard checkAt <= now else { return }
         timeLimitCheckAt = nil
         for job in jobs.all {
             guard let limit = job.timeLimit, let startedAt = job.operation.startedAt, !job.operation.job.isCancelled

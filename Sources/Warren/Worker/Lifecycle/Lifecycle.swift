@@ -14,7 +14,7 @@ import Logging
 final class Lifecycle: WakesTheLoop {
     /// When executing jobs are cancelled; set once a stop began.
     private(set) var stopDeadline: ContinuousClock.Instant? {
-        didSet { hasDeadlines = stopDeadline != nil || redeliveriesAwaitedUntil != nil }
+        didSet { noteDeadlines() }
     }
     /// When a stopping worker stops waiting for executing jobs that ignore their cancellation.
     private(set) var abandonDeadline: ContinuousClock.Instant?
@@ -23,10 +23,12 @@ final class Lifecycle: WakesTheLoop {
     /// Until when a worker that stops or retires consumes again after a reconnect, for the redeliveries of its own
     /// jobs; and the other deliveries it holds meanwhile, to send back once it stops waiting.
     private(set) var redeliveriesAwaitedUntil: ContinuousClock.Instant? {
-        didSet { hasDeadlines = stopDeadline != nil || redeliveriesAwaitedUntil != nil }
+        didSet { noteDeadlines() }
     }
-    /// Whether a deadline above is set: asked on every turn of the loop, and cheaper to read than they are.
-    private var hasDeadlines = false
+    /// Whether a stop began. Kept beside the deadlines, which cost more to read: it is asked for every job.
+    private(set) var isStopping = false
+    /// Whether it waits for the redeliveries of its own jobs after a reconnect.
+    private(set) var awaitsRedeliveries = false
     private(set) var heldWhileAwaitingRedeliveries: [Delivery] = []
     private let maxJobs: Int?
     private let maxResidentMemory: Int?
@@ -47,21 +49,20 @@ final class Lifecycle: WakesTheLoop {
         grace = configuration.shutdownGracePeriod
     }
 
-    /// Whether a stop began.
-    var isStopping: Bool { stopDeadline != nil }
-
     /// Whether the worker stops or retires: it takes no new job.
-    var isLeaving: Bool { stopDeadline != nil || recycling != nil }
+    var isLeaving: Bool { isStopping || recycling != nil }
 
     /// Whether the worker consumes job queues: it neither stops nor retires, or it waits for redeliveries.
-    var consumes: Bool { !isLeaving || redeliveriesAwaitedUntil != nil }
+    var consumes: Bool { !isLeaving || awaitsRedeliveries }
 
-    /// Whether it waits for the redeliveries of its own jobs after a reconnect.
-    var awaitsRedeliveries: Bool { redeliveriesAwaitedUntil != nil }
+    private func noteDeadlines() {
+        isStopping = stopDeadline != nil
+        awaitsRedeliveries = redeliveriesAwaitedUntil != nil
+    }
 
     /// When a deadline of the stop or the wait for redeliveries comes next.
     var nextWake: ContinuousClock.Instant? {
-        guard hasDeadlines else { return nil }
+        guard isStopping || awaitsRedeliveries else { return nil }
         let now = ContinuousClock.now
         let future = { (instant: ContinuousClock.Instant?) in instant.flatMap { $0 > now ? $0 : nil } }
         return future(stopDeadline).earliest(future(abandonDeadline)).earliest(future(redeliveriesAwaitedUntil))
@@ -96,7 +97,7 @@ final class Lifecycle: WakesTheLoop {
     ///   - holdsJobs: Whether jobs are in flight.
     ///   - abandonsJobs: Whether none of the jobs in flight ended: they are left to the broker.
     func isDone(awaitingBroker: Bool, holdsJobs: Bool, abandonsJobs: Bool) -> Bool {
-        guard stopDeadline != nil else { return false }
+        guard isStopping else { return false }
         // Past its abandon deadline a stopping worker waits for no confirm either: a broker that blocks this
         // connection (a memory or disk alarm) sends none, and what it has not confirmed is redelivered.
         if abandonDeadlinePassed, awaitingBroker { return true }
@@ -147,7 +148,7 @@ final class Lifecycle: WakesTheLoop {
 
     /// Whether a retiring worker may stop: it holds no job that can run, and waits for no redelivery.
     func retiredWorkerMayStop(holdsRunnableJobs: Bool) -> Bool {
-        recycling != nil && stopDeadline == nil && redeliveriesAwaitedUntil == nil && !holdsRunnableJobs
+        recycling != nil && !isStopping && !awaitsRedeliveries && !holdsRunnableJobs
     }
 
     // MARK: - Redeliveries after a reconnect
