@@ -44,10 +44,18 @@ public final class ConfirmChannel<Payload>: AMQPChannelHandler {
     /// Returned messages not taken yet, in the order they came.
     private var returns: [ReturnedMessage] = []
 
+    /// Takes in an answer routed to the channel by a pump. Made where the channel is made, so that the client
+    /// module specializes it for its payload: the pump calls the channel through its protocol, unspecialized.
+    @usableFromInline var takeAnswer: ((_ number: UInt64, _ multiple: Bool, _ ack: Bool) -> Void)?
+
     /// A channel of `connection`, closed until ``open()``.
+    @inlinable
     public init(_ channel: UInt16, on connection: AMQPConnection) {
         self.channel = channel
         self.connection = connection
+        takeAnswer = { [unowned self] number, multiple, ack in
+            tracker.answer(upTo: number, multiple: multiple, ack: ack) { answers.append($0) }
+        }
     }
 
     /// Opens the channel and puts it in confirm mode; its publishes are numbered from 1.
@@ -113,9 +121,8 @@ public final class ConfirmChannel<Payload>: AMQPChannelHandler {
     }
 
     /// Takes in the broker's answer, for ``takeAnswers()``.
-    @inlinable
     public func confirmed(upTo number: UInt64, multiple: Bool, ack: Bool) {
-        tracker.answer(upTo: number, multiple: multiple, ack: ack) { answers.append($0) }
+        takeAnswer?(number, multiple, ack)
     }
 
     /// Takes in the broker's answer and hands each publish it covers to `body` at once, in number order, instead of
