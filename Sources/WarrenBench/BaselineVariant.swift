@@ -16,4 +16,9 @@ public enum BaselineVariant: String, Sendable, Codable, CaseIterable {
     /// nothing, whose end comes back to the connection's thread through a locked list and a wake-up pipe before the
     /// result is published: the thread hop of Warren's model, and nothing else of Warren.
     case operationQueue = "operation-queue"
+    /// Each result also appended to a stream queue of the run's own, as Warren stores results in `warren.results`:
+    /// in batches of up to a prefetch window's results, due after 2 ms at most, on a second confirm channel. A
+    /// delivery's ack waits for its result's confirm and for its batch's publish, and, while 64 batches await
+    /// their confirms, for its batch's confirm too.
+    case resultsStream = "results-stream"
 }
