@@ -28,8 +28,13 @@ extension Benchmark {
         /// figures held to the floor show no target. Default: `true`.
         public var measuresFloor = true
 
-        /// The sides measured, in the order the first repetition runs them.
-        var sides: [SideKind] { measuresFloor ? [.baseline, .floor, .warren] : [.baseline, .warren] }
+        /// The sides repetition `number` (from 1) measures, in the order it runs them: the order rotates from one
+        /// repetition to the next, so that drift favours none.
+        func sides(inRepetition number: Int) -> [SideKind] {
+            let sides: [SideKind] = measuresFloor ? [.baseline, .floor, .warren] : [.baseline, .warren]
+            let shift = (number - 1) % sides.count
+            return Array(sides[shift...] + sides[..<shift])
+        }
 
         /// The full run's options, as ``full``.
         public init() {}

@@ -29,9 +29,7 @@ final class Repetition {
         self.benchmark = benchmark
         prefix = "bench-\(runID)-r\(number)"
         logDirectory = directory
-        let sides = benchmark.options.sides
-        let shift = (number - 1) % sides.count
-        order = Array(sides[shift...] + sides[..<shift])
+        order = benchmark.options.sides(inRepetition: number)
         admin = try BrokerAdmin(broker: benchmark.broker)
         stateDirectory = directory.appendingPathComponent("state-\(number)")
         try FileManager.default.createDirectory(at: stateDirectory, withIntermediateDirectories: true)
