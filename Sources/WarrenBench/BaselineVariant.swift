@@ -1,8 +1,9 @@
-/// A Warren wire choice the baseline can be made to copy, to measure what that one choice costs the broker.
+/// A Warren choice the baseline can be made to copy, to measure what that one choice costs.
 ///
-/// The published baseline uses none of them. With one, the baseline's figures answer "how much of the gap is this
-/// choice?": for example, with ``resultsExchange`` the baseline's results go through Warren's topic exchange to
-/// the collector's queue bound to it, as the results of Warren's jobs that name no reply queue do.
+/// The plain raw client uses none of them; the design's floor (``SideKind/floor``) uses ``operationQueue`` and
+/// ``resultsStream``. With one more, the raw client's figures answer "how much of the gap is this choice?": for
+/// example, with ``resultsExchange`` its results go through Warren's topic exchange to the collector's queue bound
+/// to it, as the results of Warren's jobs that name no reply queue do.
 public enum BaselineVariant: String, Sendable, Codable, CaseIterable {
     /// Job queues declared as priority queues, as Warren declares them with `--priority-queues` (`x-max-priority`
     /// 5, a dead-letter exchange), and jobs published with a priority.

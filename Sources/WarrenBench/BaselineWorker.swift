@@ -62,8 +62,8 @@ public final class BaselineWorker {
     private let operations: OperationQueue?
     /// The ends of operations on their way back to the connection's thread (Warren's mailbox).
     private let hop = Mailbox<(tag: UInt64, correlationID: String?)>()
-    /// With ``BaselineVariant/operationQueue``: deliveries whose results are not confirmed yet, and deliveries whose
-    /// results are, not acknowledged yet; operations end in any order.
+    /// With ``BaselineVariant/operationQueue`` or ``BaselineVariant/resultsStream``: deliveries not ready for their
+    /// ack yet, and deliveries ready, not acknowledged yet; operations end, and batches are stored, in any order.
     private var pendingTags: Set<UInt64> = []
     private var readyTags: [UInt64] = []
     /// With ``BaselineVariant/resultsStream``: where results are also stored, and the deliveries that met one of
@@ -74,7 +74,8 @@ public final class BaselineWorker {
     /// stream's batch goes at once, as Warren's does when no job is left in flight.
     private var running = 0
 
-    /// Connects, then consumes on one channel and publishes with confirms on another, as a Warren worker does.
+    /// Connects, then consumes on one channel and publishes with confirms on another, as a Warren worker does; with
+    /// ``BaselineVariant/resultsStream``, stores results with confirms on a third.
     /// - Throws: `AMQPError` when the broker cannot be reached or refuses a request; ``BenchError`` for
     ///   ``BaselineVariant/resultsStream`` without ``Configuration/resultsStream``.
     public init(configuration: Configuration) throws {
