@@ -105,6 +105,7 @@ let package = Package(
             name: "WarrenCLITests",
             dependencies: ["WarrenCLI", "AMQP", .product(name: "Logging", package: "swift-log")]
         ),
+        .testTarget(name: "WarrenBenchTests", dependencies: ["WarrenBench"]),
         .testTarget(
             name: "WarrenDashboardTests",
             dependencies: ["WarrenDashboard", "Warren", .product(name: "Hummingbird", package: "hummingbird")]

@@ -19,6 +19,19 @@ enum BaselinePayloads {
             status: .succeeded, output: BenchJobs.echoInput, workerID: "bench-host-12345",
             timings: JobTimings(enqueuedAt: Date(), receivedAt: Date(), startedAt: Date(), finishedAt: Date())))
 
+    /// The body of a stream message holding `count` results, in Warren's batch format
+    /// (`{"results":[RESULT,…],"version":1}`), put together as Warren's worker puts it together for each batch.
+    static func resultBatch(count: Int) -> [UInt8] {
+        var body = Array(#"{"results":["#.utf8)
+        body.reserveCapacity(count * (result.count + 1) + 32)
+        for index in 0..<count {
+            if index > 0 { body.append(UInt8(ascii: ",")) }
+            body += result
+        }
+        body += Array(#"],"version":1}"#.utf8)
+        return body
+    }
+
     private static func encode(_ value: some Encodable) -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

@@ -2,30 +2,36 @@ import AMQP
 import Foundation
 
 /// The baseline's producer: raw publishes with a sliding window of unconfirmed messages, as a C client would, and a
-/// durable result queue its worker publishes to.
+/// durable result queue its worker publishes to. With ``BaselineVariant/resultsStream``, also the stream queue its
+/// worker appends results to, unique to the side and deleted with it.
 ///
 /// Thread safety: confined to the thread that runs the benchmark.
 final class BaselineSide: BenchSide {
     private static let channel: UInt16 = 1
 
-    let kind = SideKind.baseline
+    let kind: SideKind
     private let url: String
     private let connection: AMQPConnection
     private let window: Int
     private let resultQueue: String
+    private let resultsStream: String?
     private let admin: BrokerAdmin
     private let variants: Set<BaselineVariant>
     private let pump: AMQPEventPump
     private let jobs: ConfirmChannel<Void>
 
-    /// Connects and declares the result queue `resultQueue`.
+    /// Connects and declares the result queue `resultQueue`, and with ``BaselineVariant/resultsStream`` the stream
+    /// queue `resultQueue-stream`.
+    /// - Parameter kind: ``SideKind/baseline`` or ``SideKind/floor``: which side these variants make.
     init(
-        url: String, broker: AMQPConfiguration, admin: BrokerAdmin, resultQueue: String, window: Int,
+        kind: SideKind, url: String, broker: AMQPConfiguration, admin: BrokerAdmin, resultQueue: String, window: Int,
         variants: Set<BaselineVariant>
     ) throws {
+        self.kind = kind
         self.url = url
         self.admin = admin
         self.resultQueue = resultQueue
+        resultsStream = variants.contains(.resultsStream) ? resultQueue + "-stream" : nil
         self.window = window
         self.variants = variants
         var broker = broker
@@ -36,6 +42,7 @@ final class BaselineSide: BenchSide {
         try jobs.open()
         pump.route(Self.channel, to: jobs)
         try admin.declarePlainQueue(resultQueue)
+        if let resultsStream { try admin.declareResultsStream(resultsStream) }
     }
 
     func declare(_ queue: String, admin: BrokerAdmin) throws {
@@ -51,6 +58,7 @@ final class BaselineSide: BenchSide {
             "bench", "baseline-worker", "--url", url, "--queue", queue, "--result-queue", resultQueue,
             "--prefetch", "\(prefetch)",
         ] + variants.sorted { $0.rawValue < $1.rawValue }.flatMap { ["--variant", $0.rawValue] }
+            + (resultsStream.map { ["--results-stream", $0] } ?? [])
     }
 
     var resultSource: ResultCollector.Source {
@@ -85,6 +93,7 @@ final class BaselineSide: BenchSide {
 
     func close() {
         try? admin.delete(resultQueue)
+        if let resultsStream { try? admin.delete(resultsStream) }
         connection.close()
     }
 }

@@ -14,7 +14,8 @@ import Warren
 /// It consumes with manual acknowledgements and a prefetch, publishes a persistent result for each delivery on a
 /// confirm channel, and acknowledges deliveries only once their results are confirmed, with one `basic.ack`
 /// (`multiple`) for every delivery whose result the broker confirmed since the last ack. Job bodies are not
-/// parsed. It runs in a process of its own (`warren bench baseline-worker`) so that its CPU time and memory are
+/// parsed. Its ``BaselineVariant``s copy Warren's choices one by one; with ``BaselineVariant/operationQueue`` and
+/// ``BaselineVariant/resultsStream`` together, it is the design's floor: what Warren's model costs at the least. It runs in a process of its own (`warren bench baseline-worker`) so that its CPU time and memory are
 /// measured exactly as a Warren worker's, and returns once that process (its parent) is gone.
 ///
 /// Thread safety: confined to the thread that calls ``run()``.
@@ -31,6 +32,9 @@ public final class BaselineWorker {
         public var prefetch: Int
         /// Warren choices to copy. Default: none.
         public var variants: Set<BaselineVariant> = []
+        /// The stream queue results are also appended to, with ``BaselineVariant/resultsStream`` (it must exist).
+        /// Default: `nil`, none.
+        public var resultsStream: String?
 
         /// A baseline worker that copies none of Warren's choices.
         public init(url: String, queue: String, resultQueue: String, prefetch: Int) {
@@ -43,6 +47,7 @@ public final class BaselineWorker {
 
     private static let jobsChannel: UInt16 = 1
     private static let publishChannel: UInt16 = 2
+    private static let storeChannel: UInt16 = 3
 
     private let configuration: Configuration
     private let connection: AMQPConnection
@@ -57,15 +62,28 @@ public final class BaselineWorker {
     private let operations: OperationQueue?
     /// The ends of operations on their way back to the connection's thread (Warren's mailbox).
     private let hop = Mailbox<(tag: UInt64, correlationID: String?)>()
-    /// With ``BaselineVariant/operationQueue``: deliveries whose results are not confirmed yet, and deliveries whose
-    /// results are, not acknowledged yet; operations end in any order.
+    /// With ``BaselineVariant/operationQueue`` or ``BaselineVariant/resultsStream``: deliveries not ready for their
+    /// ack yet, and deliveries ready, not acknowledged yet; operations end, and batches are stored, in any order.
     private var pendingTags: Set<UInt64> = []
     private var readyTags: [UInt64] = []
+    /// With ``BaselineVariant/resultsStream``: where results are also stored, and the deliveries that met one of
+    /// the two conditions of their ack (result confirmed, batch stored) but not the other yet.
+    private let stream: BaselineResultsStream?
+    private var halfSettled: Set<UInt64> = []
+    /// Deliveries handed to the operation queue whose results are not published yet: while there are none, the
+    /// stream's batch goes at once, as Warren's does when no job is left in flight.
+    private var running = 0
 
-    /// Connects, then consumes on one channel and publishes with confirms on another, as a Warren worker does.
-    /// - Throws: `AMQPError` when the broker cannot be reached or refuses a request.
+    /// Connects, then consumes on one channel and publishes with confirms on another, as a Warren worker does; with
+    /// ``BaselineVariant/resultsStream``, stores results with confirms on a third.
+    /// - Throws: `AMQPError` when the broker cannot be reached or refuses a request; ``BenchError`` for
+    ///   ``BaselineVariant/resultsStream`` without ``Configuration/resultsStream``.
     public init(configuration: Configuration) throws {
         self.configuration = configuration
+        let storesResults = configuration.variants.contains(.resultsStream)
+        guard !storesResults || configuration.resultsStream != nil else {
+            throw BenchError("the results-stream variant needs the stream queue to append results to")
+        }
         if configuration.variants.contains(.operationQueue) {
             let queue = OperationQueue()
             queue.maxConcurrentOperationCount = configuration.prefetch
@@ -80,6 +98,13 @@ public final class BaselineWorker {
         results = ConfirmChannel(Self.publishChannel, on: connection)
         try results.open()
         pump.route(Self.publishChannel, to: results)
+        if storesResults, let name = configuration.resultsStream {
+            stream = try BaselineResultsStream(
+                stream: name, threshold: configuration.prefetch, channel: Self.storeChannel, on: connection,
+                pump: pump)
+        } else {
+            stream = nil
+        }
         try connection.openChannel(Self.jobsChannel)
         try connection.qos(prefetchCount: UInt16(configuration.prefetch), channel: Self.jobsChannel)
         try connection.consume(configuration.queue, channel: Self.jobsChannel)
@@ -88,30 +113,36 @@ public final class BaselineWorker {
     /// Works until the process is stopped, or until the process that started it is gone.
     /// - Throws: `AMQPError` when the connection fails or the broker refuses a result.
     public func run() throws {
+        let acksInTagOrder = operations != nil || stream != nil
         pump.route(Self.jobsChannel) { [unowned self] delivery in
+            if acksInTagOrder { pendingTags.insert(delivery.deliveryTag) }
             guard let operations else {
                 return try publishResult(of: delivery.deliveryTag, correlationID: delivery.properties.messageID)
             }
-            pendingTags.insert(delivery.deliveryTag)
+            running += 1
             let hop = hop
             let (tag, correlationID) = (delivery.deliveryTag, delivery.properties.messageID)
             operations.addOperation { hop.post((tag, correlationID)) }
         }
         while true {
             if operations != nil {
-                for ended in hop.drain() { try publishResult(of: ended.tag, correlationID: ended.correlationID) }
+                for ended in hop.drain() {
+                    running -= 1
+                    try publishResult(of: ended.tag, correlationID: ended.correlationID)
+                }
             }
             try pump.dispatch()
             if results.takeAnswers().contains(where: { !$0.isAck }) {
                 throw AMQPError(.library, "the broker refused a result (basic.nack)")
             }
-            try operations == nil ? acknowledgeConfirmed() : acknowledgeConfirmedInTagOrder()
+            try stream?.storeIfDue(force: running == 0)
+            try acksInTagOrder ? acknowledgeConfirmedInTagOrder() : acknowledgeConfirmed()
             if getppid() != parent { return connection.close() }
-            // The plain baseline waits on its socket alone, as it did before the variant existed.
+            // The plain baseline waits on its socket alone, as it did before the variants existed.
             if operations == nil {
-                connection.waitForActivity(wakeUp: nil, timeout: .seconds(1))
+                connection.waitForActivity(wakeUp: nil, timeout: pollTimeout)
             } else {
-                hop.sleep { connection.waitForActivity(wakeUp: hop.wakeUp, timeout: .seconds(1)) }
+                hop.sleep { connection.waitForActivity(wakeUp: hop.wakeUp, timeout: pollTimeout) }
             }
         }
     }
@@ -125,24 +156,43 @@ public final class BaselineWorker {
             BaselinePayloads.result, exchange: toExchange ? Topology.resultsExchange : "",
             routingKey: toExchange ? correlationID ?? "" : configuration.resultQueue, properties: properties)
         unsettled.append((number, deliveryTag))
+        stream?.append(deliveryTag)
+    }
+
+    /// How long the loop waits for the broker at most: until the stream's batch is due, and a second otherwise.
+    private var pollTimeout: Duration {
+        guard let dueAt = stream?.dueAt else { return .seconds(1) }
+        return min(max(dueAt - .now, .zero), .seconds(1))
     }
 
     private static let resultProperties = MessageProperties(contentType: "application/json", persistent: true)
 
-    /// Acknowledges, with one `basic.ack` (`multiple`), the deliveries whose results are confirmed, up to the
-    /// first one whose result is not.
+    /// Acknowledges, with one `basic.ack` (`multiple`), the deliveries ready for their ack, up to the first one
+    /// that is not: its result is not confirmed, or (with the stream) its batch is not stored.
     private func acknowledgeConfirmedInTagOrder() throws {
         while unsettledHead < unsettled.count, !results.awaiting.isAwaiting(unsettled[unsettledHead].publish) {
-            let tag = unsettled[unsettledHead].deliveryTag
-            pendingTags.remove(tag)
-            readyTags.append(tag)
+            settledOnce(unsettled[unsettledHead].deliveryTag)
             unsettledHead += 1
+        }
+        if let stream {
+            for tag in try stream.takeReleased() { settledOnce(tag) }
         }
         let floor = pendingTags.min() ?? .max
         guard let upTo = readyTags.filter({ $0 < floor }).max() else { return }
         try connection.ack(upTo, multiple: true, channel: Self.jobsChannel)
         readyTags.removeAll { $0 <= upTo }
         forgetAcknowledged()
+    }
+
+    /// Notes that one condition of delivery `tag`'s ack holds: its result is confirmed, or its batch stored. With
+    /// the stream both must hold; without, the first is enough.
+    private func settledOnce(_ tag: UInt64) {
+        if stream != nil {
+            guard !halfSettled.insert(tag).inserted else { return }
+            halfSettled.remove(tag)
+        }
+        pendingTags.remove(tag)
+        readyTags.append(tag)
     }
 
     /// Acknowledges every delivery whose result is confirmed: one `basic.ack` with `multiple` (one per delivery

@@ -1,6 +1,6 @@
 import Foundation
 
-/// What a benchmark run measured: every figure for Warren and the baseline, and how the run was made.
+/// What a benchmark run measured: every figure for Warren, the raw client and the floor, and how the run was made.
 public struct BenchReport: Sendable, Codable {
     /// The machine the run measured.
     public struct Host: Sendable, Codable {

@@ -21,9 +21,20 @@ extension Benchmark {
         /// How many jobs a producer publishes before it waits for their confirms (Warren: one `enqueue` call;
         /// baseline: the most unconfirmed publishes at once). Default: 100.
         public var batch = 100
-        /// Warren wire choices the baseline copies, to measure what each costs (diagnostics; the published
-        /// baseline copies none). Default: none.
+        /// Warren wire choices the plain raw client copies, to measure what each costs (diagnostics; the published
+        /// baseline copies none, and the floor is not changed). Default: none.
         public var baselineVariants: Set<BaselineVariant> = []
+        /// Whether the design's floor is measured beside the raw client and Warren (``SideKind/floor``). Without it,
+        /// figures held to the floor show no target. Default: `true`.
+        public var measuresFloor = true
+
+        /// The sides repetition `number` (from 1) measures, in the order it runs them: the order rotates from one
+        /// repetition to the next, so that drift favours none.
+        func sides(inRepetition number: Int) -> [SideKind] {
+            let sides: [SideKind] = measuresFloor ? [.baseline, .floor, .warren] : [.baseline, .warren]
+            let shift = (number - 1) % sides.count
+            return Array(sides[shift...] + sides[..<shift])
+        }
 
         /// The full run's options, as ``full``.
         public init() {}

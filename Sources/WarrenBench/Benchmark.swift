@@ -1,9 +1,11 @@
 import AMQP
 import Foundation
 
-/// Measures Warren beside a raw librabbitmq baseline on the same job pattern, in one run against one broker.
+/// Measures Warren beside two raw librabbitmq baselines on the same job pattern, in one run against one broker.
 ///
-/// Each repetition measures both sides, scenario by scenario (alternating which side goes first), with each worker
+/// The baselines are the plain raw client, the limit of the wire pattern itself, and the design's floor: the raw
+/// client that also makes Warren's hop to an operation queue and stores results in a stream as Warren does
+/// (``SideKind``). Each repetition measures every side, scenario by scenario (rotating the order), with each worker
 /// in a process of its own: end-to-end throughput at several prefetch settings (producer and worker at once, and
 /// draining a pre-filled queue), round-trip latency one job at a time, cancellation latency of an executing job
 /// (Warren), and the worker's CPU time and memory over a long run.

@@ -31,6 +31,19 @@ final class BrokerAdmin {
         declared.insert(name)
     }
 
+    /// Declares a stream queue as Warren declares `warren.results`: `x-queue-type: stream`, with its age and size
+    /// limits.
+    func declareResultsStream(_ name: String) throws {
+        try connection.declareQueue(
+            name,
+            arguments: [
+                "x-queue-type": "stream", "x-max-age": .string(Topology.resultsRetention),
+                "x-max-length-bytes": .int(Topology.resultsMaxBytes),
+            ],
+            channel: Self.channel)
+        declared.insert(name)
+    }
+
     /// How many consumers `queue` has.
     func consumers(of queue: String) throws -> UInt32 {
         try connection.declareQueue(queue, passive: true, channel: Self.channel).consumerCount

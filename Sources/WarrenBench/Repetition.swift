@@ -1,14 +1,14 @@
 import AMQP
 import Foundation
 
-/// One repetition of the benchmark: both sides through every scenario, with connections and queues of its own.
+/// One repetition of the benchmark: every side through every scenario, with connections and queues of its own.
 ///
 /// Thread safety: confined to the thread that runs the benchmark.
 final class Repetition {
     let number: Int
     let benchmark: Benchmark
     let admin: BrokerAdmin
-    /// Which side goes first in each scenario: alternates between repetitions, so drift favours neither.
+    /// The order of the sides in each scenario: rotates between repetitions, so that drift favours none.
     let order: [SideKind]
     /// Unique per run and repetition; every queue name and job id starts with it.
     let prefix: String
@@ -29,7 +29,7 @@ final class Repetition {
         self.benchmark = benchmark
         prefix = "bench-\(runID)-r\(number)"
         logDirectory = directory
-        order = number % 2 == 1 ? [.baseline, .warren] : [.warren, .baseline]
+        order = benchmark.options.sides(inRepetition: number)
         admin = try BrokerAdmin(broker: benchmark.broker)
         stateDirectory = directory.appendingPathComponent("state-\(number)")
         try FileManager.default.createDirectory(at: stateDirectory, withIntermediateDirectories: true)
@@ -39,11 +39,11 @@ final class Repetition {
     /// would miss its heartbeats (librabbitmq answers them only inside a call) and be closed by the broker.
     private func makeSide(_ kind: SideKind, scenario: Int) throws -> any BenchSide {
         switch kind {
-        case .baseline:
+        case .baseline, .floor:
             return try BaselineSide(
-                url: benchmark.configuration.url, broker: broker, admin: admin,
-                resultQueue: "\(prefix)-baseline-results\(scenario)", window: options.batch,
-                variants: options.baselineVariants)
+                kind: kind, url: benchmark.configuration.url, broker: broker, admin: admin,
+                resultQueue: "\(prefix)-\(kind.rawValue)-results\(scenario)", window: options.batch,
+                variants: kind == .floor ? [.operationQueue, .resultsStream] : options.baselineVariants)
         case .warren:
             return try WarrenSide(
                 url: benchmark.configuration.url, batch: options.batch, stateDirectory: stateDirectory, admin: admin,
@@ -58,7 +58,7 @@ final class Repetition {
         }
         try measure(progress) { try latency(of: $0) }
         try measure(progress) { try soak(of: $0) }
-        for side in SideKind.allCases {
+        for side in order {
             figures[side, default: [:]][FigureCatalog.workerPeakRSS] = Double(peakResident[side] ?? 0) / 1_048_576
         }
     }

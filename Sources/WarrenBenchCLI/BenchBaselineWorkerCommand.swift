@@ -24,8 +24,20 @@ struct BenchBaselineWorkerCommand: ParsableCommand {
     @Option(name: .long, help: "A Warren choice to copy; repeat for several.")
     var variant: [BaselineVariant] = []
 
+    @Option(
+        name: .customLong("results-stream"),
+        help: "With --variant results-stream: the stream queue results are also appended to (it must exist).")
+    var resultsStream: String?
+
     func validate() throws {
         guard (1...65_535).contains(prefetch) else { throw ValidationError("--prefetch must be in 1...65535") }
+        let storesResults = variant.contains(.resultsStream)
+        if storesResults, resultsStream == nil {
+            throw ValidationError("--variant results-stream needs --results-stream QUEUE")
+        }
+        if !storesResults, let resultsStream {
+            throw ValidationError("--results-stream \(resultsStream) needs --variant results-stream")
+        }
     }
 
     func run() throws {
@@ -33,6 +45,7 @@ struct BenchBaselineWorkerCommand: ParsableCommand {
         var configuration = BaselineWorker.Configuration(
             url: broker.brokerURL, queue: queue, resultQueue: resultQueue, prefetch: prefetch)
         configuration.variants = Set(variant)
+        configuration.resultsStream = resultsStream
         try BaselineWorker(configuration: configuration).run()
     }
 }

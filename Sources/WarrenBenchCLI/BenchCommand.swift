@@ -3,21 +3,23 @@ import Foundation
 import WarrenBench
 import WarrenCLI
 
-/// `warren bench`: Warren beside a raw librabbitmq baseline, against a broker of its own.
+/// `warren bench`: Warren beside two raw librabbitmq baselines, against a broker of its own.
 package struct BenchCommand: ParsableCommand {
     package static let configuration = CommandConfiguration(
         commandName: "bench",
-        abstract: "Measure Warren beside a raw librabbitmq baseline doing the same jobs; print a table.",
+        abstract: "Measure Warren beside raw librabbitmq baselines doing the same jobs; print a table.",
         // Without it, the hidden baseline worker would make the usage line end in <subcommand>.
         usage: "warren bench [<options>]",
         discussion: """
-            Both sides run the same job pattern against the broker at --url, each worker in a process of its own: \
+            Three sides run the same job pattern against the broker at --url, each worker in a process of its own: \
             a persistent job published with confirms, consumed with manual ack and prefetch, a persistent result \
-            published with confirms, then the ack. Measured: throughput at prefetch (and width) 1, 10 and 100, with \
+            published with confirms, then the ack. The sides: the plain raw client, the limit of the wire pattern; \
+            the design's floor, the raw client that also hands each job to an OperationQueue and appends its \
+            result to a stream in batches, as Warren does; and Warren. Measured: throughput at prefetch (and width) 1, 10 and 100, with \
             producer and worker at once and draining a pre-filled queue; round-trip latency one job at a time; \
             cancellation latency of an executing job; worker CPU per 1,000 jobs and memory. Use a broker of its \
             own and a release build (swift build -c release), on an otherwise idle machine. Queues are unique to \
-            the run and deleted after it. Both sides' results go to a durable result queue: Warren's jobs name it \
+            the run and deleted after it. Every side's results go to a durable result queue: Warren's jobs name it \
             as their reply queue, as a producer waiting for its results names its own; Warren also stores every \
             result in the warren.results stream, as in production.
             Example:
@@ -59,9 +61,14 @@ package struct BenchCommand: ParsableCommand {
     @Option(
         name: .customLong("baseline-with"),
         help: ArgumentHelp(
-            "Diagnostics: the baseline copies this Warren choice (priority-queue, results-exchange, single-acks, operation-queue).",
+            "Diagnostics: the plain raw client copies this Warren choice (priority-queue, results-exchange, single-acks, operation-queue, results-stream).",
             visibility: .hidden))
     var baselineVariants: [BaselineVariant] = []
+
+    @Flag(
+        name: .customLong("no-floor"),
+        help: "Leave out the design's floor, for a quicker run; figures held to it then show no target.")
+    var noFloor = false
 
     @Option(name: .long, help: ArgumentHelp("Also write the report as JSON to this file.", valueName: "path"))
     var json: String?
@@ -133,6 +140,7 @@ package struct BenchCommand: ParsableCommand {
         if let soakJobs { options.soakJobs = soakJobs }
         if let batch { options.batch = batch }
         options.baselineVariants = Set(baselineVariants)
+        options.measuresFloor = !noFloor
         var configuration = Benchmark.Configuration(url: broker.brokerURL)
         if let workerExecutable { configuration.workerExecutable = workerExecutable }
         configuration.brokerPID = brokerPID

@@ -3,7 +3,7 @@ import Testing
 
 extension Integration {
     @Suite struct BenchCommand {
-        /// Every figure a report must carry, for Warren and the baseline, with a ratio.
+        /// Every figure a report must carry, for the raw client, the floor and Warren, with both ratios.
         static let figureKeys =
             ["concurrent", "drain"].flatMap { mode in [1, 10, 100].map { "throughput.\(mode).prefetch\($0)" } } + [
                 "latency.p50", "latency.p90", "latency.p99", "cancellation.p50", "cancellation.p99",
@@ -11,7 +11,7 @@ extension Integration {
                 "worker.rssPeak", "producer.cpuPer1000Jobs",
             ]
 
-        @Test("bench --quick prints a table and writes JSON with every figure and ratio (values unchecked)")
+        @Test("bench --quick measures three sides, prints a table and writes JSON with every figure (values unchecked)")
         func quickRun() throws {
             let url = try TestEnvironment.brokerURL
             let path = try TestEnvironment.temporaryDirectory().appendingPathComponent("bench.json").path
@@ -24,8 +24,14 @@ extension Integration {
                 ],
                 timeout: .seconds(180))
             #expect(output.status == 0, "\(output.stderr)")
-            #expect(output.stdout.contains("baseline"))
-            #expect(output.stdout.contains("ratio"))
+            let header = try #require(output.stdout.split(separator: "\n").first)
+            #expect(
+                header.split(separator: " ", omittingEmptySubsequences: true)
+                    == ["figure", "raw", "floor", "warren", "warren/raw", "warren/floor", "target"],
+                "\(header)")
+            for side in ["baseline", "floor", "warren"] {
+                #expect(output.stderr.contains("\n  \(side) throughput."), "the \(side) side ran: \(output.stderr)")
+            }
 
             let data = try #require(FileManager.default.contents(atPath: path))
             let report = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
@@ -36,8 +42,9 @@ extension Integration {
             for key in Self.figureKeys {
                 let figure = try #require(byKey[key], "figure \(key) is missing")
                 #expect(figure["ratio"] is NSNumber, "\(key) has no ratio")
+                #expect(figure["floorRatio"] is NSNumber, "\(key) has no ratio to the floor")
                 #expect(figure["unit"] is String, "\(key) has no unit")
-                for side in ["baseline", "warren"] {
+                for side in ["baseline", "floor", "warren"] {
                     let spread = try #require(figure[side] as? [String: Any], "\(key) has no \(side) values")
                     for field in ["median", "min", "max"] {
                         #expect(spread[field] is NSNumber, "\(key).\(side).\(field) is missing")
