@@ -40,7 +40,8 @@ package final class JobOperation: Foundation.Operation, @unchecked Sendable {
     /// - Parameters:
     ///   - journal: Where the job is recorded while its code runs, so that it is known if the process dies meanwhile.
     ///   - startGate: For a job of a rate-limited type: where it waits for its turn to start, on its thread.
-    ///   - started: Called on the queue's thread as the job's code starts (for a job with a time limit).
+    ///   - started: Called on the queue's thread as the job's code starts: for the queue latency metric, and for a
+    ///     job with a time limit.
     init(
         job: JobContext, input: JSONValue, body: RegisteredOperation.Body, journal: CrashJournal? = nil,
         startGate: StartGate? = nil, started: (@Sendable () -> Void)? = nil,

@@ -74,8 +74,9 @@ public struct JobError: Sendable, Hashable, Codable, Error, CustomStringConverti
 
 /// Why a job was cancelled.
 public struct Cancellation: Sendable, Hashable, Codable, Error, CustomStringConvertible {
-    /// `requested` (warren cancel), `superseded` (a newer job of the same key) or `deadline`; as a job's code sees
-    /// it, also `timeLimit` (it ran past its type's time limit) and the reasons that send it back to the broker.
+    /// `requested` (warren cancel), `superseded` (a newer job of the same key), `deadline` or `purged` (warren
+    /// purge). A job's code may also see `timeLimit`, when it ran past its time limit, and the reasons that send it
+    /// back to the broker.
     public var reason: String
     public var message: String
 
