@@ -99,9 +99,10 @@ extension Integration {
             BrokerProbe.delete(window)
             let starts = try Self.starts(try tap.waitForResults(jobs.map(\.id)))
             let gaps = zip(starts.dropFirst(), starts).map { $0.timeIntervalSince($1) }
-            // The deleted window took its live turn with it: one start may come early, and no burst follows (each
-            // refused or returned turn waits).
-            #expect(gaps.filter { $0 < 0.45 }.count <= 1 && gaps.allSatisfy { $0 >= 0.1 }, "\(gaps)")
+            // The deleted window took its live turn with it, and a turn asked for while the broker deleted it is
+            // granted yet held nowhere: one start may come early. The window comes back a turn's lifetime after a
+            // worker found it missing, so no second one follows.
+            #expect(gaps.filter { $0 < 0.45 }.count <= 1, "\(gaps)")
             #expect(
                 workers.contains {
                     $0.stderr.contains("a fleet-wide rate limit's queue was missing; declaring it again")

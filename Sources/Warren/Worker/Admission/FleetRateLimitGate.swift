@@ -136,14 +136,16 @@ final class FleetRateLimitGate: AdmissionGate, WakesTheLoop {
     }
 
     /// The broker returned the turn of job `jobID`: its window queue is gone (deleted by hand, or its cluster node
-    /// lost). The turn counts as refused when its confirm comes; the window is declared again before the next one.
+    /// lost). The turn counts as refused when its confirm comes; the window is declared again before the next one,
+    /// a turn's lifetime later.
     func returned(to queue: String, jobID: String?) {
         if let jobID { returnedTurns.insert(jobID) }
         guard let type = throttles.first(where: { $0.value.queue == queue })?.key else { return }
         if throttles[type]!.declaredAt != nil {
             logger.warning(
-                "a fleet-wide rate limit's queue was missing; declaring it again", metadata: ["queue": "\(queue)"])
+                "a fleet-wide rate limit's queue was missing; declaring it again once its turns' lifetime has passed",
+                metadata: ["queue": "\(queue)", "lifetime": "\(throttles[type]!.lifetime)"])
         }
-        throttles[type]!.declaredAt = nil
+        throttles[type]!.windowMissing(at: .now)
     }
 }

@@ -15,6 +15,8 @@ struct FleetThrottle {
     let arguments: AMQPTable
     let turns: Int
     let retryDelay: Duration
+    /// How long a turn lives in the window.
+    let lifetime: Duration
     private var line = WaitingLine()
     /// Turns asked for and not answered yet.
     private(set) var asking = 0
@@ -32,6 +34,7 @@ struct FleetThrottle {
         arguments = FleetRateLimit.arguments(for: limit)
         turns = FleetRateLimit.window(of: limit).turns
         retryDelay = FleetRateLimit.retryDelay(for: limit)
+        lifetime = .milliseconds(FleetRateLimit.window(of: limit).milliseconds)
     }
 
     /// The most turns to have asked for at once: the window's, or one while probing a full window.
@@ -78,7 +81,15 @@ struct FleetThrottle {
         line.putBack(job)
         // Jittered: workers refused together would otherwise keep asking in the same phase, and the one whose
         // questions fall just after a turn expires would take every turn while the others' jobs wait.
-        askAt = now + retryDelay * Double.random(in: 0.5...1.5)
+        let retry = now + retryDelay * Double.random(in: 0.5...1.5)
+        askAt = askAt.map { max($0, retry) } ?? retry
+    }
+
+    /// The broker returned a turn at `now`: the window queue is gone. It is declared again once a turn's lifetime
+    /// has passed, and no turn is asked before: a turn the broker granted while it deleted the queue is held nowhere.
+    mutating func windowMissing(at now: ContinuousClock.Instant) {
+        declaredAt = nil
+        askAt = now + lifetime
     }
 
     /// Asks no turn before `instant`.
