@@ -32,9 +32,10 @@ struct FleetThrottle {
     init(type: String, limit: RateLimit) {
         queue = FleetRateLimit.queue(forType: type, limit: limit)
         arguments = FleetRateLimit.arguments(for: limit)
-        turns = FleetRateLimit.window(of: limit).turns
+        let window = FleetRateLimit.window(of: limit)
+        turns = window.turns
         retryDelay = FleetRateLimit.retryDelay(for: limit)
-        lifetime = .milliseconds(FleetRateLimit.window(of: limit).milliseconds)
+        lifetime = .milliseconds(window.milliseconds)
     }
 
     /// The most turns to have asked for at once: the window's, or one while probing a full window.
@@ -89,7 +90,7 @@ struct FleetThrottle {
     /// has passed, and no turn is asked before: a turn the broker granted while it deleted the queue is held nowhere.
     mutating func windowMissing(at now: ContinuousClock.Instant) {
         declaredAt = nil
-        askAt = now + lifetime
+        askAt = max(askAt ?? now, now + lifetime)
     }
 
     /// Asks no turn before `instant`.
